@@ -1,0 +1,35 @@
+package rng
+
+import "testing"
+
+func TestSeededIsReproducible(t *testing.T) {
+	a, b := Seeded(42), Seeded(42)
+	for i := 0; i < 100; i++ {
+		if a.Uint64() != b.Uint64() {
+			t.Fatalf("draw %d differs between two sources seeded with 42", i)
+		}
+	}
+	if s, ok := a.Seed(); !ok || s != 42 {
+		t.Fatalf("Seed() = %d, %v; want 42, true", s, ok)
+	}
+}
+
+func TestSecureIsNotSeeded(t *testing.T) {
+	r := Secure()
+	if _, ok := r.Seed(); ok {
+		t.Fatal("secure source claims to be seeded")
+	}
+	if r.Uint64() == r.Uint64() && r.Uint64() == r.Uint64() {
+		t.Fatal("secure source repeats itself")
+	}
+	if _, ok := r.Split().Seed(); ok {
+		t.Fatal("child of a secure source is seeded")
+	}
+}
+
+func TestSplitIsReproducible(t *testing.T) {
+	a, b := Seeded(7).Split(), Seeded(7).Split()
+	if a.Uint64() != b.Uint64() {
+		t.Fatal("children of equal seeds differ")
+	}
+}

@@ -1,0 +1,31 @@
+package model
+
+import (
+	"math"
+	"testing"
+)
+
+func TestLossDerivMatchesFiniteDifference(t *testing.T) {
+	for _, l := range []Loss{Hinge{}, Logistic{}} {
+		for _, m := range []float64{-30, -2, -0.5, 0.3, 0.99, 1.5, 40} {
+			h := 1e-6
+			fd := (l.Value(m+h) - l.Value(m-h)) / (2 * h)
+			if d := l.Deriv(m); math.Abs(d-fd) > 1e-5 {
+				t.Errorf("%s'(%v) = %v, finite difference %v", l.Name(), m, d, fd)
+			}
+		}
+	}
+}
+
+func TestProjectBall(t *testing.T) {
+	w := []float64{3, 4}
+	ProjectBall(w, 1)
+	if math.Abs(Norm(w)-1) > 1e-15 {
+		t.Fatalf("norm after projection = %v", Norm(w))
+	}
+	v := []float64{0.1, 0.2}
+	ProjectBall(v, 1)
+	if v[0] != 0.1 || v[1] != 0.2 {
+		t.Fatal("projection moved a point inside the ball")
+	}
+}

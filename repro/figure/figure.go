@@ -1,0 +1,245 @@
+// Package figure owns the output side of dpal's paper reproductions: line
+// plots written as PNG (gonum/plot), the same data as long-format CSV, and
+// JSON summaries. Per-paper harnesses only build Plot values; how a figure
+// looks is decided here, once.
+package figure
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Series is one curve. Lo and Hi, when set, have the same length as X and
+// draw a shaded band (a spread over repetitions, say).
+type Series struct {
+	Name   string
+	X, Y   []float64
+	Lo, Hi []float64
+	// Points draws markers as well as the line.
+	Points bool
+}
+
+// HLine is a horizontal reference line across the plot, such as a
+// non-private baseline.
+type HLine struct {
+	Name string
+	Y    float64
+}
+
+// Plot is a figure: axes, curves and reference lines.
+type Plot struct {
+	Title, XLabel, YLabel string
+	Series                []Series
+	HLines                []HLine
+	LogX, LogY            bool
+}
+
+// Validate reports a series whose lengths disagree or that holds no point.
+func (p *Plot) Validate() error {
+	if len(p.Series) == 0 && len(p.HLines) == 0 {
+		return errors.New("figure: plot has nothing to draw")
+	}
+	for _, s := range p.Series {
+		if len(s.X) != len(s.Y) {
+			return fmt.Errorf("figure: series %q has %d x and %d y values", s.Name, len(s.X), len(s.Y))
+		}
+		if (s.Lo != nil && len(s.Lo) != len(s.X)) || (s.Hi != nil && len(s.Hi) != len(s.X)) {
+			return fmt.Errorf("figure: series %q band length differs from its %d points", s.Name, len(s.X))
+		}
+	}
+	return nil
+}
+
+// SavePNG renders the plot to path (parent directories are created).
+func (p *Plot) SavePNG(path string) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	pl := plot.New()
+	pl.Title.Text = p.Title
+	pl.X.Label.Text = p.XLabel
+	pl.Y.Label.Text = p.YLabel
+	pl.Legend.Top = true
+	pl.Add(plotter.NewGrid())
+	if p.LogX {
+		pl.X.Scale = plot.LogScale{}
+		pl.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	if p.LogY {
+		pl.Y.Scale = plot.LogScale{}
+		pl.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	for i, s := range p.Series {
+		if err := addSeries(pl, s, plotutil.Color(i), plotutil.Shape(i)); err != nil {
+			return fmt.Errorf("figure %q: %w", p.Title, err)
+		}
+	}
+	if err := addHLines(pl, p.HLines, len(p.Series)); err != nil {
+		return fmt.Errorf("figure %q: %w", p.Title, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("figure: %w", err)
+	}
+	if err := pl.Save(7*vg.Inch, 4.5*vg.Inch, path); err != nil {
+		return fmt.Errorf("figure: saving %s: %w", path, err)
+	}
+	return nil
+}
+
+func addSeries(pl *plot.Plot, s Series, c color.Color, shape draw.GlyphDrawer) error {
+	if s.Lo != nil && s.Hi != nil {
+		band := make(plotter.XYs, 0, 2*len(s.X))
+		for i := range s.X {
+			band = append(band, plotter.XY{X: s.X[i], Y: s.Hi[i]})
+		}
+		for i := len(s.X) - 1; i >= 0; i-- {
+			band = append(band, plotter.XY{X: s.X[i], Y: s.Lo[i]})
+		}
+		poly, err := plotter.NewPolygon(band)
+		if err != nil {
+			return fmt.Errorf("band of %q: %w", s.Name, err)
+		}
+		r, g, b, _ := c.RGBA()
+		poly.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 50}
+		poly.LineStyle.Width = 0
+		pl.Add(poly)
+	}
+	line, err := plotter.NewLine(xys(s.X, s.Y))
+	if err != nil {
+		return fmt.Errorf("series %q: %w", s.Name, err)
+	}
+	line.Color = c
+	line.Width = vg.Points(1.5)
+	pl.Add(line)
+	pl.Legend.Add(s.Name, line)
+	if s.Points {
+		pts, err := plotter.NewScatter(xys(s.X, s.Y))
+		if err != nil {
+			return fmt.Errorf("series %q: %w", s.Name, err)
+		}
+		pts.Color = c
+		pts.Shape = shape
+		pl.Add(pts)
+	}
+	return nil
+}
+
+func addHLines(pl *plot.Plot, hs []HLine, offset int) error {
+	if len(hs) == 0 {
+		return nil
+	}
+	xmin, xmax := pl.X.Min, pl.X.Max
+	if xmin == xmax {
+		xmax = xmin + 1
+	}
+	for i, h := range hs {
+		l, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: h.Y}, {X: xmax, Y: h.Y}})
+		if err != nil {
+			return fmt.Errorf("reference line %q: %w", h.Name, err)
+		}
+		l.Color = plotutil.Color(offset + i)
+		l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		l.Width = vg.Points(1.5)
+		pl.Add(l)
+		pl.Legend.Add(h.Name, l)
+	}
+	return nil
+}
+
+// xys drops non-finite points, which gonum/plot rejects.
+func xys(x, y []float64) plotter.XYs {
+	out := make(plotter.XYs, 0, len(x))
+	for i := range x {
+		if isFinite(x[i]) && isFinite(y[i]) {
+			out = append(out, plotter.XY{X: x[i], Y: y[i]})
+		}
+	}
+	return out
+}
+
+func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// SaveCSV writes the plot's data in long format: one row per point with
+// columns series, x, y, lo, hi (empty when a series has no band), then one
+// row per reference line with an empty x.
+func (p *Plot) SaveCSV(path string) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	rows := [][]string{{"series", "x", "y", "lo", "hi"}}
+	for _, s := range p.Series {
+		for i := range s.X {
+			rows = append(rows, []string{s.Name, ftoa(s.X[i]), ftoa(s.Y[i]), at(s.Lo, i), at(s.Hi, i)})
+		}
+	}
+	for _, h := range p.HLines {
+		rows = append(rows, []string{h.Name, "", ftoa(h.Y), "", ""})
+	}
+	return WriteCSV(path, rows)
+}
+
+// Save writes base+".png" and base+".csv".
+func (p *Plot) Save(base string) error {
+	if err := p.SavePNG(base + ".png"); err != nil {
+		return err
+	}
+	return p.SaveCSV(base + ".csv")
+}
+
+func at(v []float64, i int) string {
+	if v == nil {
+		return ""
+	}
+	return ftoa(v[i])
+}
+
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// WriteCSV writes rows (the first is the header) to path, creating parent
+// directories.
+func WriteCSV(path string, rows [][]string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("figure: %w", err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("figure: %w", err)
+	}
+	w := csv.NewWriter(f)
+	if err := w.WriteAll(rows); err != nil {
+		f.Close()
+		return fmt.Errorf("figure: writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("figure: closing %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteJSON writes v as indented JSON to path, creating parent directories.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("figure: encoding %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("figure: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("figure: %w", err)
+	}
+	return nil
+}

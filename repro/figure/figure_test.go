@@ -1,0 +1,46 @@
+package figure
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSaveWritesPNGAndCSV(t *testing.T) {
+	dir := t.TempDir()
+	p := Plot{
+		Title: "t", XLabel: "x", YLabel: "y",
+		Series: []Series{{Name: "a", X: []float64{1, 2, 3}, Y: []float64{3, 2, 1},
+			Lo: []float64{2, 1, 0}, Hi: []float64{4, 3, 2}, Points: true}},
+		HLines: []HLine{{Name: "base", Y: 1.5}},
+	}
+	base := filepath.Join(dir, "sub", "fig")
+	if err := p.Save(base); err != nil {
+		t.Fatal(err)
+	}
+	png, err := os.ReadFile(base + ".png")
+	if err != nil || len(png) < 8 || string(png[1:4]) != "PNG" {
+		t.Fatalf("no PNG written: %v", err)
+	}
+	csv, err := os.ReadFile(base + ".csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(string(csv), "\n"); got != 5 {
+		t.Fatalf("CSV has %d lines, want 5:\n%s", got, csv)
+	}
+}
+
+func TestValidateRejectsRaggedSeries(t *testing.T) {
+	tests := []Plot{
+		{},
+		{Series: []Series{{Name: "a", X: []float64{1}, Y: nil}}},
+		{Series: []Series{{Name: "a", X: []float64{1}, Y: []float64{1}, Lo: []float64{1, 2}}}},
+	}
+	for i, p := range tests {
+		if err := p.Validate(); err == nil {
+			t.Errorf("case %d: no error", i)
+		}
+	}
+}
