@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// runData runs `dpal data …` with fresh flag values and returns stdout.
+func runData(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	dataDescribeCmd.Flags().VisitAll(func(f *pflag.Flag) {
+		f.Value.Set(f.DefValue)
+		f.Changed = false
+	})
+	var out bytes.Buffer
+	rootCmd.SetOut(&out)
+	rootCmd.SetErr(&out)
+	rootCmd.SetArgs(append([]string{"data"}, args...))
+	defer rootCmd.SetArgs(nil)
+	err := rootCmd.Execute()
+	return out.String(), err
+}
+
+func TestDataDescribeDemoJSON(t *testing.T) {
+	out, err := runData(t, "describe", "--dataset", "demo", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res describeResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v in %q", err, out)
+	}
+	if res.Train == nil || res.Train.Rows != 3176 || res.Train.Dims != 116 || res.Test == nil || res.Test.Rows != 1655 {
+		t.Fatalf("%+v", res)
+	}
+	out, err = runData(t, "describe", "--dataset", "demo", "--kdd-paper-encoding")
+	if err != nil || !strings.Contains(out, "dims 120") { // the paper's dimension
+		t.Fatalf("%v %q", err, out)
+	}
+}
+
+func TestDataDescribeCSV(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d.csv")
+	os.WriteFile(path, []byte("a,b,y\n1,2,1\n3,4,-1\n5,6,1\n"), 0o644)
+	out, err := runData(t, "describe", "--dataset", "csv", "--file", path, "--header", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res describeResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Train.Rows != 3 || res.Train.Dims != 2 || res.Train.Positive != 2 {
+		t.Fatalf("%v %q", err, out)
+	}
+	path2 := filepath.Join(t.TempDir(), "d.svm")
+	os.WriteFile(path2, []byte("1 2:1\n-1 1:1\n"), 0o644)
+	if out, err := runData(t, "describe", "--dataset", "libsvm", "--file", path2); err != nil || !strings.Contains(out, "dims 2") {
+		t.Fatalf("%v %q", err, out)
+	}
+}
+
+func TestDataDescribeErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"describe"}, "--dataset is required"},
+		{[]string{"describe", "--dataset", "cifar"}, `--dataset "cifar": want`},
+		{[]string{"describe", "--dataset", "csv"}, "--dataset csv needs --file"},
+		{[]string{"describe", "--dataset", "csv", "--file", "/nonexistent.csv"}, "no such file"},
+		{[]string{"describe", "--dataset", "mnist", "--pair", "0"}, `--pair "0": want two labels`},
+		{[]string{"describe", "--dataset", "kdd99", "--data-dir", "/nonexistent"}, "no kddcup.data_10_percent.gz in /nonexistent"},
+		{[]string{"describe", "--dataset", "nab", "--data-dir", "/nonexistent"}, "no labels/combined_labels.json"},
+		{[]string{"describe", "extra"}, "unknown command"},
+	}
+	for _, tc := range tests {
+		_, err := runData(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: error %v, want one line containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestDataDescribeReal runs the cheap real datasets when ../shared/data exists
+// (relative to the repository root, i.e. ../../../shared/data from here).
+func TestDataDescribeReal(t *testing.T) {
+	dir := os.Getenv("DPAL_DATA_DIR")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared", "data")
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("data directory %s not available", dir)
+	}
+	out, err := runData(t, "describe", "--dataset", "nab", "--data-dir", dir, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res describeResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.NAB == nil || res.NAB.Series != 58 || res.NAB.Anomalies != 120 {
+		t.Fatalf("%v %q", err, out)
+	}
+	out, err = runData(t, "describe", "--dataset", "mnist", "--data-dir", dir, "--pca", "0")
+	if err != nil || !strings.Contains(out, "rows 11872, dims 784") {
+		t.Fatalf("%v %q", err, out)
+	}
+}

@@ -1,0 +1,71 @@
+package data
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestLoadCSV(t *testing.T) {
+	tests := []struct {
+		name, in string
+		opt      CSVOptions
+		wantErr  string
+		wantX    [][]float64
+		wantY    []float64
+	}{
+		{"last label", "1,2,1\n3,4,-1\n", CSVOptions{LabelColumn: -1}, "", [][]float64{{1, 2}, {3, 4}}, []float64{1, -1}},
+		{"zero label", "0,5\n1,6\n", CSVOptions{LabelColumn: 1}, "", [][]float64{{5}, {6}}, []float64{-1, 1}},
+		{"header", "a,b,y\n1,2,1\n", CSVOptions{Header: true, LabelColumn: 3}, "", [][]float64{{1, 2}}, []float64{1}},
+		{"no label", "1,2\n", CSVOptions{}, "", [][]float64{{1, 2}}, nil},
+		{"semicolon", "1;1\n", CSVOptions{Comma: ';', LabelColumn: -1}, "", [][]float64{{1}}, []float64{1}},
+		{"bad number", "a,b,y\n1,x,1\n", CSVOptions{Header: true, LabelColumn: -1}, `csv line 2 field 2 (b): not a number: "x"`, nil, nil},
+		{"bad label", "1,2,3\n", CSVOptions{LabelColumn: -1}, `line 1 field 3 (label): "3" is not −1, 0 or +1`, nil, nil},
+		{"nan", "NaN,1\n", CSVOptions{LabelColumn: -1}, `field 1 (x1): not a number`, nil, nil},
+		{"ragged", "1,2\n1\n", CSVOptions{}, "wrong number of fields", nil, nil},
+		{"label col too big", "1,2\n", CSVOptions{LabelColumn: 5}, "label column 5 but only 2 fields", nil, nil},
+		{"bad label col", "1,2\n", CSVOptions{LabelColumn: -2}, "label column -2", nil, nil},
+		{"empty", "", CSVOptions{}, "no data rows", nil, nil},
+		{"header only", "a,b\n", CSVOptions{Header: true}, "no data rows", nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := LoadCSV(strings.NewReader(tc.in), tc.opt)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.EqualFunc(d.X, tc.wantX, slices.Equal) || !slices.Equal(d.Y, tc.wantY) {
+				t.Fatalf("X %v Y %v", d.X, d.Y)
+			}
+			if len(d.FeatureNames) != d.Dim() {
+				t.Fatalf("names %v for dim %d", d.FeatureNames, d.Dim())
+			}
+			if err := d.Validate(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func FuzzCSV(f *testing.F) {
+	f.Add("a,b,y\n1,2,1\n", true, -1)
+	f.Add("1,2\n3,4\n", false, 0)
+	f.Fuzz(func(t *testing.T, in string, header bool, label int) {
+		d, err := LoadCSV(strings.NewReader(in), CSVOptions{Header: header, LabelColumn: label})
+		if err != nil {
+			return
+		}
+		if err := d.Validate(); err != nil {
+			t.Fatalf("accepted invalid data: %v", err)
+		}
+		if len(d.FeatureNames) != d.Dim() {
+			t.Fatalf("names %d dim %d", len(d.FeatureNames), d.Dim())
+		}
+	})
+}

@@ -1,0 +1,156 @@
+package data
+
+import (
+	"fmt"
+	"math"
+)
+
+// Dataset is a labelled table of preprocessed feature rows.
+type Dataset struct {
+	// Name identifies the dataset and split, e.g. "kdd99-train".
+	Name string
+	// X holds the rows; every row has the same length, Dim(). Rows may share
+	// memory (identical records, Subset), so treat them as read-only and
+	// copy a row before changing it.
+	X [][]float64
+	// Y holds the binary label of each row, −1 or +1 (nil for unlabelled data).
+	Y []float64
+	// Class holds a multiclass label index into ClassNames (nil if none).
+	Class []int
+	// ClassNames names the classes that Class indexes.
+	ClassNames []string
+	// FeatureNames names the columns of X.
+	FeatureNames []string
+}
+
+// Dim returns the number of features per row (0 for an empty dataset
+// without feature names).
+func (d *Dataset) Dim() int {
+	if len(d.X) > 0 {
+		return len(d.X[0])
+	}
+	return len(d.FeatureNames)
+}
+
+// Len returns the number of rows.
+func (d *Dataset) Len() int { return len(d.X) }
+
+// Description summarises a dataset for people and scripts.
+type Description struct {
+	Name     string       `json:"name"`
+	Rows     int          `json:"rows"`
+	Dims     int          `json:"dims"`
+	Positive int          `json:"positive"`
+	Negative int          `json:"negative"`
+	MaxNorm  float64      `json:"max_norm"`
+	Classes  []ClassCount `json:"classes,omitempty"`
+}
+
+// ClassCount is the number of rows of one class.
+type ClassCount struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+}
+
+// Describe counts rows, dimensions, label balance and classes.
+func (d *Dataset) Describe() Description {
+	out := Description{Name: d.Name, Rows: d.Len(), Dims: d.Dim()}
+	for _, y := range d.Y {
+		if y > 0 {
+			out.Positive++
+		} else {
+			out.Negative++
+		}
+	}
+	for _, x := range d.X {
+		out.MaxNorm = math.Max(out.MaxNorm, norm(x))
+	}
+	if d.Class != nil && len(d.ClassNames) > 0 {
+		counts := make([]int, len(d.ClassNames))
+		for _, c := range d.Class {
+			if c >= 0 && c < len(counts) {
+				counts[c]++
+			}
+		}
+		for i, name := range d.ClassNames {
+			out.Classes = append(out.Classes, ClassCount{Name: name, Count: counts[i]})
+		}
+	}
+	return out
+}
+
+// Subset returns the rows idx in that order. The rows share memory with d;
+// the label slices are new.
+func (d *Dataset) Subset(idx []int) *Dataset {
+	out := &Dataset{
+		Name:         d.Name,
+		X:            make([][]float64, len(idx)),
+		Y:            make([]float64, len(idx)),
+		ClassNames:   d.ClassNames,
+		FeatureNames: d.FeatureNames,
+	}
+	if d.Class != nil {
+		out.Class = make([]int, len(idx))
+	}
+	for i, j := range idx {
+		out.X[i] = d.X[j]
+		out.Y[i] = d.Y[j]
+		if d.Class != nil {
+			out.Class[i] = d.Class[j]
+		}
+	}
+	return out
+}
+
+// Validate checks that every row has the same dimension, finite entries and
+// a label of ±1, naming the first offending row.
+func (d *Dataset) Validate() error {
+	if d.Y != nil && len(d.Y) != len(d.X) {
+		return fmt.Errorf("%s: %d rows but %d labels", d.Name, len(d.X), len(d.Y))
+	}
+	if d.Class != nil && len(d.Class) != len(d.X) {
+		return fmt.Errorf("%s: %d rows but %d class labels", d.Name, len(d.X), len(d.Class))
+	}
+	dim := d.Dim()
+	for i, x := range d.X {
+		if len(x) != dim {
+			return fmt.Errorf("%s row %d: dimension %d, want %d", d.Name, i, len(x), dim)
+		}
+		for j, v := range x {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("%s row %d feature %d: not finite: %v", d.Name, i, j, v)
+			}
+		}
+		if d.Y != nil && d.Y[i] != 1 && d.Y[i] != -1 {
+			return fmt.Errorf("%s row %d: label %v is not ±1", d.Name, i, d.Y[i])
+		}
+	}
+	return nil
+}
+
+// ProjectUnitBall scales x in place onto the unit ℓ2 ball: x ← x / max(1, ‖x‖).
+// Rows already inside the ball are unchanged. The result's computed norm is
+// at most 1 exactly (rounding could leave 1 + 2⁻⁵²), so a strict ‖x‖ ≤ 1
+// check downstream never rejects a projected row.
+func ProjectUnitBall(x []float64) {
+	n := norm(x)
+	if n <= 1 {
+		return
+	}
+	for i := range x {
+		x[i] /= n
+	}
+	for norm(x) > 1 {
+		for i := range x {
+			x[i] *= 1 - 0x1p-52
+		}
+	}
+}
+
+func norm(x []float64) float64 {
+	var s float64
+	for _, v := range x {
+		s += v * v
+	}
+	return math.Sqrt(s)
+}

@@ -1,0 +1,210 @@
+package data
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
+)
+
+func idxBytes(dims []uint32, body []byte) []byte {
+	var b bytes.Buffer
+	b.Write([]byte{0, 0, 8, byte(len(dims))})
+	for _, d := range dims {
+		binary.Write(&b, binary.BigEndian, d)
+	}
+	b.Write(body)
+	return b.Bytes()
+}
+
+func TestParseIDXHeader(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      []byte
+		want    []int
+		wantErr string
+	}{
+		{"images", idxBytes([]uint32{3, 28, 28}, nil), []int{3, 28, 28}, ""},
+		{"labels", idxBytes([]uint32{10}, nil), []int{10}, ""},
+		{"bad magic", []byte{1, 0, 8, 1, 0, 0, 0, 1}, nil, "bad magic"},
+		{"float type", []byte{0, 0, 0x0d, 1, 0, 0, 0, 1}, nil, "element type 0xd"},
+		{"no dims", []byte{0, 0, 8, 0}, nil, "0 dimensions"},
+		{"zero size", idxBytes([]uint32{0}, nil), nil, "size 0"},
+		{"huge", idxBytes([]uint32{1 << 20, 1 << 20}, nil), nil, "announces more than"},
+		{"truncated", []byte{0, 0, 8, 2, 0, 0, 0, 1}, nil, "dimension 2"},
+		{"empty", nil, nil, "header: EOF"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := ParseIDXHeader(bytes.NewReader(tc.in))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || len(h.Dims) != len(tc.want) {
+				t.Fatalf("got %v, %v", h, err)
+			}
+			for i := range tc.want {
+				if h.Dims[i] != tc.want[i] {
+					t.Fatalf("dims %v, want %v", h.Dims, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestReadIDXPayloadLength(t *testing.T) {
+	if _, _, err := readIDX(bytes.NewReader(idxBytes([]uint32{2, 2}, []byte{1, 2, 3}))); err == nil ||
+		!strings.Contains(err.Error(), "3 of 4 bytes") {
+		t.Fatalf("short payload: %v", err)
+	}
+	if _, _, err := readIDX(bytes.NewReader(idxBytes([]uint32{2}, []byte{1, 2, 3}))); err == nil ||
+		!strings.Contains(err.Error(), "data after") {
+		t.Fatalf("long payload: %v", err)
+	}
+}
+
+func FuzzIDXHeader(f *testing.F) {
+	f.Add(idxBytes([]uint32{3, 28, 28}, []byte{1, 2}))
+	f.Add([]byte{0, 0, 8, 1, 0, 0, 0, 2, 5, 6})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		h, body, err := readIDX(bytes.NewReader(in))
+		if err != nil {
+			return
+		}
+		if len(body) != h.Count()*h.RecordSize() || len(in) != 4+4*len(h.Dims)+len(body) {
+			t.Fatalf("header %v, body %d, input %d", h.Dims, len(body), len(in))
+		}
+	})
+}
+
+// writeIDXDir writes a tiny MNIST-format folder: n images of side×side with
+// labels cycling 0, 1, 2; pixel values depend on the label plus noise.
+func writeIDXDir(t *testing.T, n, side int) string {
+	t.Helper()
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(4, 5))
+	for _, split := range []struct{ img, lab string }{{IDXTrainImages, IDXTrainLabels}, {IDXTestImages, IDXTestLabels}} {
+		imgs := make([]byte, n*side*side)
+		labs := make([]byte, n)
+		for i := range n {
+			labs[i] = byte(i % 3)
+			for j := range side * side {
+				imgs[i*side*side+j] = byte(min(255, int(labs[i])*60*(j%2)+r.IntN(50)))
+			}
+		}
+		writeGz(t, filepath.Join(dir, split.img), idxBytes([]uint32{uint32(n), uint32(side), uint32(side)}, imgs))
+		writeGz(t, filepath.Join(dir, split.lab), idxBytes([]uint32{uint32(n)}, labs))
+	}
+	return dir
+}
+
+func writeGz(t *testing.T, path string, b []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	zw.Close()
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadIDXPairSynthetic(t *testing.T) {
+	dir := writeIDXDir(t, 30, 4)
+	tr, te, err := LoadIDXPair(dir, 2, 0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Len() != 20 || te.Len() != 20 || tr.Dim() != 3 || tr.FeatureNames[2] != "pc3" {
+		t.Fatalf("rows %d/%d dim %d names %v", tr.Len(), te.Len(), tr.Dim(), tr.FeatureNames)
+	}
+	// Label 2 comes first in the pair, so it is −1 / class 0; the files alternate 0, 1, 2.
+	if tr.Y[0] != 1 || tr.Class[0] != 1 || tr.Y[1] != -1 || tr.ClassNames[0] != "2" {
+		t.Fatalf("labels %v classes %v names %v", tr.Y[:2], tr.Class[:2], tr.ClassNames)
+	}
+	for _, d := range []*Dataset{tr, te} {
+		if err := d.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Describe(); got.MaxNorm > 1 || got.Positive != 10 {
+			t.Fatalf("%+v", got)
+		}
+	}
+	raw, _, err := LoadIDXPair(dir, 0, 2, 0)
+	if err != nil || raw.Dim() != 16 {
+		t.Fatalf("no PCA: %v %v", raw, err)
+	}
+	for _, bad := range []struct {
+		a, b, k int
+		want    string
+	}{{1, 1, 2, "two different"}, {0, 7, 2, "no images of label 7"}, {0, 1, 17, "PCA dimension 17"}, {8, 0, 2, "no images of label 8"}} {
+		if _, _, err := LoadIDXPair(dir, bad.a, bad.b, bad.k); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("(%d,%d,%d): %v, want %q", bad.a, bad.b, bad.k, err, bad.want)
+		}
+	}
+}
+
+// principalAxes must span the same directions as gonum's stat.PC.
+func TestPrincipalAxesMatchesStatPC(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	n, d, k := 300, 8, 3
+	x := mat.NewDense(n, d, nil)
+	for i := range n {
+		for j := range d {
+			x.Set(i, j, r.NormFloat64()*float64(d-j)) // distinct variances
+		}
+	}
+	axes, err := principalAxes(x, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pc stat.PC
+	if !pc.PrincipalComponents(x, nil) {
+		t.Fatal("stat.PC failed")
+	}
+	var vecs mat.Dense
+	pc.VectorsTo(&vecs)
+	for j := range k {
+		dot := mat.Dot(axes.ColView(j), vecs.ColView(j))
+		if math.Abs(math.Abs(dot)-1) > 1e-8 {
+			t.Fatalf("axis %d: |cos| = %v", j, math.Abs(dot))
+		}
+	}
+}
+
+// TestLoadIDXPairReal checks counts on the real files; PCA is left to
+// TestPrincipalAxesMatchesStatPC and BenchmarkLoadIDXPair to keep it fast.
+func TestLoadIDXPairReal(t *testing.T) {
+	dir := filepath.Join(testDataDir(t), "mnist")
+	tr, te, err := LoadIDXPair(dir, 0, 9, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, gotTe := tr.Describe(), te.Describe()
+	if got.Rows != 11872 || got.Negative != 5923 || got.Dims != 784 || gotTe.Rows != 1989 || gotTe.Positive != 1009 {
+		t.Fatalf("%+v %+v", got, gotTe)
+	}
+	if got.MaxNorm > 1 || gotTe.MaxNorm > 1 {
+		t.Fatalf("norms %v %v", got.MaxNorm, gotTe.MaxNorm)
+	}
+}
+
+func BenchmarkLoadIDXPair(b *testing.B) {
+	dir := filepath.Join(testDataDir(b), "mnist")
+	for b.Loop() {
+		if _, _, err := LoadIDXPair(dir, 0, 9, 50); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
