@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// runAccount runs `dpal account …` with fresh flag values and returns stdout.
+func runAccount(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	for _, c := range []*pflag.FlagSet{accountEpsilonCmd.Flags(), accountNoiseCmd.Flags(), accountSampleRateCmd.Flags()} {
+		c.VisitAll(func(f *pflag.Flag) {
+			_ = f.Value.Set(f.DefValue)
+			f.Changed = false
+		})
+	}
+	var out bytes.Buffer
+	rootCmd.SetOut(&out)
+	rootCmd.SetErr(&out)
+	rootCmd.SetArgs(append([]string{"account"}, args...))
+	defer rootCmd.SetArgs(nil)
+	err := rootCmd.Execute()
+	return out.String(), err
+}
+
+func accountRel(got, want float64) float64 { return math.Abs(got-want) / math.Abs(want) }
+
+func TestAccountEpsilonReference(t *testing.T) {
+	for _, tc := range []struct {
+		conv       string
+		eps, order float64
+	}{{"balle2020", 2.5965558690, 8.1}, {"classic", 3.0082720825, 8.8}} {
+		out, err := runAccount(t, "epsilon", "--sample-rate", "0.004266666666666667", "--noise-multiplier", "1.1",
+			"--steps", "14062", "--delta", "1e-5", "--conversion", tc.conv, "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res map[string]any
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%v in %q", err, out)
+		}
+		if accountRel(res["epsilon"].(float64), tc.eps) > 1e-9 || res["order"] != tc.order || res["delta"] != 1e-5 {
+			t.Errorf("%s: %v", tc.conv, res)
+		}
+		if _, ok := res["edge_warning"]; ok || len(res) != 3 {
+			t.Errorf("%s: unexpected keys in %v", tc.conv, res)
+		}
+	}
+	out, err := runAccount(t, "epsilon", "--sample-rate", "0.004266666666666667", "--noise-multiplier", "1.1",
+		"--steps", "14062", "--delta", "1e-5")
+	if err != nil || !strings.HasPrefix(out, "ε = 2.5965558689") || !strings.Contains(out, "order 8.1") {
+		t.Errorf("human output %q, %v", out, err)
+	}
+}
+
+func TestAccountEpsilonScheduleAndOrders(t *testing.T) {
+	// A schedule of one phase split in two equals the single phase.
+	single, err := runAccount(t, "epsilon", "--sample-rate", "0.01", "--noise-multiplier", "1.2", "--steps", "300", "--delta", "1e-6", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	split, err := runAccount(t, "epsilon", "--schedule", "0.01:100, 0.01:1.2:200", "--noise-multiplier", "1.2", "--delta", "1e-6", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b map[string]float64
+	_ = json.Unmarshal([]byte(single), &a)
+	_ = json.Unmarshal([]byte(split), &b)
+	if accountRel(a["epsilon"], b["epsilon"]) > 1e-12 || a["order"] != b["order"] {
+		t.Errorf("single %v, split %v", a, b)
+	}
+	// Large noise puts the optimum at the largest default order; --orders
+	// extends the list and the warning goes.
+	out, err := runAccount(t, "epsilon", "--sample-rate", "0.2", "--noise-multiplier", "100", "--steps", "10", "--delta", "1e-5", "--json")
+	if err != nil || !strings.Contains(out, `"edge_warning"`) {
+		t.Errorf("edge case: %q, %v", out, err)
+	}
+	out, err = runAccount(t, "epsilon", "--sample-rate", "0.2", "--noise-multiplier", "100", "--steps", "10", "--delta", "1e-5",
+		"--orders", "128, 256,512,1024,2048,4096,8192,16384,32768,65536,131072", "--json")
+	var c map[string]any
+	if err != nil || json.Unmarshal([]byte(out), &c) != nil || c["order"].(float64) <= 63 || c["edge_warning"] != nil {
+		t.Errorf("extended orders: %q, %v", out, err)
+	}
+}
+
+func TestAccountNoiseAndSampleRate(t *testing.T) {
+	out, err := runAccount(t, "noise", "--epsilon", "8", "--delta", "1e-5", "--sample-rate", "0.01", "--steps", "1000", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n map[string]float64
+	if err := json.Unmarshal([]byte(out), &n); err != nil || len(n) != 2 {
+		t.Fatalf("%q: %v", out, err)
+	}
+	if n["epsilon"] > 8 || n["epsilon"] < 8*(1-1e-6) || n["noise_multiplier"] < 0.5 || n["noise_multiplier"] > 0.7 {
+		t.Errorf("noise: %v", n)
+	}
+	// Round trip: the calibrated σ gives back ε.
+	out, err = runAccount(t, "epsilon", "--sample-rate", "0.01", "--steps", "1000", "--delta", "1e-5", "--json",
+		"--noise-multiplier", accountFloat(n["noise_multiplier"]))
+	var e map[string]float64
+	if err != nil || json.Unmarshal([]byte(out), &e) != nil || e["epsilon"] != n["epsilon"] {
+		t.Errorf("round trip: %q, %v (noise said %v)", out, err, n)
+	}
+	out, err = runAccount(t, "sample-rate", "--epsilon", "8", "--delta", "1e-5", "--noise-multiplier", "1", "--steps", "1000", "--json")
+	var s map[string]float64
+	if err != nil || json.Unmarshal([]byte(out), &s) != nil || len(s) != 1 || !(s["sample_rate"] > 0 && s["sample_rate"] < 1) {
+		t.Errorf("sample-rate: %q, %v", out, err)
+	}
+	out, err = runAccount(t, "noise", "--epsilon", "2", "--delta", "1e-5", "--schedule", "0.01:500,0.04:100")
+	if err != nil || !strings.HasPrefix(out, "noise multiplier σ = ") {
+		t.Errorf("noise with schedule: %q, %v", out, err)
+	}
+	out, err = runAccount(t, "sample-rate", "--epsilon", "8", "--delta", "1e-5", "--noise-multiplier", "1", "--steps", "1000")
+	if err != nil || !strings.HasPrefix(out, "sample rate q = ") {
+		t.Errorf("sample-rate human: %q, %v", out, err)
+	}
+}
+
+func TestAccountErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"epsilon", "--sample-rate", "0.01", "--noise-multiplier", "1", "--steps", "10"},
+		{"epsilon", "--sample-rate", "0.01", "--noise-multiplier", "1", "--steps", "10", "--delta", "0"},
+		{"epsilon", "--sample-rate", "0.01", "--noise-multiplier", "1", "--steps", "10", "--delta", "1"},
+		{"epsilon", "--sample-rate", "2", "--noise-multiplier", "1", "--steps", "10", "--delta", "1e-5"},
+		{"epsilon", "--sample-rate", "0.01", "--noise-multiplier", "0", "--steps", "10", "--delta", "1e-5"},
+		{"epsilon", "--sample-rate", "0.01", "--noise-multiplier", "1", "--steps", "-1", "--delta", "1e-5"},
+		{"epsilon", "--sample-rate", "0.01", "--steps", "10", "--delta", "1e-5"},
+		{"epsilon", "--noise-multiplier", "1", "--steps", "10", "--delta", "1e-5"},
+		{"epsilon", "--sample-rate", "0.01", "--noise-multiplier", "1", "--steps", "x", "--delta", "1e-5"},
+		{"epsilon", "--sample-rate", "0.01", "--noise-multiplier", "1", "--steps", "10", "--delta", "1e-5", "--conversion", "rdp"},
+		{"epsilon", "--sample-rate", "0.01", "--noise-multiplier", "1", "--steps", "10", "--delta", "1e-5", "--orders", "0.5"},
+		{"epsilon", "--sample-rate", "0.01", "--noise-multiplier", "1", "--steps", "10", "--delta", "1e-5", "--orders", "2,x"},
+		{"epsilon", "--schedule", "0.01:10", "--steps", "10", "--noise-multiplier", "1", "--delta", "1e-5"},
+		{"epsilon", "--schedule", "0.01:10", "--delta", "1e-5"},
+		{"epsilon", "--schedule", "0.01:1:10,bad", "--delta", "1e-5"},
+		{"epsilon", "extra-arg", "--delta", "1e-5"},
+		{"noise", "--delta", "1e-5", "--sample-rate", "0.01", "--steps", "1000"},
+		{"noise", "--epsilon", "-1", "--delta", "1e-5", "--sample-rate", "0.01", "--steps", "1000"},
+		{"noise", "--epsilon", "0.01", "--delta", "1e-9", "--sample-rate", "0.01", "--steps", "1000"},
+		{"sample-rate", "--epsilon", "8", "--delta", "1e-5", "--steps", "1000"},
+		{"sample-rate", "--epsilon", "8", "--delta", "1e-5", "--noise-multiplier", "1"},
+	} {
+		_, err := runAccount(t, args...)
+		if err == nil {
+			t.Errorf("%v: want an error", args)
+			continue
+		}
+		if msg := err.Error(); msg == "" || strings.Contains(msg, "\n") {
+			t.Errorf("%v: error should be one line, got %q", args, msg)
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package account
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Options configures the RDP accountant. The zero value means Opacus's
+// default orders (DefaultOrders) and the Balle2020 conversion.
+type Options struct {
+	// Orders are the RDP orders to optimise over; nil means DefaultOrders.
+	Orders []float64
+	// Conversion turns the RDP curve into (ε, δ).
+	Conversion Conversion
+}
+
+// Epsilon returns the smallest (ε, δ) guarantee, over the orders, of the
+// phases of the Poisson subsampled Gaussian run one after another. Orders
+// that provably cannot beat the best ε found (their RDP is at least that of
+// the integer order below them, as Rényi divergence grows with α) are not
+// evaluated, so the result equals a full scan at a fraction of its cost.
+func Epsilon(phases []Phase, delta float64, opt Options) (EpsilonResult, error) {
+	ev, err := newEvaluator(opt, delta)
+	if err != nil {
+		return EpsilonResult{}, err
+	}
+	if err := validatePhases(phases); err != nil {
+		return EpsilonResult{}, err
+	}
+	res := ev.best(ev.memo(phases))
+	if math.IsInf(res.Epsilon, 1) {
+		return res, fmt.Errorf("epsilon is unbounded at every RDP order")
+	}
+	warnEdge(&res, ev.orders)
+	return res, nil
+}
+
+// evaluator holds the orders of one accountant call and the per-order
+// coefficient caches shared by all the parameter values it is asked about.
+type evaluator struct {
+	orders   []float64
+	terms    []*orderTerms
+	conv     Conversion
+	delta    float64
+	logDelta float64
+	ints     []int // indices of integer orders, evaluated first (cheap)
+	fracs    []int // indices of fractional orders
+}
+
+func newEvaluator(opt Options, delta float64) (*evaluator, error) {
+	orders := opt.Orders
+	if orders == nil {
+		orders = DefaultOrders()
+	}
+	if err := ValidateOrders(orders); err != nil {
+		return nil, err
+	}
+	if err := ValidateDelta(delta); err != nil || delta == 0 {
+		return nil, fmt.Errorf("delta must satisfy 0 < delta < 1, got %v", delta)
+	}
+	if _, err := opt.Conversion.MarshalText(); err != nil {
+		return nil, err
+	}
+	ev := &evaluator{orders: orders, conv: opt.Conversion, delta: delta, logDelta: math.Log(delta)}
+	for k, a := range orders {
+		t := newOrderTerms(a)
+		ev.terms = append(ev.terms, t)
+		if t.n >= 0 {
+			ev.ints = append(ev.ints, k)
+		} else {
+			ev.fracs = append(ev.fracs, k)
+		}
+	}
+	return ev, nil
+}
+
+// curveMemo evaluates one schedule lazily, order by order.
+type curveMemo struct {
+	ev     *evaluator
+	phases []*phaseTerms
+	rdp    []float64       // total RDP per order index; NaN until computed
+	cgf    map[int]float64 // F(n) = (n−1)·RDP(n) at integers, for bounds
+}
+
+func (ev *evaluator) memo(phases []Phase) *curveMemo {
+	m := &curveMemo{ev: ev, phases: newPhaseTerms(phases), rdp: make([]float64, len(ev.orders)), cgf: map[int]float64{}}
+	for k := range m.rdp {
+		m.rdp[k] = math.NaN()
+	}
+	return m
+}
+
+// eps is the converted ε at order index k.
+func (m *curveMemo) eps(k int) float64 {
+	if math.IsNaN(m.rdp[k]) {
+		m.rdp[k] = totalRDP(m.ev.terms[k], m.phases)
+	}
+	return m.ev.conv.epsilonAt(m.ev.orders[k], m.rdp[k], m.ev.logDelta)
+}
+
+// lowerEps is a lower bound on eps(k); cheap for fractional orders.
+func (m *curveMemo) lowerEps(k int) float64 {
+	if !math.IsNaN(m.rdp[k]) || m.ev.terms[k].n >= 0 {
+		return m.eps(k)
+	}
+	a := m.ev.orders[k]
+	return m.ev.conv.epsilonAt(a, m.lowerF(a)/(a-1), m.ev.logDelta)
+}
+
+// lowerF bounds F(α) = (α−1)·RDP(α) from below for α in (n, n+1) using only
+// integer orders. F is a sum of cumulant generating functions of privacy
+// losses, log E[e^{(α−1)·loss}], so it is convex and non-decreasing with
+// F(0) = F(1) = 0: it lies above F(n) and above the secants through
+// (n−1, n) and (n+1, n+2) extended into (n, n+1).
+func (m *curveMemo) lowerF(a float64) float64 {
+	n := int(a)
+	f0, f1, f2 := m.intF(n-1), m.intF(n), m.intF(n+1)
+	left := f1 + (a-float64(n))*(f1-f0)
+	right := f2 - (float64(n+1)-a)*(m.intF(n+2)-f2)
+	return math.Max(math.Max(f1, left), math.Max(right, 0))
+}
+
+// intF returns F(n) = (n−1)·RDP(n), memoised; 0 for n ≤ 1.
+func (m *curveMemo) intF(n int) float64 {
+	if n <= 1 {
+		return 0
+	}
+	v, ok := m.cgf[n]
+	if !ok {
+		v = float64(n-1) * totalRDP(newOrderTerms(float64(n)), m.phases)
+		m.cgf[n] = v
+	}
+	return v
+}
+
+// best returns the minimum ε over all orders (first order on ties), skipping
+// fractional orders whose lower bound cannot beat the best so far.
+func (ev *evaluator) best(m *curveMemo) EpsilonResult {
+	bestK, bestE := -1, math.Inf(1)
+	consider := func(k int, e float64) {
+		if e < bestE || e == bestE && k < bestK {
+			bestK, bestE = k, e
+		}
+	}
+	for _, k := range ev.ints {
+		consider(k, m.eps(k))
+	}
+	fr := slices.Clone(ev.fracs)
+	lb := make(map[int]float64, len(fr))
+	for _, k := range fr {
+		lb[k] = m.lowerEps(k)
+	}
+	slices.SortStableFunc(fr, func(a, b int) int { return cmpFloat(lb[a], lb[b]) })
+	for _, k := range fr {
+		if lb[k] > bestE {
+			break
+		}
+		consider(k, m.eps(k))
+	}
+	res := EpsilonResult{Epsilon: bestE, Order: math.NaN(), Delta: ev.delta}
+	if bestK >= 0 {
+		res.Order = ev.orders[bestK]
+	}
+	return res
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

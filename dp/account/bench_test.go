@@ -1,0 +1,50 @@
+package account
+
+import "testing"
+
+// BenchmarkEpsilon is one RDP ε over the default orders (the Opacus
+// reference case).
+func BenchmarkEpsilon(b *testing.B) {
+	phases := []Phase{{SampleRate: 256.0 / 60000, NoiseMultiplier: 1.1, Steps: 14062}}
+	for b.Loop() {
+		if _, err := Epsilon(phases, 1e-5, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEpsilonFullCurve computes the whole curve over the default
+// orders and converts it, without the pruned search.
+func BenchmarkEpsilonFullCurve(b *testing.B) {
+	phases := []Phase{{SampleRate: 256.0 / 60000, NoiseMultiplier: 1.1, Steps: 14062}}
+	orders := DefaultOrders()
+	for b.Loop() {
+		c, err := ScheduleRDP(phases, orders)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := RDPToEpsilon(orders, c, 1e-5, Balle2020); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCalibrateNoise is σ calibration for ε=8, δ=1e-5, q=0.01, 1000
+// steps to relative tolerance 1e-9.
+func BenchmarkCalibrateNoise(b *testing.B) {
+	for b.Loop() {
+		if _, _, err := CalibrateNoise(Budget{Epsilon: 8, Delta: 1e-5}, 0.01, 1000, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCalibrateSampleRate is q calibration for ε=8, δ=1e-5, σ=1,
+// 1000 steps.
+func BenchmarkCalibrateSampleRate(b *testing.B) {
+	for b.Loop() {
+		if _, _, err := CalibrateSampleRate(Budget{Epsilon: 8, Delta: 1e-5}, 1, 1000, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
