@@ -1,4 +1,35 @@
 // Package mech owns dpal's noise: exact samplers (Canonne, Kamath, Steinke
 // 2020) and the mechanisms built on them. Every mechanism validates its
 // parameters at construction and reports its Cost for the ledger.
+//
+// # Samplers
+//
+// BernoulliExp, BernoulliExpFloat, BernoulliFloat, Geometric,
+// DiscreteLaplace and DiscreteGaussian implement Algorithms 1–3 of CKS 2020
+// with integer and rational arithmetic only. Every Bernoulli draw compares
+// uniform random bits, lazily and a byte at a time, with the exact binary
+// expansion of its (rational or dyadic) probability, so the output laws are
+// exactly the stated ones given uniform bits, and a sample costs only a few
+// 64-bit words of randomness. Parameters that overflow 64 bits fall back to
+// math/big.
+//
+// # Real-valued mechanisms on a grid
+//
+// Laplace, Gaussian, the selection mechanisms and the vector mechanisms never
+// add floating-point noise to a floating-point input (Mironov 2012). Each
+// chooses a power-of-two grid step g about 4096 times finer than the smaller
+// of the sensitivity and the noise scale, rounds the input to the grid
+// (k = round(x/g)), adds integer noise from the exact samplers and releases
+// g·(k + noise). Rounding moves an input by at most g/2, so two neighbouring
+// inputs are at most K = ⌊Δ/g⌋+1 grid steps apart (ℓ2 vectors: Δ/g + √d);
+// the integer noise is calibrated for that K, so the stated ε (and δ) hold
+// exactly for the released values, at the price of ≈ 0.025 % more noise.
+// ε itself is truncated down to a 30-bit dyadic rational ε' ≤ ε so that the
+// noise parameters are integers; the ledger records the requested ε, which
+// bounds the true ε'.
+//
+// The one approximate construction is GammaVector (see its doc).
+//
+// Randomness comes from a *rng.Rand: rng.Secure() in production, rng.Seeded
+// only in tests and experiments.
 package mech
