@@ -1,0 +1,288 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/model"
+)
+
+// NormMode says what happens to an event with ‖x‖ > M (the bound of eq. 1).
+type NormMode int
+
+const (
+	// Clip scales x onto the ball of radius M before it is used.
+	Clip NormMode = iota
+	// Reject refuses x with an error; the learner's state is unchanged.
+	Reject
+)
+
+// SelectorKind names the private selection rule of §3.1.
+type SelectorKind int
+
+const (
+	// Bernoulli is randomized response on the slab test c(t) ≥ τ (Lemma 1).
+	Bernoulli SelectorKind = iota
+	// Exponential selects with probability q(t) of eq. 7 (Lemma 2).
+	Exponential
+)
+
+// PolicyKind names the update schedule of §3.2.
+type PolicyKind int
+
+const (
+	// FLSW updates every Window observations with the labels collected in
+	// the window (Algorithm 3); Window = 1 is the immediate update.
+	FLSW PolicyKind = iota
+	// FLMB updates whenever Window labels have been collected (Algorithm 4).
+	FLMB
+)
+
+// Calibration says how the exponential selector's scale is set. Lemma 2
+// assumes exp(−bε/Δ) ≤ 1/2, which the paper's own §5 settings (b = 0.2,
+// ε = 1, M = 1) violate; then the non-selection event leaks more than ε.
+type Calibration int
+
+const (
+	// PaperScale uses eq. 7 as written (scale ε/Δ, Δ = M − b) and charges
+	// the selector's true ε_s, which may exceed EpsSelect.
+	PaperScale Calibration = iota
+	// CalibrateScale solves for the scale κ in q = exp(−κ·max{b, d}) so that
+	// the true ε_s equals EpsSelect with b fixed; New fails, naming the
+	// smallest reachable ε_s, when no scale does.
+	CalibrateScale
+	// CalibrateSlab keeps eq. 7's scale EpsSelect/(M − b′) and widens the
+	// slab to the smallest b′ ≥ B whose true ε_s equals EpsSelect.
+	CalibrateSlab
+)
+
+// Config holds a learner's parameters. DefaultConfig gives the paper's §5
+// settings; every field is validated by New.
+type Config struct {
+	// Dim is the feature dimension d.
+	Dim int `json:"dim"`
+	// M bounds ‖x‖ (eq. 1); it sets the selection range and the noise scale.
+	M float64 `json:"m"`
+	// NormMode says whether events with ‖x‖ > M are clipped or rejected.
+	NormMode NormMode `json:"norm_mode"`
+	// Selector is the private selection rule.
+	Selector SelectorKind `json:"selector"`
+	// EpsSelect is ε_s, the target privacy of one selection decision.
+	EpsSelect float64 `json:"eps_select"`
+	// EpsGrad is ε_g, the privacy of one mini-batch update (Lemma 3).
+	EpsGrad float64 `json:"eps_grad"`
+	// B is b of eq. 7: the exponential selector's slab half-width in d.
+	B float64 `json:"b"`
+	// Calibration sets the exponential selector's scale (see Calibration).
+	Calibration Calibration `json:"calibration"`
+	// Tau is the fixed slab threshold τ on c = exp(−d) (§3, §5: e^−0.2).
+	Tau float64 `json:"tau"`
+	// ShrinkingSlab replaces Tau by τ = e^(−1/t), t the update counter (§5,
+	// Fig. 5). Bernoulli selector and non-private mode only.
+	ShrinkingSlab bool `json:"shrinking_slab"`
+	// Policy is the update schedule.
+	Policy PolicyKind `json:"policy"`
+	// Window is N for FLSW and L for FLMB.
+	Window int `json:"window"`
+	// Eta is η of the step size η_t = η/t.
+	Eta float64 `json:"eta"`
+	// Lambda is the regulariser λ of eq. 2 and eq. 10.
+	Lambda float64 `json:"lambda"`
+	// Loss names the margin loss: "hinge" (eq. 2) or "logistic".
+	Loss string `json:"loss"`
+	// Radius is the radius of the ball that Π of eq. 10 projects onto.
+	Radius float64 `json:"radius"`
+	// LabelBudget caps the labels requested; 0 means unlimited. Once it is
+	// reached the learner stops selecting (and spends nothing more).
+	LabelBudget int `json:"label_budget"`
+	// NonPrivate turns the learner into the deterministic Tong–Koller
+	// baseline: request iff c(t) ≥ τ, update without noise. It is NOT
+	// differentially private and refuses a ledger; for experiments only.
+	NonPrivate bool `json:"non_private"`
+}
+
+// DefaultConfig returns the settings of the paper's §5 for dimension dim:
+// M = 1 with clipping, Bernoulli selection, ε_s = ε_g = 1, b = 0.2,
+// τ = e^−0.2, FLMB with a window of 5, hinge loss and unit-ball projection.
+// η and λ were chosen by cross-validation in the paper; the defaults here
+// (η = 1, λ = 0.01) are a reasonable start, to be tuned per dataset.
+func DefaultConfig(dim int) Config {
+	return Config{
+		Dim:       dim,
+		M:         1,
+		NormMode:  Clip,
+		Selector:  Bernoulli,
+		EpsSelect: 1,
+		EpsGrad:   1,
+		B:         0.2,
+		Tau:       math.Exp(-0.2),
+		Policy:    FLMB,
+		Window:    5,
+		Eta:       1,
+		Lambda:    0.01,
+		Loss:      "hinge",
+		Radius:    1,
+	}
+}
+
+// validate checks every field, naming the first bad one.
+func (c Config) validate() error {
+	finitePos := func(name string, v float64) error {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("stream: %s must be finite and > 0, got %v", name, v)
+		}
+		return nil
+	}
+	if c.Dim <= 0 {
+		return fmt.Errorf("stream: dimension must be > 0, got %d", c.Dim)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"M", c.M}, {"eta", c.Eta}, {"radius", c.Radius}} {
+		if err := finitePos(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	if !(c.Lambda >= 0) || math.IsInf(c.Lambda, 0) {
+		return fmt.Errorf("stream: lambda must be finite and >= 0, got %v", c.Lambda)
+	}
+	if c.NormMode != Clip && c.NormMode != Reject {
+		return fmt.Errorf("stream: unknown norm mode %d", c.NormMode)
+	}
+	if c.Policy != FLSW && c.Policy != FLMB {
+		return fmt.Errorf("stream: unknown policy %d", c.Policy)
+	}
+	if c.Window < 1 {
+		return fmt.Errorf("stream: window must be >= 1, got %d", c.Window)
+	}
+	if c.LabelBudget < 0 {
+		return fmt.Errorf("stream: label budget must be >= 0, got %d", c.LabelBudget)
+	}
+	if _, ok := model.LossByName(c.Loss); !ok {
+		return fmt.Errorf("stream: unknown loss %q (want hinge or logistic)", c.Loss)
+	}
+	if !c.ShrinkingSlab && !(c.Tau > 0 && c.Tau <= 1) {
+		return fmt.Errorf("stream: tau must lie in (0, 1], got %v", c.Tau)
+	}
+	return c.validateSelector()
+}
+
+func (c Config) validateSelector() error {
+	switch c.Selector {
+	case Bernoulli:
+	case Exponential:
+		if c.ShrinkingSlab && !c.NonPrivate {
+			return errors.New("stream: the shrinking slab applies to the Bernoulli selector only (§5, Fig. 5)")
+		}
+		if !(c.B >= 0 && c.B < c.M) {
+			return fmt.Errorf("stream: exponential selector needs 0 <= b < M, got b = %v, M = %v", c.B, c.M)
+		}
+		if c.Calibration < PaperScale || c.Calibration > CalibrateSlab {
+			return fmt.Errorf("stream: unknown calibration %d", c.Calibration)
+		}
+	default:
+		return fmt.Errorf("stream: unknown selector %d", c.Selector)
+	}
+	if c.NonPrivate {
+		return nil
+	}
+	if err := account.ValidateEpsilon(c.EpsSelect); err != nil {
+		return fmt.Errorf("stream: eps-select: %w", err)
+	}
+	if err := account.ValidateEpsilon(c.EpsGrad); err != nil {
+		return fmt.Errorf("stream: eps-grad: %w", err)
+	}
+	return nil
+}
+
+var (
+	normModeNames  = []string{"clip", "reject"}
+	selectorNames  = []string{"bernoulli", "exponential"}
+	policyNames    = []string{"flsw", "flmb"}
+	calibrateNames = []string{"paper", "scale", "slab"}
+)
+
+func enumString(names []string, v int) string {
+	if v >= 0 && v < len(names) {
+		return names[v]
+	}
+	return fmt.Sprintf("unknown(%d)", v)
+}
+
+func enumParse(kind string, names []string, s string) (int, error) {
+	for i, n := range names {
+		if n == s {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown %s %q (want one of %v)", kind, s, names)
+}
+
+// String returns "clip" or "reject".
+func (m NormMode) String() string { return enumString(normModeNames, int(m)) }
+
+// String returns "bernoulli" or "exponential".
+func (s SelectorKind) String() string { return enumString(selectorNames, int(s)) }
+
+// String returns "flsw" or "flmb".
+func (p PolicyKind) String() string { return enumString(policyNames, int(p)) }
+
+// String returns "paper", "scale" or "slab".
+func (c Calibration) String() string { return enumString(calibrateNames, int(c)) }
+
+// ParseNormMode parses "clip" or "reject".
+func ParseNormMode(s string) (NormMode, error) {
+	v, err := enumParse("norm mode", normModeNames, s)
+	return NormMode(v), err
+}
+
+// ParseSelector parses "bernoulli" or "exponential".
+func ParseSelector(s string) (SelectorKind, error) {
+	v, err := enumParse("selector", selectorNames, s)
+	return SelectorKind(v), err
+}
+
+// ParsePolicy parses "flsw" or "flmb".
+func ParsePolicy(s string) (PolicyKind, error) {
+	v, err := enumParse("policy", policyNames, s)
+	return PolicyKind(v), err
+}
+
+// ParseCalibration parses "paper", "scale" or "slab".
+func ParseCalibration(s string) (Calibration, error) {
+	v, err := enumParse("calibration", calibrateNames, s)
+	return Calibration(v), err
+}
+
+// MarshalText encodes the mode by name.
+func (m NormMode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText decodes a mode name.
+func (m *NormMode) UnmarshalText(b []byte) (err error) { *m, err = ParseNormMode(string(b)); return }
+
+// MarshalText encodes the selector by name.
+func (s SelectorKind) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText decodes a selector name.
+func (s *SelectorKind) UnmarshalText(b []byte) (err error) {
+	*s, err = ParseSelector(string(b))
+	return
+}
+
+// MarshalText encodes the policy by name.
+func (p PolicyKind) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText decodes a policy name.
+func (p *PolicyKind) UnmarshalText(b []byte) (err error) { *p, err = ParsePolicy(string(b)); return }
+
+// MarshalText encodes the calibration by name.
+func (c Calibration) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText decodes a calibration name.
+func (c *Calibration) UnmarshalText(b []byte) (err error) {
+	*c, err = ParseCalibration(string(b))
+	return
+}

@@ -1,0 +1,55 @@
+// Package stream owns dpal's stream-based differentially private online
+// active learner (Ghassemi, Sarwate and Wright, "Differentially Private
+// Online Active Learning with Applications to Anomaly Detection", AISec
+// 2016): a linear anomaly detector sgn⟨w, x⟩ that screens a private event
+// stream, asks an oracle for few labels, and publishes its model over time.
+//
+// # Algorithm
+//
+// Events satisfy ‖x‖ ≤ M (eq. 1; Config.NormMode clips or rejects), labels
+// are ±1, and the loss is the regularised hinge loss of eq. 2–3 (or the
+// logistic loss, whose derivative is bounded by the same 1). For each event
+// the learner computes the Tong–Koller distance d(x, w) = |⟨w, x⟩|/‖w‖ and
+// informativeness c = exp(−d) (eq. 5–6; d = 0 while w = 0) and selects it
+// for labelling privately:
+//
+//   - Bernoulli (randomized response, Lemma 1): with probability 1 − p
+//     inside the slab c ≥ τ and p outside, p = 1/(1 + e^ε_s).
+//   - Exponential (eq. 7, Lemma 2): with probability exp(−κ·max{b, d}),
+//     κ = ε/(M − b) in the paper. Lemma 2 needs exp(−bε/Δ) ≤ 1/2, which the
+//     paper's own b = 0.2, ε = 1, M = 1 violate; the learner computes the
+//     selector's true ε_s (SelectionEpsilon) and charges it, or calibrates
+//     the scale or the slab so that it equals the target (Calibration).
+//
+// The slab is fixed (τ = e^−0.2) or shrinking (τ = e^(−1/t), t the update
+// counter, §5). Labelled points are buffered (private state, never logged)
+// and the model is updated by the mini-batch rule of eq. 9–10 with noise of
+// density ∝ exp(−(ε_g/2M)‖z‖) (eq. 8, Lemma 3), step η_t = η/t and
+// projection onto a ball of radius Config.Radius. The FLSW policy updates
+// every N observations (Algorithm 3; an empty window publishes the same w
+// and spends nothing, eq. 14–15); FLMB updates when L labels are buffered
+// (Algorithm 4). With Config.NonPrivate the learner is the deterministic
+// Tong–Koller baseline instead (selection iff c ≥ τ, no noise).
+//
+// # Privacy
+//
+// Neighbouring streams differ in one event (x, y) at one position (§2);
+// events do not repeat. Released are the label requests (Decision) and the
+// model log (T_i, w_{T_i}) (Release); the buffer of labelled points is not
+// released (the guarantee is not pan-private). Every record's spend is ε_s
+// for its selection decision, plus ε_g if its label entered an update
+// (Theorems 1–3), so the whole output is (ε_s + ε_g)-DP per record. The
+// ledger holds two groups, GroupObserved (ε_s) and GroupBatched (ε_s + ε_g),
+// charged before the first decision and the first update respectively:
+// because records are disjoint, one charge per group covers all records.
+// The true ε_s of the exponential selector is charged, not the target.
+//
+// Sampling is exact: selections use dp/mech's Bernoulli samplers
+// (BernoulliFloat, BernoulliExpFloat; Canonne–Kamath–Steinke 2020) and the
+// update noise dp/mech's gamma mechanism. Production runs take rng.Secure();
+// a seeded source is for tests and experiments and is recorded by callers.
+//
+// The analysis assumes labels arrive before the next observation (or with
+// delays that do not depend on the data); a label that arrives later simply
+// joins the batch being collected.
+package stream

@@ -1,0 +1,156 @@
+package stream
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+)
+
+// Event files hold one event per line, either a CSV row of feature values
+// ("0.1,0,-0.3") or a JSON object ({"x": [0.1, 0, -0.3]}); the form is
+// chosen per line by its first character. Label files hold one label per
+// line in the same order: "1", "-1", "+1" or {"y": 1}. Blank lines and
+// lines starting with '#' are skipped in both.
+
+// maxLine bounds one line of an event or label file (16 MiB).
+const maxLine = 16 << 20
+
+// ParseEvent parses one event line into dst (reusing its storage) and
+// returns the features. Values must be finite numbers.
+func ParseEvent(line []byte, dst []float64) ([]float64, error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil, errors.New("empty event")
+	}
+	if line[0] == '{' {
+		var ev struct {
+			X []float64 `json:"x"`
+		}
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return nil, fmt.Errorf("JSON event: %w", err)
+		}
+		if ev.X == nil {
+			return nil, errors.New(`JSON event has no "x" array`)
+		}
+		return ev.X, nil
+	}
+	dst = dst[:0]
+	for i := 0; len(line) > 0 || i == 0; i++ {
+		field := line
+		if j := bytes.IndexByte(line, ','); j >= 0 {
+			field, line = line[:j], line[j+1:]
+			if len(line) == 0 {
+				return nil, fmt.Errorf("field %d: trailing comma", i+2)
+			}
+		} else {
+			line = nil
+		}
+		v, err := strconv.ParseFloat(string(bytes.TrimSpace(field)), 64)
+		if err != nil {
+			return nil, fmt.Errorf("field %d: %w", i+1, err)
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("field %d: not finite: %v", i+1, v)
+		}
+		dst = append(dst, v)
+	}
+	return dst, nil
+}
+
+// ParseLabel parses one label line: -1 or +1, as a number or {"y": ±1}.
+func ParseLabel(line []byte) (float64, error) {
+	line = bytes.TrimSpace(line)
+	var y float64
+	if len(line) > 0 && line[0] == '{' {
+		var ev struct {
+			Y *float64 `json:"y"`
+		}
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return 0, fmt.Errorf("JSON label: %w", err)
+		}
+		if ev.Y == nil {
+			return 0, errors.New(`JSON label has no "y"`)
+		}
+		y = *ev.Y
+	} else {
+		v, err := strconv.ParseFloat(string(line), 64)
+		if err != nil {
+			return 0, fmt.Errorf("label: %w", err)
+		}
+		y = v
+	}
+	if y != 1 && y != -1 {
+		return 0, fmt.Errorf("label %v is not -1 or +1", y)
+	}
+	return y, nil
+}
+
+// ParseAnswer parses one line of an answers file, the oracle's late labels
+// for pending requests: "id,y" or {"id": 17, "y": -1}.
+func ParseAnswer(line []byte) (id uint64, y float64, err error) {
+	line = bytes.TrimSpace(line)
+	if len(line) > 0 && line[0] == '{' {
+		var a struct {
+			ID *uint64  `json:"id"`
+			Y  *float64 `json:"y"`
+		}
+		if err := json.Unmarshal(line, &a); err != nil {
+			return 0, 0, fmt.Errorf("JSON answer: %w", err)
+		}
+		if a.ID == nil || a.Y == nil {
+			return 0, 0, errors.New(`JSON answer needs "id" and "y"`)
+		}
+		id, y = *a.ID, *a.Y
+	} else {
+		idField, yField, ok := bytes.Cut(line, []byte{','})
+		if !ok {
+			return 0, 0, errors.New("answer: want id,y")
+		}
+		if id, err = strconv.ParseUint(string(bytes.TrimSpace(idField)), 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("answer id: %w", err)
+		}
+		if y, err = strconv.ParseFloat(string(bytes.TrimSpace(yField)), 64); err != nil {
+			return 0, 0, fmt.Errorf("answer label: %w", err)
+		}
+	}
+	if y != 1 && y != -1 {
+		return 0, 0, fmt.Errorf("answer for event %d: label %v is not -1 or +1", id, y)
+	}
+	return id, y, nil
+}
+
+// LineReader yields the non-blank, non-comment lines of an event or label
+// file with their 1-based line numbers, for error messages.
+type LineReader struct {
+	sc   *bufio.Scanner
+	line int
+}
+
+// NewLineReader reads lines from r.
+func NewLineReader(r io.Reader) *LineReader {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	return &LineReader{sc: sc}
+}
+
+// Next returns the next content line and its number, or io.EOF. The bytes
+// are valid until the following call.
+func (lr *LineReader) Next() ([]byte, int, error) {
+	for lr.sc.Scan() {
+		lr.line++
+		b := bytes.TrimSpace(lr.sc.Bytes())
+		if len(b) == 0 || b[0] == '#' {
+			continue
+		}
+		return b, lr.line, nil
+	}
+	if err := lr.sc.Err(); err != nil {
+		return nil, lr.line + 1, fmt.Errorf("line %d: %w", lr.line+1, err)
+	}
+	return nil, lr.line, io.EOF
+}

@@ -1,0 +1,46 @@
+package stream_test
+
+import (
+	"fmt"
+
+	"github.com/dpal-dev/dpal/active/stream"
+	"github.com/dpal-dev/dpal/dp/rng"
+)
+
+// A learner screens a stream one event at a time; the oracle answers the
+// requests (here at once, from known labels), and FLMB publishes a model
+// after every L = 2 labels. Production code passes rng.Secure().
+func ExampleLearner() {
+	cfg := stream.DefaultConfig(2)
+	cfg.Window = 2
+	l, err := stream.New(cfg, rng.Seeded(1), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	events := [][]float64{{0.5, 0.1}, {-0.4, 0.2}, {0.3, -0.3}, {-0.2, -0.6}, {0.6, 0.6}, {-0.7, 0}}
+	labels := []float64{1, -1, 1, -1, 1, -1}
+	for i, x := range events {
+		dec, err := l.Observe(x)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if dec.Request {
+			if err := l.Label(dec.ID, labels[i]); err != nil {
+				fmt.Println(err)
+				return
+			}
+		}
+	}
+	s := l.Stats()
+	fmt.Printf("observed %d, requested %d, updates %d\n", s.Observed, s.Requested, s.Updates)
+	fmt.Printf("every record's ε ≤ %.0f (ε_s + ε_g)\n", s.MaxEpsilonPerRecord)
+	for _, r := range l.Releases() {
+		fmt.Printf("release %d after event %d\n", r.Update, r.Observation)
+	}
+	// Output:
+	// observed 6, requested 3, updates 1
+	// every record's ε ≤ 2 (ε_s + ε_g)
+	// release 1 after event 2
+}

@@ -1,0 +1,535 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"gonum.org/v1/gonum/floats"
+
+	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/mech"
+	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/model"
+)
+
+// Ledger groups the learner charges. Records are observed once, so a
+// group's ε is each of its records' ε (Theorems 1–3): every observed record
+// pays ε_s for its selection decision, and a record whose label entered a
+// released update pays ε_g on top.
+const (
+	// GroupObserved holds records that went through the selector only.
+	GroupObserved = "stream/observed"
+	// GroupBatched holds records that also entered a mini-batch update.
+	GroupBatched = "stream/batched"
+)
+
+// ErrUnknownRequest is returned (wrapped) by Label for an id that is not a
+// pending label request.
+var ErrUnknownRequest = errors.New("no pending label request with this id")
+
+// Decision is the selector's answer for one observed event.
+type Decision struct {
+	// ID names the event: its 1-based position in the stream. Label takes it.
+	ID uint64 `json:"id"`
+	// Request says whether the learner asks the oracle for the event's label.
+	Request bool `json:"request"`
+}
+
+// Release is one published model: the pair (T_i, w_{T_i}) of §2, the only
+// public output besides the label requests.
+type Release struct {
+	// Observation is T_i, the number of events observed when w was published.
+	Observation int `json:"observation"`
+	// Update is i, the 1-based count of updates so far.
+	Update int `json:"update"`
+	// W is the published model. It is shared with the learner: read only.
+	W []float64 `json:"w"`
+}
+
+// Stats summarises a learner's progress and privacy spend.
+type Stats struct {
+	Observed  int `json:"observed"`  // events accepted by Observe
+	Requested int `json:"requested"` // label requests made
+	Labelled  int `json:"labelled"`  // labels received
+	Pending   int `json:"pending"`   // requests still waiting for a label
+	Buffered  int `json:"buffered"`  // labelled points waiting for the next update
+	Updates   int `json:"updates"`   // model updates released
+	// EpsSelect is the true ε_s of one selection decision (for the
+	// exponential selector it can exceed Config.EpsSelect: see Calibration).
+	EpsSelect float64 `json:"eps_select"`
+	// EpsGrad is ε_g of one update.
+	EpsGrad float64 `json:"eps_grad"`
+	// MaxEpsilonPerRecord is the largest ε any record has spent so far:
+	// ε_s once a record was screened, ε_s + ε_g once one entered an update.
+	// +Inf for the non-private baseline (as are EpsSelect and EpsGrad
+	// there; encoding/json cannot encode them, so check NonPrivate first).
+	MaxEpsilonPerRecord float64 `json:"max_epsilon_per_record"`
+	// BudgetReached says the label budget is used up: no more selections.
+	BudgetReached bool `json:"budget_reached"`
+}
+
+// point is one buffered event: a request awaiting its label or a labelled
+// member of the next batch. x is the learner's own (clipped) copy.
+type point struct {
+	id uint64
+	x  []float64
+	y  float64
+}
+
+// Learner is the private stream-based active learner: a pure state
+// machine with no I/O. Observe screens one event, Label supplies a
+// requested label (at any later time), and updates happen on the policy's
+// schedule. A Learner is not safe for concurrent use.
+type Learner struct {
+	cfg   Config
+	loss  model.Loss
+	sel   selector
+	noise *mech.GammaVector // nil for the non-private baseline
+
+	r      *rng.Rand
+	src    *rand.ChaCha8 // the learner's own stream when seeded, for SaveState
+	ledger *account.Ledger
+	owned  bool // ledger created by New; saved with the state
+
+	w         []float64
+	wNorm     float64
+	grad      []float64
+	fixedSlab float64 // ln(1/τ) of the fixed slab, computed once
+
+	observed, requested, labelled, updates int
+	nextClose                              int // FLSW: observation count that ends the window
+	chargedSelect, chargedGrad             bool
+
+	pending []point // requested, sorted by id
+	batch   []point // labelled, waiting for the update
+	free    [][]float64
+
+	releases []Release
+	relStore []float64 // backing store of recent releases' W
+}
+
+// New returns a learner starting from w = 0. r supplies all randomness:
+// use rng.Secure() in production; a seeded r makes the run reproducible
+// (and SaveState records its position). ledger receives the spends; nil
+// makes a private ledger whose per-record budget is exactly ε_s + ε_g,
+// returned by Ledger. The non-private baseline needs a nil ledger.
+func New(cfg Config, r *rng.Rand, ledger *account.Ledger) (*Learner, error) {
+	l, err := build(cfg, r, ledger)
+	if err != nil {
+		return nil, err
+	}
+	l.setRand(r)
+	return l, nil
+}
+
+// build validates cfg and allocates a learner at w = 0, without touching r.
+func build(cfg Config, r *rng.Rand, ledger *account.Ledger) (*Learner, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if r == nil {
+		return nil, errors.New("stream: nil random source (use rng.Secure())")
+	}
+	sel, err := newSelector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	loss, _ := model.LossByName(cfg.Loss)
+	l := &Learner{
+		cfg: cfg, loss: loss, sel: sel, ledger: ledger,
+		w: make([]float64, cfg.Dim), grad: make([]float64, cfg.Dim),
+		nextClose: cfg.Window, fixedSlab: -math.Log(cfg.Tau),
+	}
+	if cfg.NonPrivate {
+		if ledger != nil {
+			return nil, errors.New("stream: the non-private baseline spends no budget; pass a nil ledger")
+		}
+		return l, nil
+	}
+	// Lemma 3: replacing one (x, y) moves Σ ℓ'·y·x by at most 2M, hence
+	// the density ∝ exp(−(ε_g/2M)‖z‖) of eq. 8.
+	if l.noise, err = mech.NewGammaVector(cfg.EpsGrad, 2*cfg.M, cfg.Dim); err != nil {
+		return nil, fmt.Errorf("stream: update noise: %w", err)
+	}
+	if ledger == nil {
+		l.ledger, err = account.NewLedger(account.Budget{Epsilon: sel.eps + cfg.EpsGrad})
+		if err != nil {
+			return nil, fmt.Errorf("stream: ledger: %w", err)
+		}
+		l.owned = true
+	}
+	return l, nil
+}
+
+// setRand takes r, or for a seeded r a ChaCha8 stream keyed from it that
+// SaveState can record, so that a resumed run continues exactly.
+func (l *Learner) setRand(r *rng.Rand) {
+	if _, seeded := r.Seed(); !seeded {
+		l.r = r
+		return
+	}
+	var key [32]byte
+	for i := 0; i < len(key); i += 8 {
+		v := r.Uint64()
+		for j := range 8 {
+			key[i+j] = byte(v >> (8 * j))
+		}
+	}
+	l.src = rand.NewChaCha8(key)
+	l.r = &rng.Rand{Rand: rand.New(l.src)}
+}
+
+// Config returns the learner's configuration.
+func (l *Learner) Config() Config { return l.cfg }
+
+// Ledger returns the ledger the learner charges (nil for the baseline).
+func (l *Learner) Ledger() *account.Ledger { return l.ledger }
+
+// Observe screens one event x: it decides, privately, whether to request
+// x's label (§3.1) and first performs an FLSW update that is due. x is
+// copied if kept. A bad x (wrong dimension, NaN or Inf, ‖x‖ > M in Reject
+// mode) returns an error naming the event and leaves the learner unchanged.
+//
+// A rejected event takes no id and is not counted, so it shifts the T_i of
+// later releases: the analysis assumes eq. 1 holds for every event, so
+// treat rejections as public, or use Clip, which never rejects on norm.
+func (l *Learner) Observe(x []float64) (Decision, error) {
+	id := l.observed + 1
+	scale, err := l.check(x)
+	if err != nil {
+		return Decision{}, fmt.Errorf("stream: event %d: %w", id, err)
+	}
+	if err := l.closeDueWindow(); err != nil {
+		return Decision{}, fmt.Errorf("stream: event %d: %w", id, err)
+	}
+	dec := Decision{ID: uint64(id)}
+	if l.budgetReached() {
+		l.observed++
+		return dec, nil
+	}
+	if err := l.chargeSelection(); err != nil {
+		return Decision{}, fmt.Errorf("stream: event %d: %w", id, err)
+	}
+	l.observed++
+	d := Distance(floats.Dot(l.w, x)*scale, l.wNorm)
+	dec.Request = l.draw(d)
+	if dec.Request {
+		l.requested++
+		l.pending = append(l.pending, point{id: dec.ID, x: l.keep(x, scale)})
+	}
+	return dec, nil
+}
+
+// Oracle answers a label request for event id (features x) synchronously.
+// ok = false means no answer yet: the request stays pending, and its label
+// may come later through Label.
+type Oracle func(id uint64, x []float64) (y float64, ok bool)
+
+// Step observes x and, if its label is requested, asks oracle at once: the
+// synchronous oracle of Algorithms 3–4. It is Observe followed by Label.
+func (l *Learner) Step(x []float64, oracle Oracle) (Decision, error) {
+	dec, err := l.Observe(x)
+	if err != nil || !dec.Request {
+		return dec, err
+	}
+	if y, ok := oracle(dec.ID, x); ok {
+		return dec, l.Label(dec.ID, y)
+	}
+	return dec, nil
+}
+
+// check validates x and returns the factor that clips it onto the ball of
+// radius M (1 when it is inside).
+func (l *Learner) check(x []float64) (float64, error) {
+	if len(x) != l.cfg.Dim {
+		return 0, fmt.Errorf("dimension %d, want %d", len(x), l.cfg.Dim)
+	}
+	n2 := floats.Dot(x, x)
+	n := math.Sqrt(n2)
+	if math.IsNaN(n2) || math.IsInf(n2, 0) {
+		// Slow path: name the bad feature, or recompute an overflowing norm.
+		for i, v := range x {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return 0, fmt.Errorf("feature %d is not finite: %v", i, v)
+			}
+		}
+		n = floats.Norm(x, 2)
+	}
+	if n <= l.cfg.M {
+		return 1, nil
+	}
+	if l.cfg.NormMode == Reject {
+		return 0, fmt.Errorf("norm %v exceeds the bound M = %v (eq. 1; norm mode reject)", n, l.cfg.M)
+	}
+	return l.cfg.M / n, nil
+}
+
+// slab returns the Bernoulli slab's half-width in d: ln(1/τ) with τ fixed,
+// or 1/t with τ = e^(−1/t), t the update counter starting at 1 (§5).
+func (l *Learner) slab() float64 {
+	if l.cfg.ShrinkingSlab {
+		return 1 / float64(l.updates+1)
+	}
+	return l.fixedSlab
+}
+
+// draw makes the selection decision for a point at distance d.
+func (l *Learner) draw(d float64) bool {
+	switch {
+	case l.cfg.NonPrivate:
+		return d <= l.slab() // Tong–Koller: c(t) ≥ τ, deterministic
+	case l.sel.kind == Exponential:
+		return mech.BernoulliExpFloat(l.r, l.sel.kappa*math.Max(l.sel.b, d))
+	default:
+		return mech.BernoulliFloat(l.r, l.sel.prob(d, l.slab()))
+	}
+}
+
+// SelectionProbability returns the probability that Observe would request
+// x's label under the current model (1 or 0 for the baseline), ignoring
+// the label budget. It reads no randomness and changes nothing.
+func (l *Learner) SelectionProbability(x []float64) (float64, error) {
+	scale, err := l.check(x)
+	if err != nil {
+		return 0, err
+	}
+	d := Distance(floats.Dot(l.w, x)*scale, l.wNorm)
+	if l.cfg.NonPrivate {
+		if d <= l.slab() {
+			return 1, nil
+		}
+		return 0, nil
+	}
+	return l.sel.prob(d, l.slab()), nil
+}
+
+// keep stores a clipped copy of x in a recycled buffer.
+func (l *Learner) keep(x []float64, scale float64) []float64 {
+	var v []float64
+	if n := len(l.free); n > 0 {
+		v, l.free = l.free[n-1], l.free[:n-1]
+	} else {
+		v = make([]float64, l.cfg.Dim)
+	}
+	if scale == 1 {
+		copy(v, x)
+	} else {
+		floats.ScaleTo(v, scale, x)
+	}
+	return v
+}
+
+func (l *Learner) budgetReached() bool {
+	return l.cfg.LabelBudget > 0 && l.requested >= l.cfg.LabelBudget
+}
+
+// Label supplies the oracle's label y ∈ {−1, +1} for the request id. It
+// may come any time after the request; the point joins the batch being
+// collected. Under FLMB the L-th label triggers the update. A bad label or
+// unknown id is an error that changes nothing.
+func (l *Learner) Label(id uint64, y float64) error {
+	if y != 1 && y != -1 {
+		return fmt.Errorf("stream: label for event %d: %v is not -1 or +1", id, y)
+	}
+	i, ok := l.findPending(id)
+	if !ok {
+		return fmt.Errorf("stream: label for event %d: %w", id, ErrUnknownRequest)
+	}
+	p := l.pending[i]
+	p.y = y
+	l.pending = slices.Delete(l.pending, i, i+1)
+	l.batch = append(l.batch, p)
+	l.labelled++
+	if l.cfg.Policy == FLMB && len(l.batch) >= l.cfg.Window {
+		if err := l.update(); err != nil {
+			return fmt.Errorf("stream: label for event %d accepted, but the update failed: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// Decline drops the pending request id without a label (the oracle
+// declined). The record keeps its ε_s spend and never enters a batch.
+func (l *Learner) Decline(id uint64) error {
+	i, ok := l.findPending(id)
+	if !ok {
+		return fmt.Errorf("stream: decline event %d: %w", id, ErrUnknownRequest)
+	}
+	l.free = append(l.free, l.pending[i].x)
+	l.pending = slices.Delete(l.pending, i, i+1)
+	return nil
+}
+
+// findPending locates the pending request id (pending is sorted by id).
+func (l *Learner) findPending(id uint64) (int, bool) {
+	return slices.BinarySearchFunc(l.pending, id, func(p point, id uint64) int {
+		switch {
+		case p.id < id:
+			return -1
+		case p.id > id:
+			return 1
+		}
+		return 0
+	})
+}
+
+// Flush performs an FLSW update whose window ended with the last
+// observation (Algorithm 3 updates at t ≡ 0 mod N, after that event's
+// label). Call it at the end of a stream, after the last labels. A partial
+// window or an FLMB batch short of L is left alone.
+func (l *Learner) Flush() error {
+	if err := l.closeDueWindow(); err != nil {
+		return fmt.Errorf("stream: flush: %w", err)
+	}
+	return nil
+}
+
+// closeDueWindow ends the FLSW window when N observations have passed.
+func (l *Learner) closeDueWindow() error {
+	if l.cfg.Policy != FLSW || l.observed < l.nextClose {
+		return nil
+	}
+	if err := l.update(); err != nil {
+		return err
+	}
+	l.nextClose += l.cfg.Window
+	return nil
+}
+
+// chargeSelection spends ε_s for every record the selector screens, once:
+// records are disjoint, so one charge per group covers all of them.
+func (l *Learner) chargeSelection() error {
+	if l.cfg.NonPrivate || l.chargedSelect {
+		return nil
+	}
+	c := account.Cost{Mechanism: "stream " + l.cfg.Selector.String() + " selection", Epsilon: l.sel.eps}
+	for _, g := range []string{GroupObserved, GroupBatched} {
+		if err := l.ledger.Spend(g, c); err != nil {
+			return fmt.Errorf("selection: %w", err)
+		}
+	}
+	l.chargedSelect = true
+	return nil
+}
+
+// chargeUpdate spends ε_g for the records that enter an update (Lemma 3).
+func (l *Learner) chargeUpdate() error {
+	if l.cfg.NonPrivate || l.chargedGrad {
+		return nil
+	}
+	if err := l.ledger.Spend(GroupBatched, l.noise.Cost()); err != nil {
+		return fmt.Errorf("update: %w", err)
+	}
+	l.chargedGrad = true
+	return nil
+}
+
+// update applies eq. 10 to the batch and publishes the result:
+//
+//	w′ = Π(w − η_t(λw + (1/B)Σ ℓ′(y⟨w, x⟩)·y·x + (1/B)z)),  η_t = η/t,
+//
+// where for the hinge loss ℓ′·y·x = −u·y·x with u of eq. 9, and z has
+// density ∝ exp(−(ε_g/2M)‖z‖) (eq. 8). An empty batch changes nothing and
+// spends nothing: the same w stays published (eq. 14–15).
+func (l *Learner) update() error {
+	b := len(l.batch)
+	if b == 0 {
+		return nil
+	}
+	if err := l.chargeUpdate(); err != nil {
+		return err
+	}
+	g := l.grad
+	clear(g)
+	for _, p := range l.batch {
+		if c := l.loss.Deriv(p.y*floats.Dot(l.w, p.x)) * p.y; c != 0 {
+			floats.AddScaled(g, c, p.x)
+		}
+	}
+	if l.noise != nil {
+		if err := l.noise.AddTo(l.r, g); err != nil {
+			return fmt.Errorf("update noise: %w", err)
+		}
+	}
+	eta := l.cfg.Eta / float64(l.updates+1)
+	invB := 1 / float64(b)
+	for i, wi := range l.w {
+		l.w[i] = wi - eta*(l.cfg.Lambda*wi+g[i]*invB)
+	}
+	model.ProjectBall(l.w, l.cfg.Radius)
+	l.wNorm = model.Norm(l.w)
+	l.updates++
+	for _, p := range l.batch {
+		l.free = append(l.free, p.x)
+	}
+	l.batch = l.batch[:0]
+	l.publish()
+	return nil
+}
+
+// releaseChunk is how many releases share one backing allocation.
+const releaseChunk = 64
+
+// publish appends (T_i, w_{T_i}) to the release log.
+func (l *Learner) publish() {
+	d := l.cfg.Dim
+	if cap(l.relStore)-len(l.relStore) < d {
+		l.relStore = make([]float64, 0, d*releaseChunk)
+	}
+	n := len(l.relStore)
+	l.relStore = append(l.relStore, l.w...)
+	l.releases = append(l.releases, Release{Observation: l.observed, Update: l.updates, W: l.relStore[n : n+d : n+d]})
+}
+
+// Weights returns a copy of the currently published model (w = 0 before
+// the first update). The copy is the caller's to modify.
+func (l *Learner) Weights() []float64 { return slices.Clone(l.w) }
+
+// Score returns ⟨w, x⟩ under the published model; sgn of it is the
+// prediction (model.Sign).
+func (l *Learner) Score(x []float64) float64 { return model.Dot(l.w, x) }
+
+// Releases returns the release log (T_i, w_{T_i}) in order. The slice is
+// new but each W is shared with the learner and must not be modified.
+func (l *Learner) Releases() []Release { return slices.Clone(l.releases) }
+
+// DropReleases forgets the release log (after the caller has written it
+// out), bounding memory on long streams. Stats and numbering continue.
+func (l *Learner) DropReleases() {
+	l.releases = l.releases[:0]
+	l.relStore = nil
+}
+
+// Pending returns the ids of the label requests still waiting for a label.
+func (l *Learner) Pending() []uint64 {
+	out := make([]uint64, len(l.pending))
+	for i, p := range l.pending {
+		out[i] = p.id
+	}
+	return out
+}
+
+// Stats returns counters and the per-record privacy spend.
+func (l *Learner) Stats() Stats {
+	s := Stats{
+		Observed: l.observed, Requested: l.requested, Labelled: l.labelled,
+		Pending: len(l.pending), Buffered: len(l.batch), Updates: l.updates,
+		EpsSelect: l.sel.eps, BudgetReached: l.budgetReached(),
+	}
+	if l.noise != nil {
+		s.EpsGrad = l.cfg.EpsGrad
+	}
+	if l.cfg.NonPrivate {
+		s.EpsGrad = math.Inf(1)
+	}
+	if l.chargedSelect || (l.cfg.NonPrivate && l.observed > 0) {
+		s.MaxEpsilonPerRecord = s.EpsSelect
+	}
+	if l.chargedGrad || (l.cfg.NonPrivate && l.updates > 0) {
+		s.MaxEpsilonPerRecord += s.EpsGrad
+	}
+	return s
+}
