@@ -16,6 +16,9 @@ const (
 	// Clip scales x onto the ball of radius M before it is used.
 	Clip NormMode = iota
 	// Reject refuses x with an error; the learner's state is unchanged.
+	// The refusal itself says that a record broke the declared bound: it is
+	// input validation outside the DP guarantee, so use Clip wherever the
+	// norm of a record is itself sensitive.
 	Reject
 )
 

@@ -19,7 +19,8 @@ func TestSecureIsNotSeeded(t *testing.T) {
 	if _, ok := r.Seed(); ok {
 		t.Fatal("secure source claims to be seeded")
 	}
-	if r.Uint64() == r.Uint64() && r.Uint64() == r.Uint64() {
+	a, b, c := r.Uint64(), r.Uint64(), r.Uint64()
+	if a == b && b == c {
 		t.Fatal("secure source repeats itself")
 	}
 	if _, ok := r.Split().Seed(); ok {

@@ -1,0 +1,368 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/groupsearch"
+)
+
+var searchCmd = &cobra.Command{
+	Use:   "search",
+	Short: "Locate the one anomaly with DP noisy binary search (Bittner, Sarwate, Wright 2018)",
+	Long: `Runs the private noisy binary search of Bittner, Sarwate and Wright (2018):
+an in-process oracle holds the anomaly scores and answers group queries with
+differential privacy for every non-anomalous individual (anomaly-restricted
+neighbours, Definition 1); the searcher sees only those answers.
+
+The scores file has one non-negative score per line, or "index,score" lines
+(indices are reported back as given). Blank lines and lines starting with #
+are skipped. Every score must be at most --t-low (non-anomalous) or at least
+--t-high (the anomaly), and exactly one must reach --t-high (--subsets N
+searches N random disjoint subsets, for several anomalies). Thresholds must
+be chosen without looking at the scores, or the guarantee is void.
+
+Oracles: rr (randomized response, eq. 5), noisy-max (eq. 9 read by eq. 11),
+binarized (Z = 1(Y > Ybar) read by eq. 24), mean (noisy group means). Each
+answer costs --epsilon; the search stops before the budget b is exceeded
+((T+1)eps > b), when max f > --halt-posterior, when the log-odds exceed
+log(1/--halt-delta) (eq. 25), or at Ben-Or–Hassidim's eps_par.
+
+Noise comes from the OS CSPRNG unless --seed is given (for experiments; the
+seed is echoed in the output).`,
+	Args: cobra.NoArgs,
+	RunE: runSearch,
+}
+
+func init() {
+	f := searchCmd.Flags()
+	f.String("scores", "", "scores file (required): one score per line, or index,score")
+	f.Float64("t-low", 0, "t_low: every non-anomalous score is at most this (required)")
+	f.Float64("t-high", 0, "t_high: the anomaly's score is at least this (required)")
+	f.String("oracle", "noisy-max", "oracle: rr, noisy-max, binarized or mean")
+	f.Float64("epsilon", 0, "privacy cost ε of one answer (required)")
+	f.Float64("budget", 0, "total privacy budget b (0: no budget rule; the ledger then allows 1e9)")
+	f.Float64("halt-posterior", 0.5, "stop once max f > α (0 disables)")
+	f.Float64("halt-delta", 0, "stop once max log(f/(1-f)) > log(1/δ), eq. 25 (0 disables)")
+	f.Bool("halt-ben-or-hassidim", false, "stop once max f > (24 ln n)^(-1/2)")
+	f.Int("max-queries", 0, "cap on the number of queries (0: 100000 without a budget)")
+	f.Int("top", 4, "size |S| of the reported top set")
+	f.Int("subsets", 1, "search this many random disjoint subsets (several anomalies, §7)")
+	f.Bool("clip", false, "lower scores between t_low and t_high to t_low instead of rejecting them")
+	f.Uint64("seed", 0, "seed for reproducible experiments (default: OS CSPRNG)")
+	f.String("posterior-out", "", "also write the final posterior f_T as index,probability lines to this file")
+	f.Bool("json", false, "print one JSON object")
+	rootCmd.AddCommand(searchCmd)
+}
+
+// scoreFile is a parsed scores file: the scores, the index reported for
+// each, and the line each came from.
+type scoreFile struct {
+	Scores []float64
+	Labels []int64
+	Lines  []int
+}
+
+// parseScores reads one score per line or "index,score" lines. It rejects
+// non-numbers, NaN, ±Inf, negative scores, a mix of the two formats and
+// repeated indices, naming the line.
+func parseScores(r io.Reader) (*scoreFile, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	out := &scoreFile{}
+	seen := map[int64]int{}
+	withIndex := -1
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		fields := strings.Split(text, ",")
+		if len(fields) > 2 {
+			return nil, fmt.Errorf("line %d: want a score or index,score, got %q", line, text)
+		}
+		has := len(fields) == 2
+		if withIndex == -1 {
+			withIndex = map[bool]int{false: 0, true: 1}[has]
+		} else if has != (withIndex == 1) {
+			return nil, fmt.Errorf("line %d: mixes plain scores and index,score lines", line)
+		}
+		label := int64(len(out.Scores))
+		if has {
+			v, err := strconv.ParseInt(strings.TrimSpace(fields[0]), 10, 64)
+			if err != nil || v < 0 {
+				return nil, fmt.Errorf("line %d: index %q is not a non-negative integer", line, fields[0])
+			}
+			if prev, dup := seen[v]; dup {
+				return nil, fmt.Errorf("line %d: index %d repeats line %d", line, v, prev)
+			}
+			seen[v], label = line, v
+		}
+		x, err := strconv.ParseFloat(strings.TrimSpace(fields[len(fields)-1]), 64)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("line %d: score %q is not a number", line, fields[len(fields)-1])
+		case math.IsNaN(x) || math.IsInf(x, 0):
+			return nil, fmt.Errorf("line %d: score %v is not finite", line, x)
+		case x < 0:
+			return nil, fmt.Errorf("line %d: score %v is negative (scores must be >= 0)", line, x)
+		}
+		out.Scores = append(out.Scores, x)
+		out.Labels = append(out.Labels, label)
+		out.Lines = append(out.Lines, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(out.Scores) < 2 {
+		return nil, fmt.Errorf("need at least 2 scores, got %d", len(out.Scores))
+	}
+	return out, nil
+}
+
+// searchOutput is the JSON the search prints.
+type searchOutput struct {
+	Top          []int64          `json:"top"`
+	PosteriorTop []float64        `json:"posterior_top"`
+	MaxPosterior float64          `json:"max_posterior"`
+	Queries      int              `json:"queries"`
+	EpsilonSpent float64          `json:"epsilon_spent"`
+	HaltedBy     string           `json:"halted_by"`
+	BudgetError  string           `json:"budget_error,omitempty"`
+	Subsets      []subsetOutput   `json:"subsets,omitempty"`
+	Oracle       string           `json:"oracle"`
+	N            int              `json:"n"`
+	Params       searchParamsJSON `json:"params"`
+	Ledger       *account.Ledger  `json:"ledger"`
+	Privacy      string           `json:"privacy"`
+	Seed         *uint64          `json:"seed,omitempty"`
+}
+
+type searchParamsJSON struct {
+	groupsearch.Params
+	groupsearch.Halting
+	Top int `json:"top"`
+}
+
+type subsetOutput struct {
+	Members      int       `json:"members"`
+	Top          []int64   `json:"top"`
+	PosteriorTop []float64 `json:"posterior_top"`
+	Queries      int       `json:"queries"`
+	EpsilonSpent float64   `json:"epsilon_spent"`
+	HaltedBy     string    `json:"halted_by"`
+}
+
+func runSearch(cmd *cobra.Command, _ []string) error {
+	f := cmd.Flags()
+	path, _ := f.GetString("scores")
+	if path == "" {
+		return errors.New("--scores is required")
+	}
+	for _, name := range []string{"t-low", "t-high", "epsilon"} {
+		if !f.Changed(name) {
+			return fmt.Errorf("--%s is required", name)
+		}
+	}
+	var p groupsearch.Params
+	p.TLow, _ = f.GetFloat64("t-low")
+	p.THigh, _ = f.GetFloat64("t-high")
+	p.Epsilon, _ = f.GetFloat64("epsilon")
+	p.Clip, _ = f.GetBool("clip")
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	oracleName, _ := f.GetString("oracle")
+	kind, err := groupsearch.ParseKind(oracleName)
+	if err != nil {
+		return err
+	}
+	var h groupsearch.Halting
+	h.Budget, _ = f.GetFloat64("budget")
+	h.Posterior, _ = f.GetFloat64("halt-posterior")
+	h.Delta, _ = f.GetFloat64("halt-delta")
+	h.BenOrHassidim, _ = f.GetBool("halt-ben-or-hassidim")
+	h.MaxQueries, _ = f.GetInt("max-queries")
+	if err := h.Validate(); err != nil {
+		return err
+	}
+	top, _ := f.GetInt("top")
+	subsets, _ := f.GetInt("subsets")
+	if top < 1 || subsets < 1 {
+		return fmt.Errorf("--top and --subsets must be >= 1, got %d and %d", top, subsets)
+	}
+	seed, err := seedFlag(cmd)
+	if err != nil {
+		return err
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	sf, err := parseScores(file)
+	file.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := checkSearchScores(path, sf, p, subsets); err != nil {
+		return err
+	}
+	budget := h.Budget
+	if budget == 0 {
+		budget = 1e9
+	}
+	ledger, err := account.NewLedger(account.Budget{Epsilon: budget})
+	if err != nil {
+		return err
+	}
+	r := rng.New(seed)
+	out := searchOutput{Oracle: string(kind), N: len(sf.Scores), Ledger: ledger, Seed: seed,
+		Params: searchParamsJSON{Params: p, Halting: h, Top: top}, Privacy: privacyNote(kind)}
+	postPath, _ := f.GetString("posterior-out")
+	if subsets == 1 {
+		err = searchOne(&out, sf, kind, p, h, top, ledger, r, postPath)
+	} else {
+		if postPath != "" {
+			return errors.New("--posterior-out needs --subsets 1")
+		}
+		err = searchSplit(&out, sf, kind, p, h, top, subsets, ledger, r)
+	}
+	if err != nil {
+		return err
+	}
+	if asJSON, _ := f.GetBool("json"); asJSON {
+		return printJSON(cmd.OutOrStdout(), out)
+	}
+	printSearchText(cmd.OutOrStdout(), &out)
+	return nil
+}
+
+// checkSearchScores applies the model's bounds (eq. 1) and names the line
+// of an offending score.
+func checkSearchScores(path string, sf *scoreFile, p groupsearch.Params, subsets int) error {
+	_, anomalies, err := groupsearch.CheckScores(sf.Scores, p)
+	var se *groupsearch.ScoreError
+	if errors.As(err, &se) {
+		return fmt.Errorf("%s line %d: %w", path, sf.Lines[se.Index], err)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(anomalies) == 0:
+		return fmt.Errorf("%s: %w", path, groupsearch.ErrNoAnomaly)
+	case len(anomalies) > 1 && subsets == 1:
+		lines := make([]string, 0, 5)
+		for _, i := range anomalies[:min(5, len(anomalies))] {
+			lines = append(lines, strconv.Itoa(sf.Lines[i]))
+		}
+		return fmt.Errorf("%s: %d scores reach t_high (lines %s...): the search assumes one anomaly; use --subsets for several",
+			path, len(anomalies), strings.Join(lines, ", "))
+	}
+	return nil
+}
+
+func searchOne(out *searchOutput, sf *scoreFile, kind groupsearch.Kind, p groupsearch.Params, h groupsearch.Halting,
+	top int, ledger *account.Ledger, r *rng.Rand, postPath string) error {
+	o, err := groupsearch.NewOracle(kind, sf.Scores, p, ledger, "search", r)
+	if err != nil {
+		return err
+	}
+	lik, err := p.Likelihood(kind)
+	if err != nil {
+		return err
+	}
+	s, err := groupsearch.NewSearcher(len(sf.Scores), lik, r)
+	if err != nil {
+		return err
+	}
+	res, err := s.Run(o, h, top)
+	if err != nil && !errors.Is(err, account.ErrBudgetExceeded) {
+		return err
+	}
+	if err != nil {
+		out.BudgetError = err.Error()
+	}
+	out.Top = labelsOf(sf, res.Top)
+	out.PosteriorTop, out.MaxPosterior = res.PosteriorTop, res.MaxPosterior
+	out.Queries, out.HaltedBy = res.Queries, res.HaltedBy
+	out.EpsilonSpent, _ = ledger.Spent("search")
+	if postPath != "" {
+		return writePosterior(postPath, sf, s.Posterior())
+	}
+	return nil
+}
+
+// writePosterior writes f_T, one "index,probability" line per individual.
+func writePosterior(path string, sf *scoreFile, f []float64) error {
+	file, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(file)
+	for i, v := range f {
+		fmt.Fprintf(w, "%d,%s\n", sf.Labels[i], strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	if err := w.Flush(); err != nil {
+		file.Close()
+		return err
+	}
+	return file.Close()
+}
+
+func searchSplit(out *searchOutput, sf *scoreFile, kind groupsearch.Kind, p groupsearch.Params, h groupsearch.Halting,
+	top, subsets int, ledger *account.Ledger, r *rng.Rand) error {
+	res, err := groupsearch.SearchSplit(sf.Scores, kind, p, subsets, h, top, ledger, "search", r)
+	if err != nil {
+		return err
+	}
+	for _, s := range res.Subsets {
+		out.Subsets = append(out.Subsets, subsetOutput{Members: s.Members, Top: labelsOf(sf, s.Top),
+			PosteriorTop: s.PosteriorTop, Queries: s.Queries, EpsilonSpent: s.EpsilonSpent, HaltedBy: s.HaltedBy})
+		out.Queries += s.Queries
+		if len(s.Top) > 0 {
+			out.Top = append(out.Top, sf.Labels[s.Top[0]])
+			out.PosteriorTop = append(out.PosteriorTop, s.PosteriorTop[0])
+		}
+	}
+	out.EpsilonSpent, out.HaltedBy = res.Epsilon, "subsets"
+	return nil
+}
+
+func labelsOf(sf *scoreFile, idx []int) []int64 {
+	out := make([]int64, len(idx))
+	for j, i := range idx {
+		out[j] = sf.Labels[i]
+	}
+	return out
+}
+
+// privacyNote states the guarantee of the released output.
+func privacyNote(kind groupsearch.Kind) string {
+	base := "anomaly-restricted neighbours (Bittner et al. 2018, Def. 1): each answer is epsilon-DP for every non-anomalous individual, T answers are T*epsilon-DP (Prop. 2), valid only if t_low and t_high were fixed without looking at the scores"
+	if kind == groupsearch.RR {
+		base += "; randomized response depends on the data only through the anomaly's index, so epsilon (Prop. 1) protects that index and is a conservative charge for everyone else"
+	}
+	return base
+}
+
+func printSearchText(w io.Writer, out *searchOutput) {
+	fmt.Fprintf(w, "top %v (posterior %v)\n", out.Top, out.PosteriorTop)
+	fmt.Fprintf(w, "queries %d, epsilon spent %g, halted by %s\n", out.Queries, out.EpsilonSpent, out.HaltedBy)
+	if out.BudgetError != "" {
+		fmt.Fprintf(w, "budget: %s\n", out.BudgetError)
+	}
+	if out.Seed != nil {
+		fmt.Fprintf(w, "seed %d\n", *out.Seed)
+	}
+}

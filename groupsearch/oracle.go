@@ -1,0 +1,245 @@
+package groupsearch
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/rng"
+)
+
+// Oracle answers group queries about scores it keeps to itself. Each Ask
+// records its Cost in the oracle's ledger before returning; once the budget
+// is spent Ask fails with an error wrapping account.ErrBudgetExceeded and
+// returns nothing.
+type Oracle interface {
+	// Len is the population size n+1.
+	Len() int
+	// Cost is the privacy cost of one answer (public).
+	Cost() account.Cost
+	// Ask answers the query Q given as distinct indices in [0, Len()).
+	// The slice is only read during the call.
+	Ask(q []int32) (Response, error)
+}
+
+// Response is what an oracle releases for one query: a bit for the
+// randomized-response and binarised oracles, a pair of noisy aggregates
+// (Y over Q, YBar over its complement) for the noisy-max and mean oracles.
+type Response struct {
+	Bit     bool    `json:"bit"`
+	Y       float64 `json:"y"`
+	YBar    float64 `json:"y_bar"`
+	HasPair bool    `json:"has_pair"`
+}
+
+// Kind names an oracle construction.
+type Kind string
+
+// The oracle constructions of §4 and §5.
+const (
+	// RR is randomized response, eq. 5 (Prop. 1).
+	RR Kind = "rr"
+	// NoisyMax releases both noisy maxima, eq. 8–9 (Lemma 1), read with eq. 11–12.
+	NoisyMax Kind = "noisy-max"
+	// Binarized releases Z = 1(Y > Ȳ) of the noisy-max pair, read with eq. 24 and eq. 6.
+	Binarized Kind = "binarized"
+	// Mean releases both noisy group means (§4.2, sensitivity t_ℓ/|Q|).
+	Mean Kind = "mean"
+)
+
+// ParseKind accepts rr, noisy-max, binarized (or binarised) and mean.
+func ParseKind(s string) (Kind, error) {
+	switch s {
+	case "rr", "noisy-max", "binarized", "mean":
+		return Kind(s), nil
+	case "binarised":
+		return Binarized, nil
+	}
+	return "", fmt.Errorf("unknown oracle %q (want rr, noisy-max, binarized or mean)", s)
+}
+
+// Params are the public parameters both roles know: the thresholds of
+// eq. 1 and the per-answer ε.
+type Params struct {
+	// TLow is t_ℓ: every non-anomalous score lies in [0, t_ℓ].
+	TLow float64 `json:"t_low"`
+	// THigh is t_h: the anomaly's score is at least t_h (> t_ℓ).
+	THigh float64 `json:"t_high"`
+	// Epsilon is the privacy cost of one answer.
+	Epsilon float64 `json:"epsilon"`
+	// Clip lowers scores strictly between t_ℓ and t_h to t_ℓ instead of
+	// rejecting them.
+	Clip bool `json:"clip,omitempty"`
+	// MeanLevel is the mean oracle's public guess of the average
+	// non-anomalous score (default t_ℓ/2); see MeanLikelihood.
+	MeanLevel float64 `json:"mean_level,omitempty"`
+}
+
+// Validate checks 0 < t_ℓ < t_h, both finite, and a valid ε.
+func (p Params) Validate() error {
+	if math.IsNaN(p.TLow) || math.IsNaN(p.THigh) || math.IsInf(p.TLow, 0) || math.IsInf(p.THigh, 0) {
+		return fmt.Errorf("thresholds must be finite numbers, got t_low=%v t_high=%v", p.TLow, p.THigh)
+	}
+	if !(p.TLow > 0) {
+		return fmt.Errorf("t_low must be > 0 (it is the noise scale of Lemma 1), got %v", p.TLow)
+	}
+	if !(p.TLow < p.THigh) {
+		return fmt.Errorf("need t_low < t_high, got t_low=%v t_high=%v", p.TLow, p.THigh)
+	}
+	if err := account.ValidateEpsilon(p.Epsilon); err != nil {
+		return err
+	}
+	if p.MeanLevel < 0 || p.MeanLevel > p.TLow || math.IsNaN(p.MeanLevel) {
+		return fmt.Errorf("mean level must lie in [0, t_low], got %v", p.MeanLevel)
+	}
+	return nil
+}
+
+// Ratio is the threshold ratio (t_h − t_ℓ)/t_ℓ of Fig. 1.
+func (p Params) Ratio() float64 { return (p.THigh - p.TLow) / p.TLow }
+
+// ScoreError reports an invalid score by its index.
+type ScoreError struct {
+	Index int
+	Value float64
+	Why   string
+}
+
+func (e *ScoreError) Error() string {
+	return fmt.Sprintf("score %d (%v): %s", e.Index, e.Value, e.Why)
+}
+
+// ErrNoAnomaly is returned when no score reaches t_h where one is required.
+var ErrNoAnomaly = errors.New("no score reaches t_high: the model (eq. 1) needs an anomaly")
+
+// CheckScores validates scores against p (finite, ≥ 0, none strictly
+// between t_ℓ and t_h unless p.Clip) and returns the scores to use (a copy
+// when clipping changed one) and the indices of the anomalies (≥ t_h).
+func CheckScores(scores []float64, p Params) ([]float64, []int, error) {
+	if err := p.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if len(scores) < 2 {
+		return nil, nil, fmt.Errorf("need at least 2 scores, got %d", len(scores))
+	}
+	if len(scores) > math.MaxInt32 {
+		return nil, nil, fmt.Errorf("too many scores: %d", len(scores))
+	}
+	out := scores
+	var anomalies []int
+	for i, x := range scores {
+		switch {
+		case math.IsNaN(x) || math.IsInf(x, 0):
+			return nil, nil, &ScoreError{i, x, "not a finite number"}
+		case x < 0:
+			return nil, nil, &ScoreError{i, x, "negative (scores must be >= 0)"}
+		case x >= p.THigh:
+			anomalies = append(anomalies, i)
+		case x > p.TLow:
+			if !p.Clip {
+				return nil, nil, &ScoreError{i, x, fmt.Sprintf("between t_low=%v and t_high=%v (violates eq. 1; use clipping to lower it to t_low)", p.TLow, p.THigh)}
+			}
+			if &out[0] == &scores[0] {
+				out = append([]float64(nil), scores...)
+			}
+			out[i] = p.TLow
+		}
+	}
+	return out, anomalies, nil
+}
+
+// NewOracle returns the in-process oracle of the given kind over scores.
+// It spends every answer against group in ledger and draws its noise from
+// r (rng.Secure() in production).
+func NewOracle(kind Kind, scores []float64, p Params, ledger *account.Ledger, group string, r *rng.Rand) (Oracle, error) {
+	if ledger == nil || r == nil {
+		return nil, errors.New("oracle needs a ledger and a random source")
+	}
+	xs, anomalies, err := CheckScores(scores, p)
+	if err != nil {
+		return nil, err
+	}
+	base := oracleBase{scores: xs, p: p, ledger: ledger, group: group, r: r}
+	switch kind {
+	case RR:
+		return newRROracle(base, anomalies)
+	case NoisyMax, Binarized:
+		return newMaxOracle(base, kind == Binarized, 1)
+	case Mean:
+		return newMeanOracle(base)
+	}
+	return nil, fmt.Errorf("unknown oracle kind %q", kind)
+}
+
+// oracleBase is the state every in-process oracle shares.
+type oracleBase struct {
+	scores []float64
+	p      Params
+	ledger *account.Ledger
+	group  string
+	r      *rng.Rand
+	cost   account.Cost
+}
+
+// Len is n+1.
+func (b *oracleBase) Len() int { return len(b.scores) }
+
+// Cost is the per-answer cost.
+func (b *oracleBase) Cost() account.Cost { return b.cost }
+
+// begin checks q's indices and spends the answer's cost; it runs before any
+// noise is drawn, so nothing leaves unaccounted.
+func (b *oracleBase) begin(q []int32) error {
+	n := int32(len(b.scores))
+	for _, i := range q {
+		if i < 0 || i >= n {
+			return fmt.Errorf("query index %d outside [0, %d)", i, n)
+		}
+	}
+	if len(q) > len(b.scores) {
+		return fmt.Errorf("query has %d indices for %d individuals", len(q), len(b.scores))
+	}
+	if err := b.ledger.Spend(b.group, b.cost); err != nil {
+		return fmt.Errorf("oracle answer: %w", err)
+	}
+	return nil
+}
+
+// smallSet is an open-addressing hash set of a few indices, each mapped to
+// its position in the list it was built from.
+type smallSet struct {
+	keys  []int32
+	pos   []int32
+	shift uint
+}
+
+func newSmallSet(idx []int32) smallSet {
+	bits := bitsLen(2*len(idx)) + 1
+	s := smallSet{keys: make([]int32, 1<<bits), pos: make([]int32, 1<<bits), shift: uint(32 - bits)}
+	for j := range s.keys {
+		s.keys[j] = -1
+	}
+	for p, i := range idx {
+		h := s.slot(i)
+		for s.keys[h] != -1 {
+			h = (h + 1) & (len(s.keys) - 1)
+		}
+		s.keys[h], s.pos[h] = i, int32(p)
+	}
+	return s
+}
+
+func (s *smallSet) slot(i int32) int { return int(uint32(i) * 2654435761 >> s.shift) }
+
+// find returns i's position in the original list, or -1.
+func (s *smallSet) find(i int32) int32 {
+	for h := s.slot(i); ; h = (h + 1) & (len(s.keys) - 1) {
+		switch s.keys[h] {
+		case i:
+			return s.pos[h]
+		case -1:
+			return -1
+		}
+	}
+}
