@@ -1,31 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"strings"
 	"testing"
-
-	"github.com/spf13/pflag"
 )
 
-// runAccount runs `dpal account …` with fresh flag values and returns stdout.
+// runAccount runs `dpal account …` and returns stdout and stderr together.
 func runAccount(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	for _, c := range []*pflag.FlagSet{accountEpsilonCmd.Flags(), accountNoiseCmd.Flags(), accountSampleRateCmd.Flags()} {
-		c.VisitAll(func(f *pflag.Flag) {
-			_ = f.Value.Set(f.DefValue)
-			f.Changed = false
-		})
-	}
-	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&out)
-	rootCmd.SetArgs(append([]string{"account"}, args...))
-	defer rootCmd.SetArgs(nil)
-	err := rootCmd.Execute()
-	return out.String(), err
+	out, errOut, err := runCLI(t, "", append([]string{"account"}, args...)...)
+	return out + errOut, err
 }
 
 func accountRel(got, want float64) float64 { return math.Abs(got-want) / math.Abs(want) }

@@ -10,11 +10,11 @@ import (
 )
 
 // runCLI runs dpal with args and stdin, returning stdout and stderr. Cobra's
-// commands are package globals, so every flag of every command is reset to
-// its default first: one test's flags must not leak into the next.
+// commands are package globals, so every command's flags and streams are
+// reset first: one test's settings must not leak into the next.
 func runCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	resetFlags(rootCmd)
+	resetCommand(rootCmd)
 	var out, errOut bytes.Buffer
 	rootCmd.SetArgs(args)
 	rootCmd.SetOut(&out)
@@ -30,7 +30,10 @@ func runCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, 
 	return out.String(), errOut.String(), err
 }
 
-func resetFlags(c *cobra.Command) {
+func resetCommand(c *cobra.Command) {
+	c.SetOut(nil)
+	c.SetErr(nil)
+	c.SetIn(nil)
 	reset := func(f *pflag.Flag) {
 		if sv, ok := f.Value.(pflag.SliceValue); ok {
 			_ = sv.Replace(nil)
@@ -42,6 +45,6 @@ func resetFlags(c *cobra.Command) {
 	c.Flags().VisitAll(reset)
 	c.PersistentFlags().VisitAll(reset)
 	for _, sub := range c.Commands() {
-		resetFlags(sub)
+		resetCommand(sub)
 	}
 }

@@ -1,30 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/spf13/pflag"
 )
 
-// runData runs `dpal data …` with fresh flag values and returns stdout.
+// runData runs `dpal data …` and returns stdout and stderr together.
 func runData(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	dataDescribeCmd.Flags().VisitAll(func(f *pflag.Flag) {
-		f.Value.Set(f.DefValue)
-		f.Changed = false
-	})
-	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&out)
-	rootCmd.SetArgs(append([]string{"data"}, args...))
-	defer rootCmd.SetArgs(nil)
-	err := rootCmd.Execute()
-	return out.String(), err
+	out, errOut, err := runCLI(t, "", append([]string{"data"}, args...)...)
+	return out + errOut, err
 }
 
 func TestDataDescribeDemoJSON(t *testing.T) {

@@ -126,7 +126,7 @@ func demoReleases(r *rng.Rand, ledger *account.Ledger, d *data.Dataset, epsCount
 		}
 	}
 	if err := ledger.Spend(demoGroup, lap.Cost()); err != nil {
-		return nil, fmt.Errorf("Laplace count: %w", err)
+		return nil, fmt.Errorf("laplace count: %w", err)
 	}
 	count, err := lap.Release(r, attacks)
 	if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,28 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/spf13/pflag"
 )
 
-// runSearchCLI runs `dpal search args...` with fresh flag values.
+// runSearchCLI runs `dpal search args...` and returns stdout.
 func runSearchCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	searchCmd.Flags().VisitAll(func(f *pflag.Flag) {
-		_ = f.Value.Set(f.DefValue)
-		f.Changed = false
-	})
-	var out, errOut bytes.Buffer
-	rootCmd.SetArgs(append([]string{"search"}, args...))
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&errOut)
-	defer func() {
-		rootCmd.SetArgs(nil)
-		rootCmd.SetOut(nil)
-		rootCmd.SetErr(nil)
-	}()
-	err := rootCmd.Execute()
-	return out.String(), err
+	out, _, err := runCLI(t, "", append([]string{"search"}, args...)...)
+	return out, err
 }
 
 // writeScores writes n scores i/n·t_low with one anomaly at star.

@@ -1,39 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/spf13/pflag"
 )
 
-// runStreamCLI runs `dpal stream args...` with fresh flag values and
-// returns stdout and stderr.
+// runStreamCLI runs `dpal stream args...` with stdin.
 func runStreamCLI(t *testing.T, stdin string, args ...string) (string, string, error) {
 	t.Helper()
-	streamCmd.Flags().VisitAll(func(f *pflag.Flag) {
-		_ = f.Value.Set(f.DefValue)
-		f.Changed = false
-	})
-	var out, errOut bytes.Buffer
-	rootCmd.SetArgs(append([]string{"stream"}, args...))
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&errOut)
-	rootCmd.SetIn(strings.NewReader(stdin))
-	defer func() {
-		rootCmd.SetArgs(nil)
-		rootCmd.SetOut(nil)
-		rootCmd.SetErr(nil)
-		rootCmd.SetIn(nil)
-		streamCmd.SetOut(nil)
-	}()
-	err := rootCmd.Execute()
-	return out.String(), errOut.String(), err
+	return runCLI(t, stdin, append([]string{"stream"}, args...)...)
 }
 
 func TestStreamDemoJSON(t *testing.T) {

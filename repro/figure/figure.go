@@ -76,11 +76,11 @@ func (p *Plot) SavePNG(path string) error {
 	pl.Add(plotter.NewGrid())
 	if p.LogX {
 		pl.X.Scale = plot.LogScale{}
-		pl.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		pl.X.Tick.Marker = logTicks{}
 	}
 	if p.LogY {
 		pl.Y.Scale = plot.LogScale{}
-		pl.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		pl.Y.Tick.Marker = logTicks{}
 	}
 	for i, s := range p.Series {
 		if err := addSeries(pl, s, plotutil.Color(i), plotutil.Shape(i)); err != nil {
@@ -242,4 +242,32 @@ func WriteJSON(path string, v any) error {
 		return fmt.Errorf("figure: %w", err)
 	}
 	return nil
+}
+
+// logTicks labels a log axis at 1, 2 and 5 times each power of ten, with
+// unlabelled minor ticks between: gonum's LogTicks labels powers of ten
+// only, which leaves an axis spanning less than a decade nearly bare.
+type logTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0) || !(hi > lo) {
+		return plot.LogTicks{Prec: -1}.Ticks(lo, hi)
+	}
+	var ticks []plot.Tick
+	for p := math.Floor(math.Log10(lo)); p <= math.Ceil(math.Log10(hi)); p++ {
+		base := math.Pow(10, p)
+		for m := 1; m <= 9; m++ {
+			v := float64(m) * base
+			if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = strconv.FormatFloat(v, 'g', 4, 64)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
 }

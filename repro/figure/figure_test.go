@@ -44,3 +44,15 @@ func TestValidateRejectsRaggedSeries(t *testing.T) {
 		}
 	}
 }
+
+func TestLogTicksLabelOneTwoFive(t *testing.T) {
+	var labels []string
+	for _, tk := range (logTicks{}).Ticks(0.1, 3) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if got := strings.Join(labels, " "); got != "0.1 0.2 0.5 1 2" {
+		t.Fatalf("labels %q, want \"0.1 0.2 0.5 1 2\"", got)
+	}
+}
