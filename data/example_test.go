@@ -36,7 +36,11 @@ func ExampleLoadKDD() {
 }
 
 func ExampleSplitTrainTest() {
-	train, test := data.SplitTrainTest(10, 0.3, 42)
+	train, test, err := data.SplitTrainTest(10, 0.3, 42)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println(len(train), len(test))
 	// Output: 7 3
 }

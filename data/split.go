@@ -16,19 +16,21 @@ func Permutation(n int, seed uint64) []int {
 
 // SplitTrainTest splits 0..n−1 into a training and a test part, with
 // round(testFrac·n) indices in the test part, chosen by seed. Both parts are
-// returned in increasing order. testFrac must lie in [0, 1] and n must be
-// non-negative; other values are programming errors and panic, so callers
-// taking them from users must check them first (see CheckFraction).
-func SplitTrainTest(n int, testFrac float64, seed uint64) (train, test []int) {
-	if err := CheckFraction(testFrac); err != nil || n < 0 {
-		panic(fmt.Sprintf("data.SplitTrainTest(n=%d, testFrac=%v): invalid arguments", n, testFrac))
+// returned in increasing order. It fails when testFrac is outside [0, 1] or
+// n is negative.
+func SplitTrainTest(n int, testFrac float64, seed uint64) (train, test []int, err error) {
+	if err := CheckFraction(testFrac); err != nil {
+		return nil, nil, fmt.Errorf("train/test split: test %w", err)
+	}
+	if n < 0 {
+		return nil, nil, fmt.Errorf("train/test split: negative size %d", n)
 	}
 	perm := Permutation(n, seed)
 	k := int(math.Round(testFrac * float64(n)))
 	test, train = perm[:k], perm[k:]
 	slices.Sort(test)
 	slices.Sort(train)
-	return train, test
+	return train, test, nil
 }
 
 // CheckFraction returns an error unless f is a number in [0, 1].

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"math"
 	"slices"
 	"testing"
 )
@@ -37,7 +38,10 @@ func TestSplitTrainTest(t *testing.T) {
 		{0, 0.3, 0, 0},
 	}
 	for _, tc := range tests {
-		tr, te := SplitTrainTest(tc.n, tc.frac, 3)
+		tr, te, err := SplitTrainTest(tc.n, tc.frac, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if len(tr) != tc.wantTr || len(te) != tc.wantTe {
 			t.Errorf("n=%d frac=%v: sizes %d/%d, want %d/%d", tc.n, tc.frac, len(tr), len(te), tc.wantTr, tc.wantTe)
 		}
@@ -50,25 +54,20 @@ func TestSplitTrainTest(t *testing.T) {
 		if !slices.IsSorted(tr) || !slices.IsSorted(te) {
 			t.Errorf("parts not sorted")
 		}
-		tr2, te2 := SplitTrainTest(tc.n, tc.frac, 3)
+		tr2, te2, _ := SplitTrainTest(tc.n, tc.frac, 3)
 		if !slices.Equal(tr, tr2) || !slices.Equal(te, te2) {
 			t.Errorf("not deterministic")
 		}
 	}
 }
 
-func TestSplitTrainTestBadFraction(t *testing.T) {
-	for _, f := range []float64{-0.1, 1.1} {
-		if CheckFraction(f) == nil {
-			t.Errorf("CheckFraction(%v) = nil", f)
+func TestSplitTrainTestBadArguments(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		frac float64
+	}{{10, -0.1}, {10, 1.1}, {10, math.NaN()}, {-1, 0.5}} {
+		if _, _, err := SplitTrainTest(tc.n, tc.frac, 1); err == nil {
+			t.Errorf("SplitTrainTest(%d, %v): no error", tc.n, tc.frac)
 		}
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("SplitTrainTest(10, %v) did not panic", f)
-				}
-			}()
-			SplitTrainTest(10, f, 1)
-		}()
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dpal-dev/dpal/dp/rng"
 )
 
 var rootCmd = &cobra.Command{
@@ -34,6 +36,22 @@ func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// experimentSeed returns the --seed value, or draws one from the secure
+// source and tells the user how to repeat the run: an experiment always
+// records the seed it used.
+func experimentSeed(cmd *cobra.Command, what string) (uint64, error) {
+	seed, err := seedFlag(cmd)
+	if err != nil {
+		return 0, err
+	}
+	if seed != nil {
+		return *seed, nil
+	}
+	s := rng.Secure().Uint64()
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s: seed %d (pass --seed %d to repeat)\n", what, s, s)
+	return s, nil
 }
 
 // seedFlag returns the --seed value when the user set it, else nil, so that

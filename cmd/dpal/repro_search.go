@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dpal-dev/dpal/data"
-	"github.com/dpal-dev/dpal/dp/rng"
 	searchrepro "github.com/dpal-dev/dpal/repro/search"
 )
 
@@ -51,16 +50,11 @@ func runReproSearch(cmd *cobra.Command, _ []string) error {
 	cfg.OutDir, _ = f.GetString("out")
 	cfg.Runs, _ = f.GetInt("runs")
 	cfg.MaxQueries, _ = f.GetInt("max-queries")
-	seed, err := seedFlag(cmd)
+	seed, err := experimentSeed(cmd, "repro search")
 	if err != nil {
 		return err
 	}
-	if seed == nil {
-		s := rng.Secure().Uint64()
-		seed = &s
-		fmt.Fprintf(cmd.ErrOrStderr(), "repro search: seed %d (pass --seed %d to repeat)\n", s, s)
-	}
-	cfg.Seed = *seed
+	cfg.Seed = seed
 	if noBar, _ := f.GetBool("no-progress"); !noBar {
 		cfg.Progress = cmd.ErrOrStderr()
 	}

@@ -1,6 +1,7 @@
 package account
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -151,7 +152,7 @@ func (ev *evaluator) best(m *curveMemo) EpsilonResult {
 	for _, k := range fr {
 		lb[k] = m.lowerEps(k)
 	}
-	slices.SortStableFunc(fr, func(a, b int) int { return cmpFloat(lb[a], lb[b]) })
+	slices.SortStableFunc(fr, func(a, b int) int { return cmp.Compare(lb[a], lb[b]) })
 	for _, k := range fr {
 		if lb[k] > bestE {
 			break
@@ -163,14 +164,4 @@ func (ev *evaluator) best(m *curveMemo) EpsilonResult {
 		res.Order = ev.orders[bestK]
 	}
 	return res
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

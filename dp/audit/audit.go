@@ -16,6 +16,7 @@
 package audit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -209,7 +210,7 @@ func Discrete(r *rng.Rand, m0, m1 func(*rng.Rand) int, cfg Config) (Result, erro
 	}
 	ratio := func(v int) float64 { return (float64(sel0[v]) + 0.5) / (float64(sel1[v]) + 0.5) }
 	slices.SortFunc(values, func(a, b int) int {
-		if c := compareFloat(ratio(b), ratio(a)); c != 0 {
+		if c := cmp.Compare(ratio(b), ratio(a)); c != 0 {
 			return c
 		}
 		return a - b
@@ -271,16 +272,6 @@ func histogram(r *rng.Rand, m func(*rng.Rand) int, n int) map[int]int {
 		h[m(r)]++
 	}
 	return h
-}
-
-func compareFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func shortSet(s []int) string {

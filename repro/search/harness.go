@@ -7,6 +7,7 @@
 package searchrepro
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -342,7 +343,7 @@ func (h *harness) fig1(r *rng.Rand) error {
 	for _, src := range []string{"nab-raw", "nab-robust", "synthetic-mixture", "synthetic-skewed"} {
 		s := figure.Series{Name: src, Points: true}
 		pts := slices.Clone(h.sum.Fig1)
-		slices.SortFunc(pts, func(a, b Fig1Point) int { return cmpFloat(a.Ratio, b.Ratio) })
+		slices.SortFunc(pts, func(a, b Fig1Point) int { return cmp.Compare(a.Ratio, b.Ratio) })
 		for _, p := range pts {
 			if p.Source == src {
 				s.X, s.Y = append(s.X, p.Ratio), append(s.Y, p.ErrorRate)
@@ -353,16 +354,6 @@ func (h *harness) fig1(r *rng.Rand) error {
 		}
 	}
 	return h.save(pl, "fig1_error_vs_ratio")
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // save writes a plot and records its files.
