@@ -35,6 +35,18 @@ func Seeded(seed uint64) *Rand {
 	return &Rand{Rand: rand.New(rand.NewChaCha8(key)), seed: seed, seeded: true}
 }
 
+// Source is the interface every randomness source implements: 64 uniformly
+// random bits per call. It is math/rand/v2's Source, so any of its
+// generators, or a hardware or remote source, can be adapted.
+type Source = rand.Source
+
+// FromSource wraps a caller's source, such as a hardware RNG. The caller
+// vouches that src is cryptographically secure: dpal treats it like Secure
+// (it is not reported as seeded, and Split derives children from Secure).
+func FromSource(src Source) *Rand {
+	return &Rand{Rand: rand.New(src)}
+}
+
 // New returns Seeded(*seed) when seed is non-nil and Secure otherwise, the
 // usual shape of a CLI's optional --seed flag.
 func New(seed *uint64) *Rand {

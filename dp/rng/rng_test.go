@@ -34,3 +34,17 @@ func TestSplitIsReproducible(t *testing.T) {
 		t.Fatal("children of equal seeds differ")
 	}
 }
+
+func TestFromSourceUsesTheSource(t *testing.T) {
+	r := FromSource(constSource(7))
+	if r.Uint64() != 7 {
+		t.Fatal("FromSource ignored its source")
+	}
+	if _, ok := r.Seed(); ok {
+		t.Fatal("a caller's source is reported as seeded")
+	}
+}
+
+type constSource uint64
+
+func (c constSource) Uint64() uint64 { return uint64(c) }
