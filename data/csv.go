@@ -21,12 +21,15 @@ type CSVOptions struct {
 	LabelColumn int
 	// Comma is the field separator; ',' if zero.
 	Comma rune
+	// ZeroIsNegative reads label 0 as −1, for 0/1-labelled files. When
+	// false (the default) a label 0 is an error naming its line and field.
+	ZeroIsNegative bool
 }
 
 // LoadCSV reads a numeric CSV: every field except the label is a finite
 // number, and every line has the same number of fields. The label must be
-// −1 or +1; 0 is read as −1 so that 0/1 files work unchanged. Class is 0 for
-// −1 and 1 for +1. Rows are not scaled or projected.
+// −1 or +1 (or 0, read as −1, when opt.ZeroIsNegative is set). Class is 0
+// for −1 and 1 for +1. Rows are not scaled or projected.
 func LoadCSV(r io.Reader, opt CSVOptions) (*Dataset, error) {
 	name := opt.Name
 	if name == "" {
@@ -71,7 +74,7 @@ func LoadCSV(r io.Reader, opt CSVOptions) (*Dataset, error) {
 				continue
 			}
 		}
-		if err := d.addCSVRecord(fields, label, cr); err != nil {
+		if err := d.addCSVRecord(fields, label, opt.ZeroIsNegative, cr); err != nil {
 			return nil, fmt.Errorf("%s %w", name, err)
 		}
 	}
@@ -93,12 +96,12 @@ func labelIndex(col, n int) (int, error) {
 	return col - 1, nil
 }
 
-func (d *Dataset) addCSVRecord(fields []string, label int, cr *csv.Reader) error {
+func (d *Dataset) addCSVRecord(fields []string, label int, zeroNeg bool, cr *csv.Reader) error {
 	x := make([]float64, 0, len(fields))
 	for i, f := range fields {
 		line, _ := cr.FieldPos(i)
 		if i == label {
-			y, err := parseLabel(strings.TrimSpace(f))
+			y, err := parseLabel(strings.TrimSpace(f), zeroNeg)
 			if err != nil {
 				return fmt.Errorf("line %d field %d (label): %w", line, i+1, err)
 			}
@@ -116,16 +119,21 @@ func (d *Dataset) addCSVRecord(fields []string, label int, cr *csv.Reader) error
 	return nil
 }
 
-// parseLabel reads a binary label: −1 or +1, with 0 standing for −1.
-func parseLabel(s string) (float64, error) {
+// parseLabel reads a binary label: −1 or +1, and 0 for −1 when zeroNeg.
+func parseLabel(s string, zeroNeg bool) (float64, error) {
 	v, err := strconv.ParseFloat(s, 64)
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("not a number: %q", s)
 	case v == 1:
 		return 1, nil
-	case v == -1 || v == 0:
+	case v == -1 || (v == 0 && zeroNeg):
 		return -1, nil
+	case v == 0:
+		return 0, fmt.Errorf("label 0 is not −1 or +1 (set ZeroIsNegative, or --zero-is-negative, to read 0 as −1)")
 	}
-	return 0, fmt.Errorf("%q is not −1, 0 or +1", s)
+	if zeroNeg {
+		return 0, fmt.Errorf("%q is not −1, 0 or +1", s)
+	}
+	return 0, fmt.Errorf("%q is not −1 or +1", s)
 }

@@ -15,12 +15,14 @@ func TestLoadCSV(t *testing.T) {
 		wantY    []float64
 	}{
 		{"last label", "1,2,1\n3,4,-1\n", CSVOptions{LabelColumn: -1}, "", [][]float64{{1, 2}, {3, 4}}, []float64{1, -1}},
-		{"zero label", "0,5\n1,6\n", CSVOptions{LabelColumn: 1}, "", [][]float64{{5}, {6}}, []float64{-1, 1}},
+		{"zero label", "0,5\n1,6\n", CSVOptions{LabelColumn: 1, ZeroIsNegative: true}, "", [][]float64{{5}, {6}}, []float64{-1, 1}},
+		{"zero label rejected", "1,5\n0,6\n", CSVOptions{LabelColumn: 1}, "csv line 2 field 1 (label): label 0 is not −1 or +1", nil, nil},
 		{"header", "a,b,y\n1,2,1\n", CSVOptions{Header: true, LabelColumn: 3}, "", [][]float64{{1, 2}}, []float64{1}},
 		{"no label", "1,2\n", CSVOptions{}, "", [][]float64{{1, 2}}, nil},
 		{"semicolon", "1;1\n", CSVOptions{Comma: ';', LabelColumn: -1}, "", [][]float64{{1}}, []float64{1}},
 		{"bad number", "a,b,y\n1,x,1\n", CSVOptions{Header: true, LabelColumn: -1}, `csv line 2 field 2 (b): not a number: "x"`, nil, nil},
-		{"bad label", "1,2,3\n", CSVOptions{LabelColumn: -1}, `line 1 field 3 (label): "3" is not −1, 0 or +1`, nil, nil},
+		{"bad label", "1,2,3\n", CSVOptions{LabelColumn: -1}, `line 1 field 3 (label): "3" is not −1 or +1`, nil, nil},
+		{"bad label zero ok", "1,2,3\n", CSVOptions{LabelColumn: -1, ZeroIsNegative: true}, `"3" is not −1, 0 or +1`, nil, nil},
 		{"nan", "NaN,1\n", CSVOptions{LabelColumn: -1}, `field 1 (x1): not a number`, nil, nil},
 		{"ragged", "1,2\n1\n", CSVOptions{}, "wrong number of fields", nil, nil},
 		{"label col too big", "1,2\n", CSVOptions{LabelColumn: 5}, "label column 5 but only 2 fields", nil, nil},
@@ -54,10 +56,11 @@ func TestLoadCSV(t *testing.T) {
 }
 
 func FuzzCSV(f *testing.F) {
-	f.Add("a,b,y\n1,2,1\n", true, -1)
-	f.Add("1,2\n3,4\n", false, 0)
-	f.Fuzz(func(t *testing.T, in string, header bool, label int) {
-		d, err := LoadCSV(strings.NewReader(in), CSVOptions{Header: header, LabelColumn: label})
+	f.Add("a,b,y\n1,2,1\n", true, -1, false)
+	f.Add("1,2\n3,4\n", false, 0, false)
+	f.Add("0,2\n1,4\n", false, 1, true)
+	f.Fuzz(func(t *testing.T, in string, header bool, label int, zeroNeg bool) {
+		d, err := LoadCSV(strings.NewReader(in), CSVOptions{Header: header, LabelColumn: label, ZeroIsNegative: zeroNeg})
 		if err != nil {
 			return
 		}

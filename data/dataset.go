@@ -3,6 +3,8 @@ package data
 import (
 	"fmt"
 	"math"
+
+	"github.com/dpal-dev/dpal/model"
 )
 
 // Dataset is a labelled table of preprocessed feature rows.
@@ -37,19 +39,28 @@ func (d *Dataset) Len() int { return len(d.X) }
 
 // Description summarises a dataset for people and scripts.
 type Description struct {
-	Name     string       `json:"name"`
-	Rows     int          `json:"rows"`
-	Dims     int          `json:"dims"`
-	Positive int          `json:"positive"`
-	Negative int          `json:"negative"`
-	MaxNorm  float64      `json:"max_norm"`
-	Classes  []ClassCount `json:"classes,omitempty"`
+	// Name is the dataset's name.
+	Name string `json:"name"`
+	// Rows is the number of rows.
+	Rows int `json:"rows"`
+	// Dims is the feature dimension.
+	Dims int `json:"dims"`
+	// Positive is the number of rows labelled +1.
+	Positive int `json:"positive"`
+	// Negative is the number of rows labelled −1.
+	Negative int `json:"negative"`
+	// MaxNorm is the largest ℓ2 norm of a row.
+	MaxNorm float64 `json:"max_norm"`
+	// Classes counts the rows of each named class, in ClassNames order.
+	Classes []ClassCount `json:"classes,omitempty"`
 }
 
 // ClassCount is the number of rows of one class.
 type ClassCount struct {
-	Name  string `json:"name"`
-	Count int    `json:"count"`
+	// Name is the class name.
+	Name string `json:"name"`
+	// Count is the number of rows of the class.
+	Count int `json:"count"`
 }
 
 // Describe counts rows, dimensions, label balance and classes.
@@ -63,7 +74,7 @@ func (d *Dataset) Describe() Description {
 		}
 	}
 	for _, x := range d.X {
-		out.MaxNorm = math.Max(out.MaxNorm, norm(x))
+		out.MaxNorm = math.Max(out.MaxNorm, model.Norm(x))
 	}
 	if d.Class != nil && len(d.ClassNames) > 0 {
 		counts := make([]int, len(d.ClassNames))
@@ -128,29 +139,7 @@ func (d *Dataset) Validate() error {
 	return nil
 }
 
-// ProjectUnitBall scales x in place onto the unit ℓ2 ball: x ← x / max(1, ‖x‖).
-// Rows already inside the ball are unchanged. The result's computed norm is
-// at most 1 exactly (rounding could leave 1 + 2⁻⁵²), so a strict ‖x‖ ≤ 1
-// check downstream never rejects a projected row.
-func ProjectUnitBall(x []float64) {
-	n := norm(x)
-	if n <= 1 {
-		return
-	}
-	for i := range x {
-		x[i] /= n
-	}
-	for norm(x) > 1 {
-		for i := range x {
-			x[i] *= 1 - 0x1p-52
-		}
-	}
-}
-
-func norm(x []float64) float64 {
-	var s float64
-	for _, v := range x {
-		s += v * v
-	}
-	return math.Sqrt(s)
-}
+// ProjectUnitBall scales x in place onto the unit ℓ2 ball (model.ProjectBall
+// with radius 1): rows already inside are unchanged, and a projected row's
+// computed norm is at most 1 exactly.
+func ProjectUnitBall(x []float64) { model.ProjectBall(x, 1) }

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/dpal-dev/dpal/model"
 )
 
 func TestProjectUnitBall(t *testing.T) {
@@ -41,9 +43,9 @@ func TestProjectUnitBallNeverAboveOne(t *testing.T) {
 		for i := range x {
 			x[i] = r.NormFloat64() * math.Pow(10, float64(r.IntN(6)))
 		}
-		before := norm(x)
+		before := model.Norm(x)
 		ProjectUnitBall(x)
-		if n := norm(x); n > 1 || (before > 1 && n < 1-1e-12) {
+		if n := model.Norm(x); n > 1 || (before > 1 && n < 1-1e-12) {
 			t.Fatalf("norm %v after projection (dim %d)", n, len(x))
 		}
 	}

@@ -2,6 +2,8 @@ package data_test
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/dpal-dev/dpal/data"
 )
@@ -43,4 +45,58 @@ func ExampleSplitTrainTest() {
 	}
 	fmt.Println(len(train), len(test))
 	// Output: 7 3
+}
+
+// LoadCSV reads a numeric CSV with a ±1 label column; 0/1 labels need
+// ZeroIsNegative, else a 0 label is an error naming its line.
+func ExampleLoadCSV() {
+	in := "age,income,label\n0.5,0.2,1\n0.1,0.9,0\n"
+	d, err := data.LoadCSV(strings.NewReader(in), data.CSVOptions{Header: true, LabelColumn: -1, ZeroIsNegative: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(d.FeatureNames, d.X, d.Y)
+	_, err = data.LoadCSV(strings.NewReader(in), data.CSVOptions{Header: true, LabelColumn: -1})
+	fmt.Println(err)
+	// Output:
+	// [age income] [[0.5 0.2] [0.1 0.9]] [1 -1]
+	// csv line 3 field 3 (label): label 0 is not −1 or +1 (set ZeroIsNegative, or --zero-is-negative, to read 0 as −1)
+}
+
+// LoadLibSVM densifies the sparse "label index:value" format.
+func ExampleLoadLibSVM() {
+	in := "+1 1:0.5 3:0.25\n-1 2:1\n"
+	d, err := data.LoadLibSVM(strings.NewReader(in), 0) // 0: dimension = largest index
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(d.Dim(), d.X, d.Y)
+	// Output: 3 [[0.5 0 0.25] [0 1 0]] [1 -1]
+}
+
+// LoadIDXPair needs the MNIST files from the shared data folder, so this
+// example is compiled but not run.
+func ExampleLoadIDXPair() {
+	dir := filepath.Join(data.DefaultDir, data.MNISTFolder)
+	train, test, err := data.LoadIDXPair(dir, 0, 9, 50) // digits 0 (−1) and 9 (+1), PCA to 50
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(train.Len(), test.Len(), train.Dim())
+}
+
+// LoadNAB needs the NAB corpus from the shared data folder, so this example
+// is compiled but not run.
+func ExampleLoadNAB() {
+	series, err := data.LoadNAB(data.DefaultDir)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, s := range series[:min(3, len(series))] {
+		fmt.Println(s.Name, len(s.Value), s.Anomalies())
+	}
 }

@@ -635,8 +635,10 @@ func CheckKDDNames(r io.Reader, name string) error {
 
 // NamedReader is a reader plus the name its errors should carry.
 type NamedReader struct {
+	// Name is the input's name in error messages (a file name, say).
 	Name string
-	R    io.Reader
+	// R is the input.
+	R io.Reader
 }
 
 // LoadKDDReaders is LoadKDD on already opened inputs: gzipped training and

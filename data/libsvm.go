@@ -15,7 +15,9 @@ const maxLibSVMDim = 1 << 20
 
 // LoadLibSVM reads the LibSVM sparse format, "label index:value ...", with
 // 1-based, strictly increasing indices, into dense rows of length dim; dim 0
-// means the largest index seen. Labels follow LoadCSV (−1/+1, 0 read as −1).
+// means the largest index seen. Labels are −1/+1, and 0 is read as −1 (as
+// LoadCSV does with ZeroIsNegative) because 0/1 labels are common in LibSVM
+// files.
 // Blank lines and lines starting with '#' are skipped. Rows are not scaled
 // or projected.
 func LoadLibSVM(r io.Reader, dim int) (*Dataset, error) {
@@ -40,7 +42,7 @@ func LoadLibSVM(r io.Reader, dim int) (*Dataset, error) {
 		if len(f) == 0 || f[0][0] == '#' {
 			continue
 		}
-		y, err := parseLabel(string(f[0]))
+		y, err := parseLabel(string(f[0]), true)
 		if err != nil {
 			return nil, fmt.Errorf("libsvm line %d field 1 (label): %w", ln, err)
 		}

@@ -23,7 +23,7 @@ func maxOracles(t *testing.T, noiseFactor float64, seed uint64) [2]*maxOracle {
 	var out [2]*maxOracle
 	for k, xs := range neighbours {
 		b := oracleBase{scores: xs, p: p, ledger: newLedger(t, 1e9), group: "audit", r: rng.Seeded(seed + uint64(k))}
-		o, err := newMaxOracle(b, false, noiseFactor)
+		o, err := newMaxOracleScaled(b, false, noiseFactor)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -34,6 +34,11 @@
 //     the ledger is charged that conservative value.
 //   - the mean oracle (§4.2, "hypothetically") releases the two group means
 //     plus Laplace noise of scale t_ℓ/(|Q|ε) and t_ℓ/(|Q̄|ε): ε per answer.
+//     Each group's sum is an exact integer sum of the scores floored to a
+//     grid of t_ℓ·2^−24 or finer (scores capped at the larger of t_h and
+//     2^32·t_ℓ/max(1, ε), which only an anomaly can reach),
+//     so a changed score moves only its own group's mean, by at most
+//     t_ℓ/|group|; floating-point sums would not keep either half.
 //
 // All guarantees need every non-anomalous score in [0, t_ℓ] and t_ℓ, t_h
 // chosen without looking at the data. Scores strictly between t_ℓ and t_h

@@ -2,6 +2,7 @@ package groupsearch_test
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/rng"
@@ -44,4 +45,37 @@ func ExampleBinarizedErrorProb() {
 	bits, _ := groupsearch.Prop3Bound(1024, 0.01, p.Epsilon, pe)
 	fmt.Printf("p = %.4f, E[T] <= %.1f\n", pe, bits)
 	// Output: p = 0.2759, E[T] <= 117.5
+}
+
+// Two anomalies among 2,000 scores (§7): SubsetsFor picks how many random
+// disjoint subsets keep the chance that both land in one subset below 25 %,
+// and SearchSplit searches each subset with its own oracle and ledger group.
+// A subset without an anomaly halts on its budget with a false positive, so
+// only confident subsets are reported. By parallel composition every
+// individual spends at most the largest subset's ε.
+func ExampleSearchSplit() {
+	r := rng.Seeded(2)
+	scores := make([]float64, 2000)
+	for i := range scores {
+		scores[i] = 0.9 * r.Float64()
+	}
+	scores[123], scores[1500] = 3, 4
+
+	m, _ := groupsearch.SubsetsFor(2, 0.25)
+	p := groupsearch.Params{TLow: 1, THigh: 2, Epsilon: 1}
+	ledger, _ := account.NewLedger(account.Budget{Epsilon: 40})
+	h := groupsearch.Halting{Budget: 40, Posterior: 0.99}
+	res, err := groupsearch.SearchSplit(scores, groupsearch.NoisyMax, p, m, h, 1, ledger, "split", r)
+	if err != nil {
+		panic(err)
+	}
+	var found []int
+	for _, s := range res.Subsets {
+		if s.HaltedBy == groupsearch.HaltPosterior {
+			found = append(found, s.Top[0])
+		}
+	}
+	slices.Sort(found)
+	fmt.Printf("%d subsets, found %v, epsilon per individual %g\n", m, found, res.Epsilon)
+	// Output: 4 subsets, found [123 1500], epsilon per individual 40
 }

@@ -7,12 +7,19 @@ import (
 
 // Reasons a search stops, as reported in Result.HaltedBy.
 const (
-	HaltBudget        = "budget"
-	HaltPosterior     = "posterior"
-	HaltDelta         = "delta"
+	// HaltBudget: the next answer would exceed the budget b, or the
+	// oracle's ledger refused it.
+	HaltBudget = "budget"
+	// HaltPosterior: max_i f(i) exceeded α.
+	HaltPosterior = "posterior"
+	// HaltDelta: the log-odds of eq. 25 exceeded log(1/δ).
+	HaltDelta = "delta"
+	// HaltBenOrHassidim: max_i f(i) exceeded ε_par = (24 ln n)^(−1/2).
 	HaltBenOrHassidim = "ben-or-hassidim"
-	HaltMaxQueries    = "max-queries"
-	HaltError         = "error"
+	// HaltMaxQueries: the query cap was reached.
+	HaltMaxQueries = "max-queries"
+	// HaltError: the oracle or the likelihood failed with another error.
+	HaltError = "error"
 )
 
 // DefaultMaxQueries caps a search that has only posterior-based halting

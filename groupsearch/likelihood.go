@@ -20,6 +20,7 @@ type Likelihood interface {
 // with probability P < 1/2: the Bayes rule of eq. 6 with R_t = Q_t when the
 // bit is 1 and Q̄_t when it is 0.
 type BitLikelihood struct {
+	// P is the probability that the bit is wrong.
 	P float64
 }
 
@@ -36,6 +37,7 @@ func (l BitLikelihood) LogLik(r Response, _, _ int) (in, out float64, err error)
 // around t_h on the anomaly's side and t_ℓ on the other. The shared factor
 // ε²/(4t_ℓ²) cancels in eq. 12 and is left out.
 type MaxLikelihood struct {
+	// TLow and THigh are t_ℓ and t_h; Epsilon is the per-answer ε.
 	TLow, THigh, Epsilon float64
 }
 
@@ -58,6 +60,8 @@ func (l MaxLikelihood) LogLik(r Response, _, _ int) (in, out float64, err error)
 // §4.2), exactly as fast as the noise scale, so the evidence per answer is
 // comparable to eq. 11's only when Level is a good guess.
 type MeanLikelihood struct {
+	// TLow and THigh are t_ℓ and t_h; Epsilon is the per-answer ε; Level
+	// is the public guess of the non-anomalous mean.
 	TLow, THigh, Epsilon, Level float64
 }
 

@@ -27,10 +27,14 @@ type Oracle interface {
 // randomized-response and binarised oracles, a pair of noisy aggregates
 // (Y over Q, YBar over its complement) for the noisy-max and mean oracles.
 type Response struct {
-	Bit     bool    `json:"bit"`
-	Y       float64 `json:"y"`
-	YBar    float64 `json:"y_bar"`
-	HasPair bool    `json:"has_pair"`
+	// Bit is the binary answer: "the anomaly is in Q" (possibly wrong).
+	Bit bool `json:"bit"`
+	// Y is the noisy aggregate over Q (max or mean).
+	Y float64 `json:"y"`
+	// YBar is the noisy aggregate over Q's complement.
+	YBar float64 `json:"y_bar"`
+	// HasPair is set when Y and YBar carry the answer (not Bit).
+	HasPair bool `json:"has_pair"`
 }
 
 // Kind names an oracle construction.
@@ -101,11 +105,15 @@ func (p Params) Ratio() float64 { return (p.THigh - p.TLow) / p.TLow }
 
 // ScoreError reports an invalid score by its index.
 type ScoreError struct {
+	// Index is the score's position in the input.
 	Index int
+	// Value is the offending score.
 	Value float64
-	Why   string
+	// Why says which bound it breaks.
+	Why string
 }
 
+// Error names the score by index and value and says why it was rejected.
 func (e *ScoreError) Error() string {
 	return fmt.Sprintf("score %d (%v): %s", e.Index, e.Value, e.Why)
 }
@@ -165,7 +173,7 @@ func NewOracle(kind Kind, scores []float64, p Params, ledger *account.Ledger, gr
 	case RR:
 		return newRROracle(base, anomalies)
 	case NoisyMax, Binarized:
-		return newMaxOracle(base, kind == Binarized, 1)
+		return newMaxOracle(base, kind == Binarized)
 	case Mean:
 		return newMeanOracle(base)
 	}

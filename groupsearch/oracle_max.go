@@ -27,10 +27,10 @@ type maxOracle struct {
 	inQ     []bool
 }
 
-// newMaxOracle builds the oracle; noiseFactor divides the Laplace scale
-// t_ℓ/ε (1 in production; tests use 2 for a halved-noise mutant).
-func newMaxOracle(b oracleBase, binarize bool, noiseFactor float64) (*maxOracle, error) {
-	lap, err := mech.NewLaplace(b.p.Epsilon*noiseFactor, b.p.TLow)
+// newMaxOracle builds the oracle with Laplace noise of scale t_ℓ/ε (the
+// audit's halved-noise mutant is built in export_test.go, test-only).
+func newMaxOracle(b oracleBase, binarize bool) (*maxOracle, error) {
+	lap, err := mech.NewLaplace(b.p.Epsilon, b.p.TLow)
 	if err != nil {
 		return nil, err
 	}

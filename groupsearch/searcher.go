@@ -366,12 +366,18 @@ func (s *Searcher) Posterior() []float64 {
 // Result is what a search releases: the top-|S| set with its posterior
 // mass, the queries used and the privacy spent (Tε, Prop. 2).
 type Result struct {
-	Top          []int     `json:"top"`
+	// Top holds the |S| most likely indices, best first.
+	Top []int `json:"top"`
+	// PosteriorTop holds f_T of each index in Top.
 	PosteriorTop []float64 `json:"posterior_top"`
-	MaxPosterior float64   `json:"max_posterior"`
-	Queries      int       `json:"queries"`
-	EpsilonSpent float64   `json:"epsilon_spent"`
-	HaltedBy     string    `json:"halted_by"`
+	// MaxPosterior is max_i f_T(i).
+	MaxPosterior float64 `json:"max_posterior"`
+	// Queries is T, the number of answers received.
+	Queries int `json:"queries"`
+	// EpsilonSpent is Tε, the privacy spent (Prop. 2).
+	EpsilonSpent float64 `json:"epsilon_spent"`
+	// HaltedBy names the rule that stopped the search (the Halt* constants).
+	HaltedBy string `json:"halted_by"`
 }
 
 // Run repeats Step until a halting rule of h fires, then returns the top

@@ -24,12 +24,14 @@ func SubsetsFor(k int, collision float64) (int, error) {
 // SubsetResult is the search of one subset, with Top given as indices into
 // the full population.
 type SubsetResult struct {
+	// Members is the subset's size.
 	Members int `json:"members"`
 	Result
 }
 
 // SplitResult is the outcome of SearchSplit.
 type SplitResult struct {
+	// Subsets holds each subset's search, in partition order.
 	Subsets []SubsetResult `json:"subsets"`
 	// Epsilon is the privacy spent by any one individual: the largest
 	// subset's spend (parallel composition, Definition 5).

@@ -80,6 +80,9 @@ func Norm(a []float64) float64 { return math.Sqrt(Dot(a, a)) }
 
 // ProjectBall scales w in place onto the ℓ2 ball of the given radius
 // (the projection Π of eq. 10); a w inside the ball is left unchanged.
+// Afterwards Norm(w) ≤ radius holds exactly as computed (plain scaling can
+// leave radius·(1 + 2⁻⁵²)), so a strict bound check downstream, such as a
+// learner's reject mode, never refuses a projected vector.
 func ProjectBall(w []float64, radius float64) {
 	n := Norm(w)
 	if n <= radius || n == 0 {
@@ -88,6 +91,11 @@ func ProjectBall(w []float64, radius float64) {
 	s := radius / n
 	for i := range w {
 		w[i] *= s
+	}
+	for Norm(w) > radius {
+		for i := range w {
+			w[i] *= 1 - 0x1p-52
+		}
 	}
 }
 

@@ -29,3 +29,17 @@ func TestProjectBall(t *testing.T) {
 		t.Fatal("projection moved a point inside the ball")
 	}
 }
+
+func TestProjectBallBoundHoldsAsComputed(t *testing.T) {
+	// Vectors whose plain rescaling lands a rounding step above the radius.
+	for seed := 1; seed <= 2000; seed++ {
+		w := make([]float64, 7)
+		for i := range w {
+			w[i] = math.Sin(float64(seed*(i+3))) * float64(seed%13+1)
+		}
+		ProjectBall(w, 1)
+		if n := Norm(w); n > 1 {
+			t.Fatalf("seed %d: norm after projection %v > 1", seed, n)
+		}
+	}
+}

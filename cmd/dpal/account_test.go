@@ -142,3 +142,27 @@ func TestAccountErrors(t *testing.T) {
 		}
 	}
 }
+
+func FuzzAccountParseOrders(f *testing.F) {
+	for _, s := range []string{"", "  ", "2,4.5,32", "1.5", "x", "2,,3", " 8 , 16 ", "1e308,inf"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		orders, err := accountParseOrders(s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "--orders: ") {
+				t.Fatalf("accountParseOrders(%q): error without flag name: %v", s, err)
+			}
+			return
+		}
+		if strings.TrimSpace(s) == "" {
+			if orders != nil {
+				t.Fatalf("accountParseOrders(%q) = %v, want nil", s, orders)
+			}
+			return
+		}
+		if len(orders) != strings.Count(s, ",")+1 {
+			t.Fatalf("accountParseOrders(%q) = %v: one value per field expected", s, orders)
+		}
+	})
+}

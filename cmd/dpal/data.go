@@ -28,7 +28,7 @@ dimension and class balance.
   mnist          MNIST pair (--pair, default 0,9) with PCA (--pca, default 50)
   fashion-mnist  Fashion-MNIST pair, same options
   nab            NAB series: series count, rows, labelled anomaly points
-  csv            numeric CSV --file F (--header, --label-column)
+  csv            numeric CSV --file F (--header, --label-column, --zero-is-negative)
   libsvm         LibSVM file --file F (--dim)
   demo           the KDD sample bundled in the binary`,
 	Args: cobra.NoArgs,
@@ -42,6 +42,7 @@ func init() {
 	f.String("file", "", "input file for --dataset csv or libsvm")
 	f.Bool("header", false, "csv: the first line names the columns")
 	f.Int("label-column", -1, "csv: 1-based label column, 0 = none, -1 = last")
+	f.Bool("zero-is-negative", false, "csv: read label 0 as -1 (0/1-labelled files); otherwise label 0 is an error")
 	f.Int("dim", 0, "libsvm: feature dimension (0 = largest index)")
 	f.String("pair", "0,9", "mnist/fashion-mnist: the two labels, first = -1, second = +1")
 	f.Int("pca", 50, "mnist/fashion-mnist: PCA dimension (0 = raw pixels)")
@@ -195,7 +196,8 @@ func describeFile(cmd *cobra.Command, name string, res *describeResult) (*data.D
 	}
 	header, _ := f.GetBool("header")
 	label, _ := f.GetInt("label-column")
-	return data.LoadCSV(in, data.CSVOptions{Name: filepath.Base(path), Header: header, LabelColumn: label})
+	zeroNeg, _ := f.GetBool("zero-is-negative")
+	return data.LoadCSV(in, data.CSVOptions{Name: filepath.Base(path), Header: header, LabelColumn: label, ZeroIsNegative: zeroNeg})
 }
 
 func printDescribe(w io.Writer, r *describeResult) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -43,6 +44,16 @@ func TestDataDescribeCSV(t *testing.T) {
 	var res describeResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Train.Rows != 3 || res.Train.Dims != 2 || res.Train.Positive != 2 {
 		t.Fatalf("%v %q", err, out)
+	}
+	zero := filepath.Join(t.TempDir(), "z.csv")
+	os.WriteFile(zero, []byte("1,2,1\n3,4,0\n"), 0o644)
+	if _, err := runData(t, "describe", "--dataset", "csv", "--file", zero); err == nil || !strings.Contains(err.Error(), "line 2 field 3 (label): label 0") {
+		t.Fatalf("label 0 without --zero-is-negative: %v", err)
+	}
+	out, err = runData(t, "describe", "--dataset", "csv", "--file", zero, "--zero-is-negative", "--json")
+	res = describeResult{}
+	if err != nil || json.Unmarshal([]byte(out), &res) != nil || res.Train.Positive != 1 || res.Train.Negative != 1 {
+		t.Fatalf("--zero-is-negative: %v %q", err, out)
 	}
 	path2 := filepath.Join(t.TempDir(), "d.svm")
 	os.WriteFile(path2, []byte("1 2:1\n-1 1:1\n"), 0o644)
@@ -95,4 +106,23 @@ func TestDataDescribeReal(t *testing.T) {
 	if err != nil || !strings.Contains(out, "rows 11872, dims 784") {
 		t.Fatalf("%v %q", err, out)
 	}
+}
+
+func FuzzParsePair(f *testing.F) {
+	for _, s := range []string{"0,9", " 3 , 5 ", "0", "a,b", "1,2,3", "", "-1,+2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, b, err := parsePair(s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "--pair ") {
+				t.Fatalf("parsePair(%q): error without flag name: %v", s, err)
+			}
+			return
+		}
+		a2, b2, err := parsePair(strconv.Itoa(a) + "," + strconv.Itoa(b))
+		if err != nil || a2 != a || b2 != b {
+			t.Fatalf("parsePair(%q) = %d, %d does not round-trip: %d, %d, %v", s, a, b, a2, b2, err)
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"strconv"
@@ -34,15 +35,22 @@ be chosen without looking at the scores, or the guarantee is void.
 
 Oracles: rr (randomized response, eq. 5), noisy-max (eq. 9 read by eq. 11),
 binarized (Z = 1(Y > Ybar) read by eq. 24), mean (noisy group means). Each
-answer costs --epsilon; the search stops before the budget b is exceeded
-((T+1)eps > b), when max f > --halt-posterior, when the log-odds exceed
-log(1/--halt-delta) (eq. 25), or at Ben-Or–Hassidim's eps_par.
+answer costs --epsilon and the ledger allows --budget b in total; without
+--budget, b = 100*epsilon (at most 100 answers), with a warning on stderr,
+and the JSON states the worst-case spend. The search stops before the budget
+is exceeded ((T+1)eps > b), when max f > --halt-posterior, when the log-odds
+exceed log(1/--halt-delta) (eq. 25), or at Ben-Or–Hassidim's eps_par.
 
 Noise comes from the OS CSPRNG unless --seed is given (for experiments; the
-seed is echoed in the output).`,
+seed is echoed in the output and in the --posterior-out header).`,
 	Args: cobra.NoArgs,
 	RunE: runSearch,
 }
+
+// defaultBudgetAnswers sets the budget used when --budget is not given:
+// b = defaultBudgetAnswers·ε, enough answers for n in the millions at a
+// moderate threshold ratio, and a finite worst case the output states.
+const defaultBudgetAnswers = 100
 
 func init() {
 	f := searchCmd.Flags()
@@ -51,16 +59,16 @@ func init() {
 	f.Float64("t-high", 0, "t_high: the anomaly's score is at least this (required)")
 	f.String("oracle", "noisy-max", "oracle: rr, noisy-max, binarized or mean")
 	f.Float64("epsilon", 0, "privacy cost ε of one answer (required)")
-	f.Float64("budget", 0, "total privacy budget b (0: no budget rule; the ledger then allows 1e9)")
+	f.Float64("budget", 0, "total privacy budget b > 0 (default 100·epsilon, i.e. at most 100 answers, with a warning)")
 	f.Float64("halt-posterior", 0.5, "stop once max f > α (0 disables)")
 	f.Float64("halt-delta", 0, "stop once max log(f/(1-f)) > log(1/δ), eq. 25 (0 disables)")
 	f.Bool("halt-ben-or-hassidim", false, "stop once max f > (24 ln n)^(-1/2)")
-	f.Int("max-queries", 0, "cap on the number of queries (0: 100000 without a budget)")
+	f.Int("max-queries", 0, "cap on the number of queries (0: only the budget caps them)")
 	f.Int("top", 4, "size |S| of the reported top set")
 	f.Int("subsets", 1, "search this many random disjoint subsets (several anomalies, §7)")
 	f.Bool("clip", false, "lower scores between t_low and t_high to t_low instead of rejecting them")
 	f.Uint64("seed", 0, "seed for reproducible experiments (default: OS CSPRNG)")
-	f.String("posterior-out", "", "also write the final posterior f_T as index,probability lines to this file")
+	f.String("posterior-out", "", "also write the final posterior f_T as index,probability lines to this file (# header lines record the oracle, queries and seed)")
 	f.Bool("json", false, "print one JSON object")
 	rootCmd.AddCommand(searchCmd)
 }
@@ -73,16 +81,20 @@ type scoreFile struct {
 	Lines  []int
 }
 
+// maxScoreLine is the longest line a scores file may have, in bytes.
+const maxScoreLine = 1 << 20
+
 // parseScores reads one score per line or "index,score" lines. It rejects
 // non-numbers, NaN, ±Inf, negative scores, a mix of the two formats and
 // repeated indices, naming the line.
 func parseScores(r io.Reader) (*scoreFile, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc.Buffer(make([]byte, 64*1024), maxScoreLine)
 	out := &scoreFile{}
 	seen := map[int64]int{}
 	withIndex := -1
-	for line := 1; sc.Scan(); line++ {
+	line := 1
+	for ; sc.Scan(); line++ {
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
@@ -122,7 +134,10 @@ func parseScores(r io.Reader) (*scoreFile, error) {
 		out.Lines = append(out.Lines, line)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, err
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("line %d: longer than %d bytes: %w", line, maxScoreLine, err)
+		}
+		return nil, fmt.Errorf("line %d: %w", line, err)
 	}
 	if len(out.Scores) < 2 {
 		return nil, fmt.Errorf("need at least 2 scores, got %d", len(out.Scores))
@@ -132,20 +147,28 @@ func parseScores(r io.Reader) (*scoreFile, error) {
 
 // searchOutput is the JSON the search prints.
 type searchOutput struct {
-	Top          []int64          `json:"top"`
-	PosteriorTop []float64        `json:"posterior_top"`
-	MaxPosterior float64          `json:"max_posterior"`
-	Queries      int              `json:"queries"`
-	EpsilonSpent float64          `json:"epsilon_spent"`
-	HaltedBy     string           `json:"halted_by"`
-	BudgetError  string           `json:"budget_error,omitempty"`
-	Subsets      []subsetOutput   `json:"subsets,omitempty"`
-	Oracle       string           `json:"oracle"`
-	N            int              `json:"n"`
-	Params       searchParamsJSON `json:"params"`
-	Ledger       *account.Ledger  `json:"ledger"`
-	Privacy      string           `json:"privacy"`
-	Seed         *uint64          `json:"seed,omitempty"`
+	Top          []int64   `json:"top"`
+	PosteriorTop []float64 `json:"posterior_top"`
+	MaxPosterior float64   `json:"max_posterior"`
+	Queries      int       `json:"queries"`
+	EpsilonSpent float64   `json:"epsilon_spent"`
+	HaltedBy     string    `json:"halted_by"`
+	BudgetError  string    `json:"budget_error,omitempty"`
+	// Budget is the ledger's ε budget b per individual; BudgetDefault is
+	// set when --budget was not given and b = defaultBudgetAnswers·ε.
+	Budget        float64 `json:"budget"`
+	BudgetDefault bool    `json:"budget_default,omitempty"`
+	// WorstCaseEpsilon is the most this run could have spent on any one
+	// individual: the ledger refuses answers beyond b (with --subsets,
+	// each individual is in one subset: parallel composition).
+	WorstCaseEpsilon float64          `json:"worst_case_epsilon"`
+	Subsets          []subsetOutput   `json:"subsets,omitempty"`
+	Oracle           string           `json:"oracle"`
+	N                int              `json:"n"`
+	Params           searchParamsJSON `json:"params"`
+	Ledger           *account.Ledger  `json:"ledger"`
+	Privacy          string           `json:"privacy"`
+	Seed             *uint64          `json:"seed,omitempty"`
 }
 
 type searchParamsJSON struct {
@@ -188,7 +211,13 @@ func runSearch(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	var h groupsearch.Halting
+	budgetDefault := !f.Changed("budget")
 	h.Budget, _ = f.GetFloat64("budget")
+	if budgetDefault {
+		h.Budget = defaultBudgetAnswers * p.Epsilon
+	} else if !(h.Budget > 0) {
+		return fmt.Errorf("--budget must be > 0, got %v (omit it for the default %d·epsilon)", h.Budget, defaultBudgetAnswers)
+	}
 	h.Posterior, _ = f.GetFloat64("halt-posterior")
 	h.Delta, _ = f.GetFloat64("halt-delta")
 	h.BenOrHassidim, _ = f.GetBool("halt-ben-or-hassidim")
@@ -207,7 +236,7 @@ func runSearch(cmd *cobra.Command, _ []string) error {
 	}
 	file, err := os.Open(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("--scores: %w", err)
 	}
 	sf, err := parseScores(file)
 	file.Close()
@@ -217,16 +246,17 @@ func runSearch(cmd *cobra.Command, _ []string) error {
 	if err := checkSearchScores(path, sf, p, subsets); err != nil {
 		return err
 	}
-	budget := h.Budget
-	if budget == 0 {
-		budget = 1e9
-	}
-	ledger, err := account.NewLedger(account.Budget{Epsilon: budget})
+	ledger, err := account.NewLedger(account.Budget{Epsilon: h.Budget})
 	if err != nil {
 		return err
 	}
+	if budgetDefault {
+		slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)).Warn("search: no --budget given; using the default",
+			"budget", h.Budget, "max_answers", defaultBudgetAnswers, "worst_case_epsilon", h.Budget)
+	}
 	r := rng.New(seed)
 	out := searchOutput{Oracle: string(kind), N: len(sf.Scores), Ledger: ledger, Seed: seed,
+		Budget: h.Budget, BudgetDefault: budgetDefault, WorstCaseEpsilon: h.Budget,
 		Params: searchParamsJSON{Params: p, Halting: h, Top: top}, Privacy: privacyNote(kind)}
 	postPath, _ := f.GetString("posterior-out")
 	if subsets == 1 {
@@ -298,26 +328,38 @@ func searchOne(out *searchOutput, sf *scoreFile, kind groupsearch.Kind, p groups
 	out.Queries, out.HaltedBy = res.Queries, res.HaltedBy
 	out.EpsilonSpent, _ = ledger.Spent("search")
 	if postPath != "" {
-		return writePosterior(postPath, sf, s.Posterior())
+		return writePosterior(postPath, sf, s.Posterior(), out)
 	}
 	return nil
 }
 
-// writePosterior writes f_T, one "index,probability" line per individual.
-func writePosterior(path string, sf *scoreFile, f []float64) error {
+// writePosterior writes f_T, one "index,probability" line per individual,
+// after "#" header lines (which parsers of the scores format skip) naming
+// the oracle, the queries, the spend and the seed (or the OS CSPRNG).
+func writePosterior(path string, sf *scoreFile, f []float64, out *searchOutput) error {
 	file, err := os.Create(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("--posterior-out: %w", err)
 	}
 	w := bufio.NewWriter(file)
+	fmt.Fprintf(w, "# dpal search posterior f_T (index,probability): oracle %s, queries %d, epsilon_spent %g\n",
+		out.Oracle, out.Queries, out.EpsilonSpent)
+	if out.Seed != nil {
+		fmt.Fprintf(w, "# seed %d\n", *out.Seed)
+	} else {
+		fmt.Fprintln(w, "# seed none (noise from the OS CSPRNG)")
+	}
 	for i, v := range f {
 		fmt.Fprintf(w, "%d,%s\n", sf.Labels[i], strconv.FormatFloat(v, 'g', -1, 64))
 	}
 	if err := w.Flush(); err != nil {
 		file.Close()
-		return err
+		return fmt.Errorf("--posterior-out: %w", err)
 	}
-	return file.Close()
+	if err := file.Close(); err != nil {
+		return fmt.Errorf("--posterior-out: %w", err)
+	}
+	return nil
 }
 
 func searchSplit(out *searchOutput, sf *scoreFile, kind groupsearch.Kind, p groupsearch.Params, h groupsearch.Halting,
@@ -359,6 +401,9 @@ func privacyNote(kind groupsearch.Kind) string {
 func printSearchText(w io.Writer, out *searchOutput) {
 	fmt.Fprintf(w, "top %v (posterior %v)\n", out.Top, out.PosteriorTop)
 	fmt.Fprintf(w, "queries %d, epsilon spent %g, halted by %s\n", out.Queries, out.EpsilonSpent, out.HaltedBy)
+	if out.BudgetDefault {
+		fmt.Fprintf(w, "budget %g (default %d·epsilon; worst case epsilon %g)\n", out.Budget, defaultBudgetAnswers, out.WorstCaseEpsilon)
+	}
 	if out.BudgetError != "" {
 		fmt.Fprintf(w, "budget: %s\n", out.BudgetError)
 	}

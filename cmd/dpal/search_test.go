@@ -101,6 +101,9 @@ func TestSearchCLIBudgetAndSplit(t *testing.T) {
 	if err != nil || len(f.Scores) != 300 {
 		t.Fatalf("posterior file: %v", err)
 	}
+	if body, _ := os.ReadFile(post); !strings.Contains(string(body), "\n# seed 1\n") {
+		t.Fatalf("posterior file does not record the seed:\n%.300s", body)
+	}
 	total := 0.0
 	for _, x := range f.Scores {
 		total += x
@@ -112,6 +115,43 @@ func TestSearchCLIBudgetAndSplit(t *testing.T) {
 		"--budget", "20", "--subsets", "3", "--seed", "1", "--json")
 	if err != nil || !strings.Contains(out, `"subsets"`) {
 		t.Fatalf("split: %v\n%s", err, out)
+	}
+}
+
+// TestSearchCLIDefaultBudget checks that without --budget the search runs
+// on the finite default b = 100ε, warns on stderr and states the worst case.
+func TestSearchCLIDefaultBudget(t *testing.T) {
+	path := writeScores(t, 300, 7, false)
+	post := filepath.Join(t.TempDir(), "posterior.csv")
+	stdout, stderr, err := runCLI(t, "", "search", "--scores", path, "--t-low", "1", "--t-high", "2",
+		"--epsilon", "0.05", "--halt-posterior", "0.999999", "--posterior-out", post, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "level=WARN") || !strings.Contains(stderr, "no --budget given") {
+		t.Errorf("no warning on stderr: %q", stderr)
+	}
+	var got struct {
+		Budget        float64 `json:"budget"`
+		BudgetDefault bool    `json:"budget_default"`
+		WorstCase     float64 `json:"worst_case_epsilon"`
+		Spent         float64 `json:"epsilon_spent"`
+		Queries       int     `json:"queries"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(got.Budget-5) > 1e-12 || !got.BudgetDefault || got.WorstCase != got.Budget ||
+		got.Queries > defaultBudgetAnswers || got.Spent > got.WorstCase*(1+1e-9) {
+		t.Errorf("default budget: %+v", got)
+	}
+	if body, _ := os.ReadFile(post); !strings.Contains(string(body), "# seed none") {
+		t.Errorf("unseeded posterior file does not say so:\n%.300s", body)
+	}
+	_, stderr, err = runCLI(t, "", "search", "--scores", path, "--t-low", "1", "--t-high", "2",
+		"--epsilon", "1", "--budget", "3", "--seed", "1")
+	if err != nil || strings.Contains(stderr, "WARN") {
+		t.Errorf("explicit budget: %v, stderr %q", err, stderr)
 	}
 }
 
@@ -153,6 +193,10 @@ func TestSearchCLIErrors(t *testing.T) {
 		{"two anomalies", []string{"--scores", file("two.csv", "3\n0.5\n4\n"), "--t-low", "1", "--t-high", "2", "--epsilon", "1"}, "lines 1, 3"},
 		{"bad oracle", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "1", "--oracle", "x"}, "unknown oracle"},
 		{"bad alpha", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "1", "--halt-posterior", "1.5"}, "α"},
+		{"zero budget", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "1", "--budget", "0"}, "--budget must be > 0"},
+		{"missing scores file", []string{"--scores", filepath.Join(dir, "absent.csv"), "--t-low", "1", "--t-high", "2", "--epsilon", "1"}, "--scores: open"},
+		{"posterior dir missing", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "1",
+			"--posterior-out", filepath.Join(dir, "no", "such", "dir", "f.csv")}, "--posterior-out: open"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -178,6 +222,7 @@ func TestParseScores(t *testing.T) {
 		"1\n":          "at least 2",
 		"1\n+Inf\n":    "line 2: score +Inf is not finite",
 		"0.5\n1e999\n": "line 2: score",
+		"0.5\n3\n" + strings.Repeat("1", maxScoreLine+1) + "\n": "line 3: longer than 1048576 bytes",
 	} {
 		if _, err := parseScores(strings.NewReader(body)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want %q", body, err, want)

@@ -19,7 +19,7 @@ import (
 	"compress/gzip"
 	"flag"
 	"fmt"
-	"log"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -47,7 +47,7 @@ func main() {
 func attackTypes(path string) map[string]string {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		log.Fatal(err)
+		fatal(path, err)
 	}
 	m := map[string]string{"normal": "normal"}
 	for _, l := range strings.Split(string(b), "\n") {
@@ -61,12 +61,12 @@ func attackTypes(path string) map[string]string {
 func readLines(path string) []string {
 	f, err := os.Open(path)
 	if err != nil {
-		log.Fatal(err)
+		fatal(path, err)
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
 	if err != nil {
-		log.Fatal(err)
+		fatal(path, err)
 	}
 	var lines []string
 	sc := bufio.NewScanner(zr)
@@ -74,7 +74,7 @@ func readLines(path string) []string {
 		lines = append(lines, sc.Text())
 	}
 	if err := sc.Err(); err != nil {
-		log.Fatal(err)
+		fatal(path, err)
 	}
 	return lines
 }
@@ -101,7 +101,7 @@ func sample(lines []string, cats map[string]string, n, floor int, r *rand.Rand) 
 		for _, j := range r.Perm(len(idx))[:k] {
 			keep[idx[j]] = true
 		}
-		fmt.Fprintf(os.Stderr, "%s: %d of %d\n", c, k, len(idx))
+		slog.Info("category", "name", c, "kept", k, "of", len(idx))
 	}
 	seen := map[string]bool{}
 	for i := range keep {
@@ -125,26 +125,32 @@ func sample(lines []string, cats map[string]string, n, floor int, r *rand.Rand) 
 			out = append(out, l)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "kept %d lines\n", len(out))
+	slog.Info("sampled", "lines", len(out))
 	return out
 }
 
 func writeLines(path string, lines []string) {
 	f, err := os.Create(path)
 	if err != nil {
-		log.Fatal(err)
+		fatal(path, err)
 	}
 	zw, err := gzip.NewWriterLevel(f, gzip.BestCompression)
 	if err != nil {
-		log.Fatal(err)
+		fatal(path, err)
 	}
 	for _, l := range lines {
 		fmt.Fprintln(zw, l)
 	}
 	if err := zw.Close(); err != nil {
-		log.Fatal(err)
+		fatal(path, err)
 	}
 	if err := f.Close(); err != nil {
-		log.Fatal(err)
+		fatal(path, err)
 	}
+}
+
+// fatal logs err for path and exits 1; the generator has nothing to undo.
+func fatal(path string, err error) {
+	slog.Error("demo gen failed", "file", path, "err", err)
+	os.Exit(1)
 }

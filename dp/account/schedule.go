@@ -11,9 +11,14 @@ import (
 // mechanism with sampling rate SampleRate and noise multiplier
 // NoiseMultiplier (noise standard deviation over the L2 sensitivity).
 type Phase struct {
-	SampleRate      float64 `json:"sample_rate"`
+	// SampleRate is the Poisson sampling probability q of each record per
+	// step, 0 ≤ q ≤ 1.
+	SampleRate float64 `json:"sample_rate"`
+	// NoiseMultiplier is σ, the Gaussian noise standard deviation divided by
+	// the L2 sensitivity (finite, > 0).
 	NoiseMultiplier float64 `json:"noise_multiplier"`
-	Steps           int     `json:"steps"`
+	// Steps is the number of steps in the phase (≥ 0).
+	Steps int `json:"steps"`
 }
 
 // Validate accepts 0 ≤ q ≤ 1, finite σ > 0 and steps ≥ 0.

@@ -163,7 +163,11 @@ func TestAuditSelection(t *testing.T) {
 		return func(r *rng.Rand, s []float64) int { i, _ := m.Select(r, s); return i }
 	}
 	topk := func(eps float64) func(*rng.Rand, []float64) int {
-		return func(r *rng.Rand, s []float64) int { i, _ := NoisyTopK(r, s, 1, eps, 1); return i[0] }
+		m, err := NewNoisyTopK(eps, 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(r *rng.Rand, s []float64) int { i, _ := m.Select(r, s); return i[0] }
 	}
 	runAudits(t, []auditCase{
 		{"exponential", 1, 0, selectAudit(11, expSel(exp), e0, e1), selectAudit(12, expSel(&expMut), e0, e1)},

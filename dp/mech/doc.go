@@ -28,7 +28,10 @@
 // noise parameters are integers; the ledger records the requested ε, which
 // bounds the true ε'.
 //
-// The one approximate construction is GammaVector (see its doc).
+// The one approximate construction is GammaVector: its ε-DP proof covers the
+// idealised continuous mechanism, not its float assembly of radius ×
+// direction, and its Cost is named GammaVectorMechanism to say so (see its
+// doc).
 //
 // Randomness comes from a *rng.Rand: rng.Secure() in production, rng.Seeded
 // only in tests and experiments.

@@ -32,7 +32,7 @@ func TestRandomnessEconomy(t *testing.T) {
 	}
 	c.n = 0
 	for range n {
-		DiscreteLaplace(r, 4097<<30, 1<<29)
+		_, _ = DiscreteLaplace(r, 4097<<30, 1<<29)
 	}
 	if w := float64(c.n) / n; w > 4 {
 		t.Errorf("discrete Laplace uses %.2f words per sample", w)

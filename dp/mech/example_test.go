@@ -55,3 +55,70 @@ func ExampleGammaVector() {
 	fmt.Println(len(grad), m.Cost().Epsilon)
 	// Output: 3 1
 }
+
+func ExampleExponential() {
+	// Pick the most common item; one record changes each count by at most 1,
+	// all in the same direction (monotone).
+	m, err := mech.NewExponential(1, 1, true)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	counts := []float64{3, 40, 5}
+	i, err := m.Select(rng.Seeded(1), counts)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(i, m.Cost().Mechanism, m.Cost().Epsilon)
+	// Output: 1 exponential 1
+}
+
+func ExampleReportNoisyMax() {
+	m, err := mech.NewReportNoisyMax(1, 1, false)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	i, err := m.Select(rng.Seeded(2), []float64{3, 40, 5})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(i, m.Cost().Mechanism, m.Cost().Epsilon)
+	// Output: 1 report-noisy-max 1
+}
+
+func ExampleNoisyTopK() {
+	// Each record touches one item's score by at most 1, so one selection
+	// costs ε per record by parallel composition.
+	m, err := mech.NewNoisyTopK(1, 1, 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	top, err := m.Select(rng.Seeded(3), []float64{0, 90, 10, 60})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(top, m.Cost().Mechanism, m.Cost().Epsilon)
+	// Output: [1 3] noisy-top-k 1
+}
+
+func ExampleGaussianVector() {
+	// DP-SGD noise: noise multiplier 1.1, clipping norm 1, d = 3. The DP-SGD
+	// accountant, not the mechanism, records the cost.
+	m, err := mech.NewGaussianVector(1.1, 1, 3)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	sum := []float64{0.5, -0.25, 1}
+	if err := m.AddTo(rng.Seeded(4), sum); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("sigma >= z*C: %v, on grid: %v\n", m.Sigma() >= 1.1, sum[0]/m.Granularity() == float64(int64(sum[0]/m.Granularity())))
+	// Output: sigma >= z*C: true, on grid: true
+}

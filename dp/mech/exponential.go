@@ -186,9 +186,9 @@ func (m *ReportNoisyMax) Cost() account.Cost {
 	return account.Cost{Mechanism: "report-noisy-max", Epsilon: m.sg.eps}
 }
 
-// NoisyTopK returns the indices of the k largest noisy scores, largest first
-// (ties to the lower index), as in the private acquisition of Schwethelm et
-// al. 2024 (App. C).
+// NoisyTopK releases the indices of the k largest noisy scores, largest
+// first (ties to the lower index), as in the private acquisition of
+// Schwethelm et al. 2024 (App. C).
 //
 // Neighbouring relation: one record changes at most one item's score, by at
 // most Δ (independent per-item scores, e.g. each item's uncertainty computed
@@ -201,26 +201,50 @@ func (m *ReportNoisyMax) Cost() account.Cost {
 //
 // Guarantee: ε-DP for each record by parallel composition (each record
 // touches one noisy score, which is ε-DP), and the top-k indices are
-// post-processing of the noisy scores. Callers should record a Cost of
-// (ε, 0) per record, e.g. {Mechanism: "noisy-top-k", Epsilon: eps}.
-func NoisyTopK(r *rng.Rand, scores []float64, k int, eps, sensitivity float64) ([]int, error) {
+// post-processing of the noisy scores. The guarantee does not hold when one
+// record can move several scores (then use k rounds of ReportNoisyMax).
+type NoisyTopK struct {
+	sg scoreGrid
+	k  int
+}
+
+// NewNoisyTopK returns noisy top-k selecting k ≥ 1 items, with per-item
+// score sensitivity Δ.
+func NewNoisyTopK(eps, sensitivity float64, k int) (*NoisyTopK, error) {
 	sg, err := newScoreGrid("noisy top-k", eps, sensitivity, 1)
 	if err != nil {
 		return nil, err
 	}
-	if k < 1 || k > len(scores) {
-		return nil, fmt.Errorf("noisy top-k: k must be in [1, %d], got %d", len(scores), k)
+	if k < 1 {
+		return nil, fmt.Errorf("noisy top-k: k must be >= 1, got %d", k)
 	}
-	if _, err := sg.check(scores); err != nil {
+	return &NoisyTopK{sg: sg, k: k}, nil
+}
+
+// Select returns the indices of the k largest noisy scores, largest first.
+// It errors when there are fewer than k scores or a score is not finite
+// (naming its index).
+func (m *NoisyTopK) Select(r *rng.Rand, scores []float64) ([]int, error) {
+	if m.k > len(scores) {
+		return nil, fmt.Errorf("noisy top-k: k = %d but only %d scores", m.k, len(scores))
+	}
+	if _, err := m.sg.check(scores); err != nil {
 		return nil, fmt.Errorf("noisy top-k: %w", err)
 	}
 	noisy := make([]int64, len(scores))
 	idx := make([]int, len(scores))
 	b := bitbuf{r: r}
 	for i, x := range scores {
-		noisy[i] = addSat(sg.index(x), b.laplace(sg.t, sg.s))
+		noisy[i] = addSat(m.sg.index(x), b.laplace(m.sg.t, m.sg.s))
 		idx[i] = i
 	}
 	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(noisy[b], noisy[a]) })
-	return idx[:k:k], nil
+	return idx[:m.k:m.k], nil
+}
+
+// Cost is the ledger entry of one selection: pure ε-DP per record, by
+// parallel composition over the items (see the type's doc). Record it once
+// per selection, not once per item.
+func (m *NoisyTopK) Cost() account.Cost {
+	return account.Cost{Mechanism: "noisy-top-k", Epsilon: m.sg.eps}
 }

@@ -57,7 +57,8 @@ func (m *Laplace) Release(r *rng.Rand, x float64) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("laplace release: %w", err)
 	}
-	return m.g * float64(addSat(k, DiscreteLaplace(r, m.t, m.s))), nil
+	b := bitbuf{r: r} // as DiscreteLaplace, without re-checking t, s ≥ 1
+	return m.g * float64(addSat(k, b.laplace(m.t, m.s))), nil
 }
 
 // Scale is the noise scale b in the input's units: the released noise has

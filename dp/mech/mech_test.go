@@ -28,7 +28,7 @@ func TestValidation(t *testing.T) {
 		},
 		"rnm": func(e, _, s float64, _ int) error { _, err := NewReportNoisyMax(e, s, true); return err },
 		"topk": func(e, _, s float64, _ int) error {
-			_, err := NoisyTopK(rng.Seeded(1), []float64{1, 2}, 1, e, s)
+			_, err := NewNoisyTopK(e, s, 1)
 			return err
 		},
 		"gamma": func(e, _, s float64, d int) error { _, err := NewGammaVector(e, s, d); return err },
@@ -97,8 +97,18 @@ func TestReleaseRejectsBadInput(t *testing.T) {
 		}
 	}
 	for _, k := range []int{0, -1, 3} {
-		if _, err := NoisyTopK(r, []float64{1, 2}, k, 1, 1); err == nil {
+		m, err := NewNoisyTopK(1, 1, k)
+		if err == nil {
+			_, err = m.Select(r, []float64{1, 2})
+		}
+		if err == nil {
 			t.Errorf("NoisyTopK k=%d accepted", k)
+		}
+	}
+	top1, _ := NewNoisyTopK(1, 1, 1)
+	for _, s := range [][]float64{nil, {1, math.NaN()}, {math.Inf(-1)}} {
+		if _, err := top1.Select(r, s); err == nil {
+			t.Errorf("NoisyTopK.Select(%v) accepted", s)
 		}
 	}
 	gv, _ := NewGammaVector(1, 1, 3)
@@ -379,7 +389,14 @@ func TestExponentialDistribution(t *testing.T) {
 func TestNoisyTopK(t *testing.T) {
 	r := rng.Seeded(45)
 	scores := []float64{0, 100, 50, 75, 1}
-	got, err := NoisyTopK(r, scores, 3, 5, 1)
+	tk, err := NewNoisyTopK(5, 1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := tk.Cost(); c.Mechanism != "noisy-top-k" || c.Epsilon != 5 || c.Delta != 0 {
+		t.Errorf("NoisyTopK cost = %+v", c)
+	}
+	got, err := tk.Select(r, scores)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package mech
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"math/big"
 	"math/bits"
@@ -265,17 +267,21 @@ func bernoulliBig(r *rng.Rand, num, den, u *big.Int) bool {
 	}
 }
 
-// Geometric returns Y ≥ 0 with P(Y = y) ∝ exp(-y·s/t), for t, s ≥ 1 (a zero
-// argument panics). It is the magnitude part of Algorithm 2 of CKS 2020:
+// ErrSamplerParam is returned (wrapped) by Geometric, DiscreteLaplace and
+// DiscreteGaussian when a parameter is zero.
+var ErrSamplerParam = errors.New("sampler parameters must be >= 1")
+
+// Geometric returns Y ≥ 0 with P(Y = y) ∝ exp(-y·s/t), for t, s ≥ 1; a zero
+// argument returns an error wrapping ErrSamplerParam. It is the magnitude part of Algorithm 2 of CKS 2020:
 // X = U + t·V with U ~ Uniform{0..t−1} accepted with probability exp(-U/t)
 // and V ~ Geometric(1 − e^{-1}), so P(X = x) ∝ exp(-x/t); then Y = ⌊X/s⌋.
 // Results beyond MaxInt64 saturate (probability below exp(-2^63·s/t)).
-func Geometric(r *rng.Rand, t, s uint64) uint64 {
+func Geometric(r *rng.Rand, t, s uint64) (uint64, error) {
 	if t == 0 || s == 0 {
-		panic("mech: Geometric needs t, s >= 1")
+		return 0, fmt.Errorf("geometric: t = %d, s = %d: %w", t, s, ErrSamplerParam)
 	}
 	b := bitbuf{r: r}
-	return b.geometric(t, s)
+	return b.geometric(t, s), nil
 }
 
 func (b *bitbuf) geometric(t, s uint64) uint64 {
@@ -304,14 +310,14 @@ func (b *bitbuf) geometric(t, s uint64) uint64 {
 
 // DiscreteLaplace returns an integer X with P(X = x) ∝ exp(-|x|·s/t), i.e.
 // the discrete Laplace distribution with scale t/s (CKS 2020, Algorithm 2).
-// t and s must be ≥ 1; a zero argument is a programming error and panics,
-// as math/rand's IntN(0) does. Magnitudes beyond MaxInt64 saturate.
-func DiscreteLaplace(r *rng.Rand, t, s uint64) int64 {
+// t and s must be ≥ 1; a zero argument returns an error wrapping
+// ErrSamplerParam. Magnitudes beyond MaxInt64 saturate.
+func DiscreteLaplace(r *rng.Rand, t, s uint64) (int64, error) {
 	if t == 0 || s == 0 {
-		panic("mech: DiscreteLaplace needs t, s >= 1")
+		return 0, fmt.Errorf("discrete laplace: t = %d, s = %d: %w", t, s, ErrSamplerParam)
 	}
 	b := bitbuf{r: r}
-	return b.laplace(t, s)
+	return b.laplace(t, s), nil
 }
 
 func (b *bitbuf) laplace(t, s uint64) int64 {
@@ -329,11 +335,15 @@ func (b *bitbuf) laplace(t, s uint64) int64 {
 // DiscreteGaussian returns an integer X with P(X = x) ∝ exp(-x²/(2σ²)),
 // σ² = sigma2Num/sigma2Den > 0 (CKS 2020, Algorithm 3): propose Y from the
 // discrete Laplace with scale t = ⌊σ⌋+1 and accept with probability
-// exp(-(|Y| − σ²/t)²/(2σ²)). A zero numerator or denominator panics.
+// exp(-(|Y| − σ²/t)²/(2σ²)). A zero numerator or denominator returns an
+// error wrapping ErrSamplerParam.
 // The acceptance exponent is kept in uint64 when it fits, else math/big.
-func DiscreteGaussian(r *rng.Rand, sigma2Num, sigma2Den uint64) int64 {
+func DiscreteGaussian(r *rng.Rand, sigma2Num, sigma2Den uint64) (int64, error) {
+	if sigma2Num == 0 || sigma2Den == 0 {
+		return 0, fmt.Errorf("discrete gaussian: σ² = %d/%d: %w", sigma2Num, sigma2Den, ErrSamplerParam)
+	}
 	g := newDGauss(sigma2Num, sigma2Den)
-	return g.sample(r)
+	return g.sample(r), nil
 }
 
 // dgauss holds Algorithm 3's precomputed parameters. When σ² = t·m for
@@ -346,10 +356,8 @@ type dgauss struct {
 	denFast  uint64 // 2·N·D·t² (general form), 0 when it overflows uint64
 }
 
+// newDGauss needs num, den ≥ 1 (checked by its caller).
 func newDGauss(num, den uint64) dgauss {
-	if num == 0 || den == 0 {
-		panic("mech: DiscreteGaussian needs sigma2Num, sigma2Den >= 1")
-	}
 	t := isqrt(num/den) + 1
 	if num%den == 0 && (num/den)%t == 0 {
 		return newDGaussInt(t, num/den/t)

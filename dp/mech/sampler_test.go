@@ -1,6 +1,7 @@
 package mech
 
 import (
+	"errors"
 	"math"
 	"math/big"
 	"testing"
@@ -190,7 +191,7 @@ func TestDiscreteLaplace(t *testing.T) {
 		counts := map[int64]int{}
 		xs := make([]int64, n)
 		for i := range xs {
-			xs[i] = DiscreteLaplace(r, c.t, c.s)
+			xs[i], _ = DiscreteLaplace(r, c.t, c.s)
 			counts[xs[i]]++
 		}
 		name := "DiscreteLaplace"
@@ -209,7 +210,8 @@ func TestGeometric(t *testing.T) {
 		counts := map[int64]int{}
 		xs := make([]int64, n)
 		for i := range xs {
-			xs[i] = int64(Geometric(r, c.t, c.s))
+			y, _ := Geometric(r, c.t, c.s)
+			xs[i] = int64(y)
 			counts[xs[i]]++
 		}
 		checkMoments(t, "Geometric", xs, q/(1-q), q/((1-q)*(1-q)))
@@ -259,7 +261,7 @@ func TestDiscreteGaussian(t *testing.T) {
 		counts := map[int64]int{}
 		xs := make([]int64, n)
 		for i := range xs {
-			xs[i] = DiscreteGaussian(r, c.num, c.den)
+			xs[i], _ = DiscreteGaussian(r, c.num, c.den)
 			counts[xs[i]]++
 		}
 		checkMoments(t, "DiscreteGaussian "+c.name, xs, 0, dgVariance(s2))
@@ -293,6 +295,25 @@ func TestIsqrt(t *testing.T) {
 		x := isqrt(n)
 		if x*x > n || (x < math.MaxUint32 && (x+1)*(x+1) <= n) {
 			t.Errorf("isqrt(%d) = %d", n, x)
+		}
+	}
+}
+
+func TestSamplerZeroParams(t *testing.T) {
+	r := rng.Seeded(1)
+	calls := map[string]func(a, b uint64) error{
+		"Geometric":        func(a, b uint64) error { _, err := Geometric(r, a, b); return err },
+		"DiscreteLaplace":  func(a, b uint64) error { _, err := DiscreteLaplace(r, a, b); return err },
+		"DiscreteGaussian": func(a, b uint64) error { _, err := DiscreteGaussian(r, a, b); return err },
+	}
+	for name, call := range calls {
+		for _, p := range [][2]uint64{{0, 1}, {1, 0}, {0, 0}} {
+			if err := call(p[0], p[1]); !errors.Is(err, ErrSamplerParam) {
+				t.Errorf("%s(%d, %d) = %v, want ErrSamplerParam", name, p[0], p[1], err)
+			}
+		}
+		if err := call(3, 2); err != nil {
+			t.Errorf("%s(3, 2): %v", name, err)
 		}
 	}
 }

@@ -52,23 +52,27 @@ const dirBits = 26
 // on a power-of-two grid g ≤ min(Δ₂, θ)/(4096·√d). Rounding v moves it by at
 // most g√d/2 in ℓ2, so θ is calibrated as (Δ₂ + g√d)/ε.
 //
-// What is exact and what is approximated: the idealised mechanism (continuous
-// z, then snapping) is exactly ε-DP — the density ratio is ≤ exp(‖u−u'‖/θ)
-// pointwise (triangle inequality) and snapping is post-processing of a
-// translation-invariant noise. The implementation draws
-//   - the radius as θ·h·N with h = 2^-30 and N ~ NegativeBinomial(d, 1−e^{−h}),
-//     a sum of d exact geometric draws (CKS 2020, Algorithm 2 magnitudes).
-//     Each geometric is the floor of an Exponential(θ) on the grid θ·h, so N
-//     couples with a Gamma(d, θ) radius to within d·θ·2^-30;
-//   - the direction as n/‖n‖ for n a vector of d exact discrete Gaussians with
-//     σ = 2^26, whose law is rotation invariant up to the lattice's
-//     resolution (~2^-26/√d radians, far below the output grid);
-//   - z = radius·n/‖n‖ in float64 (relative error ~1e-16).
+// What is proven: the idealised mechanism — continuous z with density
+// ∝ exp(−‖z‖/θ), then snapping to the grid — is exactly ε-DP, because the
+// density ratio of two translates is ≤ exp(‖u−u'‖/θ) pointwise (triangle
+// inequality) and snapping is post-processing of translation-invariant noise.
 //
-// These approximations are far finer than g, but the realised output pmf is
-// not proven to satisfy the ε bound exactly; the audit tests check it
-// empirically. Nothing from a float transcendental sampler reaches the
-// output, and the output grid hides the float rounding (Mironov 2012).
+// What is not proven: the implementation replaces the continuous z by
+//   - a radius θ·h·N with h = 2^-30 and N ~ NegativeBinomial(d, 1−e^{−h}),
+//     a sum of d exact geometric draws (CKS 2020, Algorithm 2 magnitudes),
+//     which couples with a Gamma(d, θ) radius to within d·θ·2^-30;
+//   - a direction n/‖n‖, n a vector of d exact discrete Gaussians with
+//     σ = 2^26, rotation invariant only up to the lattice's resolution
+//     (~2^-26/√d radians);
+//   - the product radius·n/‖n‖ in float64 (relative error ~1e-16).
+//
+// These errors are far below the grid step g, but no bound on the realised
+// output pmf is proven, so the ε-DP claim is for the idealised mechanism
+// only; the audit tests check the realised one empirically. Nothing from a
+// float transcendental sampler reaches the output, and the grid hides the
+// float rounding (Mironov 2012). Cost reports the nominal ε (the ledger
+// cannot account an unproven quantity) under a mechanism name that says it
+// is approximate.
 //
 // A GammaVector holds scratch space and is not safe for concurrent use.
 type GammaVector struct {
@@ -141,10 +145,16 @@ func (m *GammaVector) Theta() float64 { return m.theta }
 // Granularity is the grid step g of the released coordinates.
 func (m *GammaVector) Granularity() float64 { return m.g }
 
-// Cost is the ledger entry of one release: pure ε-DP (of the idealised
-// mechanism; see the type's doc).
+// GammaVectorMechanism is the Mechanism name of a GammaVector's Cost. It
+// says that the recorded ε is nominal: proven for the idealised mechanism,
+// not for its float implementation (see GammaVector).
+const GammaVectorMechanism = "gamma-vector (approximate, see dp/mech doc)"
+
+// Cost is the ledger entry of one release: the nominal ε of the idealised
+// mechanism, named GammaVectorMechanism to flag that it is not proven for
+// the implementation (see the type's doc).
 func (m *GammaVector) Cost() account.Cost {
-	return account.Cost{Mechanism: "gamma-vector", Epsilon: m.eps}
+	return account.Cost{Mechanism: GammaVectorMechanism, Epsilon: m.eps}
 }
 
 // GaussianVector adds DP-SGD noise N(0, σ²) with σ = z·C to each coordinate

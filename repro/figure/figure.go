@@ -25,8 +25,12 @@ import (
 // Series is one curve. Lo and Hi, when set, have the same length as X and
 // draw a shaded band (a spread over repetitions, say).
 type Series struct {
-	Name   string
-	X, Y   []float64
+	// Name labels the curve in the legend and the CSV.
+	Name string
+	// X and Y are the curve's points, of equal length.
+	X, Y []float64
+	// Lo and Hi bound the shaded band at each X; the band is drawn only
+	// when both are set.
 	Lo, Hi []float64
 	// Points draws markers as well as the line.
 	Points bool
@@ -35,16 +39,22 @@ type Series struct {
 // HLine is a horizontal reference line across the plot, such as a
 // non-private baseline.
 type HLine struct {
+	// Name labels the line in the legend.
 	Name string
-	Y    float64
+	// Y is the line's height.
+	Y float64
 }
 
 // Plot is a figure: axes, curves and reference lines.
 type Plot struct {
+	// Title, XLabel and YLabel are the figure's and the axes' captions.
 	Title, XLabel, YLabel string
-	Series                []Series
-	HLines                []HLine
-	LogX, LogY            bool
+	// Series are the curves, coloured and marked in order.
+	Series []Series
+	// HLines are the horizontal reference lines.
+	HLines []HLine
+	// LogX and LogY put the axis on a log scale (values must be > 0).
+	LogX, LogY bool
 }
 
 // Validate reports a series whose lengths disagree or that holds no point.

@@ -30,15 +30,18 @@ type Config struct {
 	// DataDir holds nab/ (or is the nab folder). Without it the NAB part
 	// of Fig. 1 is skipped and reported.
 	DataDir string `json:"data_dir"`
-	OutDir  string `json:"out_dir"`
+	// OutDir receives the PNG and CSV files and summary.json.
+	OutDir string `json:"out_dir"`
 	// Runs is c, the repetitions per configuration (paper: 100).
-	Runs int    `json:"runs"`
+	Runs int `json:"runs"`
+	// Seed seeds every random draw of the run (recorded in summary.json).
 	Seed uint64 `json:"seed"`
 	// MaxQueries caps one search; a capped run counts as an error unless
 	// the anomaly is in S when it stops.
 	MaxQueries int `json:"max_queries"`
-	// Top is |S| (paper: 4); Alpha the default halting level (paper: 0.5).
-	Top   int     `json:"top"`
+	// Top is |S| (paper: 4).
+	Top int `json:"top"`
+	// Alpha is the default halting level of τ = 1(max f > α) (paper: 0.5).
 	Alpha float64 `json:"alpha"`
 	// Progress receives a progress bar when non-nil.
 	Progress io.Writer `json:"-"`
@@ -65,81 +68,129 @@ var (
 
 // Summary is written to summary.json.
 type Summary struct {
-	Config  Config  `json:"config"`
+	// Config is the run's configuration, seed included.
+	Config Config `json:"config"`
+	// Seconds is the run's wall time.
 	Seconds float64 `json:"seconds"`
-	// NAB: instances used and series that do not fit the single-anomaly model.
-	NABUsed   []Instance             `json:"nab_used"`
+	// NABUsed lists the NAB instances used.
+	NABUsed []Instance `json:"nab_used"`
+	// NABMisfit lists, per score, the NAB series that do not fit the
+	// single-anomaly model (the labelled anomaly is not the maximum).
 	NABMisfit map[ScoreKind][]string `json:"nab_misfit"`
-	NABNote   string                 `json:"nab_note,omitempty"`
-	Fig1      []Fig1Point            `json:"fig1"`
-	Pair      []Instance             `json:"pair"`
-	Fig2      []EpsPoint             `json:"fig2"`
-	Fig3      []BudgetPoint          `json:"fig3"`
-	Fig4      []AlphaPoint           `json:"fig4"`
-	Prop3     []Prop3Point           `json:"prop3"`
-	Privacy   PrivacyCheck           `json:"privacy"`
-	Files     []string               `json:"files"`
+	// NABNote says why the NAB part was skipped, if it was.
+	NABNote string `json:"nab_note,omitempty"`
+	// Fig1 is error rate vs threshold ratio at ε = 1.
+	Fig1 []Fig1Point `json:"fig1"`
+	// Pair is the two contrasting series of Figs. 2–4.
+	Pair []Instance `json:"pair"`
+	// Fig2 is error rate and total risk vs ε for the three oracles.
+	Fig2 []EpsPoint `json:"fig2"`
+	// Fig3 is error rate vs ε under budgets b.
+	Fig3 []BudgetPoint `json:"fig3"`
+	// Fig4 is error rate and total risk vs the halting level α.
+	Fig4 []AlphaPoint `json:"fig4"`
+	// Prop3 is the measured E[T] against eq. 26.
+	Prop3 []Prop3Point `json:"prop3"`
+	// Privacy is the check of the experiments' real guarantee.
+	Privacy PrivacyCheck `json:"privacy"`
+	// Files lists the files written.
+	Files []string `json:"files"`
 }
 
 // Fig1Point is one instance's error rate at ε = 1.
 type Fig1Point struct {
-	Name      string  `json:"name"`
-	Source    string  `json:"source"`
-	Ratio     float64 `json:"threshold_ratio"`
-	Size      int     `json:"n"`
+	// Name is the instance's name.
+	Name string `json:"name"`
+	// Source is where the instance comes from (NAB or synthetic).
+	Source string `json:"source"`
+	// Ratio is the threshold ratio (t_h − t_ℓ)/t_ℓ.
+	Ratio float64 `json:"threshold_ratio"`
+	// Size is the number of scores n+1.
+	Size int `json:"n"`
+	// ErrorRate is the fraction of runs whose top set misses the anomaly.
 	ErrorRate float64 `json:"error_rate"`
-	MeanT     float64 `json:"mean_queries"`
-	Capped    int     `json:"capped_runs"`
+	// MeanT is the mean number of queries.
+	MeanT float64 `json:"mean_queries"`
+	// Capped counts the runs stopped by the query cap.
+	Capped int `json:"capped_runs"`
 }
 
 // EpsPoint is one (series, oracle, ε) of Fig. 2.
 type EpsPoint struct {
-	Series    string  `json:"series"`
-	Oracle    string  `json:"oracle"`
-	Epsilon   float64 `json:"epsilon"`
+	// Series names the series.
+	Series string `json:"series"`
+	// Oracle is the oracle kind.
+	Oracle string `json:"oracle"`
+	// Epsilon is the per-answer ε.
+	Epsilon float64 `json:"epsilon"`
+	// ErrorRate is the fraction of runs whose top set misses the anomaly.
 	ErrorRate float64 `json:"error_rate"`
-	Risk      float64 `json:"mean_total_risk"`
-	MeanT     float64 `json:"mean_queries"`
-	Capped    int     `json:"capped_runs"`
+	// Risk is the mean total privacy risk Tε.
+	Risk float64 `json:"mean_total_risk"`
+	// MeanT is the mean number of queries.
+	MeanT float64 `json:"mean_queries"`
+	// Capped counts the runs stopped by the query cap.
+	Capped int `json:"capped_runs"`
 }
 
 // BudgetPoint is one (series, ε, b) of Fig. 3.
 type BudgetPoint struct {
-	Series    string  `json:"series"`
-	Epsilon   float64 `json:"epsilon"`
-	Budget    float64 `json:"budget"`
-	Queries   int     `json:"queries"`
+	// Series names the series.
+	Series string `json:"series"`
+	// Epsilon is the per-answer ε.
+	Epsilon float64 `json:"epsilon"`
+	// Budget is the total budget b.
+	Budget float64 `json:"budget"`
+	// Queries is the number of answers b buys.
+	Queries int `json:"queries"`
+	// ErrorRate is the fraction of runs whose top set misses the anomaly.
 	ErrorRate float64 `json:"error_rate"`
 }
 
 // AlphaPoint is one (series, ε, α) of Fig. 4.
 type AlphaPoint struct {
-	Series    string  `json:"series"`
-	Epsilon   float64 `json:"epsilon"`
-	Alpha     float64 `json:"alpha"`
+	// Series names the series.
+	Series string `json:"series"`
+	// Epsilon is the per-answer ε.
+	Epsilon float64 `json:"epsilon"`
+	// Alpha is the halting level α.
+	Alpha float64 `json:"alpha"`
+	// ErrorRate is the fraction of runs whose top set misses the anomaly.
 	ErrorRate float64 `json:"error_rate"`
-	Risk      float64 `json:"mean_total_risk"`
-	Reached   int     `json:"runs_reaching_alpha"`
+	// Risk is the mean total privacy risk Tε.
+	Risk float64 `json:"mean_total_risk"`
+	// Reached counts the runs that reached α before the query cap.
+	Reached int `json:"runs_reaching_alpha"`
 }
 
 // Prop3Point compares the measured E[T] with eq. 26.
 type Prop3Point struct {
-	Size      int     `json:"n_plus_1"`
-	Epsilon   float64 `json:"epsilon"`
-	P         float64 `json:"p_eq24"`
-	MeanT     float64 `json:"mean_T"`
-	StdErrT   float64 `json:"stderr_T"`
+	// Size is the population size n+1.
+	Size int `json:"n_plus_1"`
+	// Epsilon is the per-answer ε.
+	Epsilon float64 `json:"epsilon"`
+	// P is the binarised oracle's error bound of eq. 24.
+	P float64 `json:"p_eq24"`
+	// MeanT is the measured mean of T.
+	MeanT float64 `json:"mean_T"`
+	// StdErrT is the standard error of MeanT.
+	StdErrT float64 `json:"stderr_T"`
+	// BoundBits is eq. 26 with base-2 logarithms.
 	BoundBits float64 `json:"bound_eq26_bits"`
+	// BoundNats is eq. 26 with natural logarithms.
 	BoundNats float64 `json:"bound_eq26_nats"`
+	// ErrorRate is the fraction of runs that stopped on a wrong index.
 	ErrorRate float64 `json:"error_rate"`
-	Capped    int     `json:"capped_runs"`
+	// Capped counts the runs stopped by the query cap.
+	Capped int `json:"capped_runs"`
 }
 
 // PrivacyCheck reports what the experiments' guarantee really is.
 type PrivacyCheck struct {
 	// MaxXJRecoveryError is max |(9t_ℓ − t_h)/8 − x_j| over the instances.
 	MaxXJRecoveryError float64 `json:"max_xj_recovery_error"`
-	Note               string  `json:"note"`
+	// Note states the consequence for the guarantee.
+	Note string `json:"note"`
 }
 
 // Run runs every experiment and writes the figures and summary.json.

@@ -78,17 +78,25 @@ func meanOf(xs []float64) float64 {
 // Instance is one search problem built as in §6.1: scores, the anomaly and
 // the thresholds derived from the data.
 type Instance struct {
-	Name   string    `json:"name"`
-	Score  ScoreKind `json:"score"`
-	Shape  string    `json:"shape,omitempty"`
+	// Name names the series (NAB file or synthetic shape).
+	Name string `json:"name"`
+	// Score is the anomaly score used (raw value or robust deviation).
+	Score ScoreKind `json:"score"`
+	// Shape is the synthetic shape, empty for NAB.
+	Shape string `json:"shape,omitempty"`
+	// Scores holds one score per point.
 	Scores []float64 `json:"-"`
-	Star   int       `json:"star"`
-	// XStar is x*, XJ the largest other score.
+	// Star is the anomaly's index.
+	Star int `json:"star"`
+	// XStar is x*, the anomaly's score.
 	XStar float64 `json:"x_star"`
-	XJ    float64 `json:"x_j"`
-	// TLow and THigh are t_ℓ = x_j + 0.1(x* − x_j), t_h = x* − 0.1(x* − x_j).
-	TLow  float64 `json:"t_low"`
+	// XJ is x_j, the largest other score.
+	XJ float64 `json:"x_j"`
+	// TLow is t_ℓ = x_j + 0.1(x* − x_j).
+	TLow float64 `json:"t_low"`
+	// THigh is t_h = x* − 0.1(x* − x_j).
 	THigh float64 `json:"t_high"`
+	// Ratio is the threshold ratio (t_h − t_ℓ)/t_ℓ.
 	Ratio float64 `json:"threshold_ratio"`
 }
 

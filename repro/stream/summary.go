@@ -1,6 +1,6 @@
 package streamrepro
 
-import "math"
+import "github.com/dpal-dev/dpal/dp/mech"
 
 // Summary is the JSON record of a Run: settings, seeds, the baseline, the
 // cross-validation, per-method headline numbers and every run.
@@ -141,7 +141,7 @@ type RunRecord struct {
 func settingsOf(o *Options) Settings {
 	return Settings{
 		EpsSelect: o.EpsSelect, EpsGrad: o.EpsGrad, B: o.B, Tau: o.Tau,
-		BernoulliP: 1 / (1 + math.Exp(o.EpsSelect)),
+		BernoulliP: mech.RRFlipProb(o.EpsSelect),
 		Window:     o.Window, BatchSizes: o.BatchSizes, M: 1, Radius: o.Radius, Loss: "hinge",
 		StepSize:           "eta_t = eta / t, t = update counter",
 		ExpCalibration:     "paper (eq. 7 as written; the ledger charges the true eps_s)",
