@@ -14,7 +14,9 @@
 // for labelling privately:
 //
 //   - Bernoulli (randomized response, Lemma 1): with probability 1 − p
-//     inside the slab c ≥ τ and p outside, p = 1/(1 + e^ε_s).
+//     inside the slab c ≥ τ and p outside, p = 1/(1 + e^ε_s) rounded up
+//     to a multiple of 2^−53, so that the float64 probabilities sampled
+//     satisfy (1 − p)/p ≤ e^ε_s exactly and ε_s is a true upper bound.
 //   - Exponential (eq. 7, Lemma 2): with probability exp(−κ·max{b, d}),
 //     κ = ε/(M − b) in the paper. Lemma 2 needs exp(−bε/Δ) ≤ 1/2, which the
 //     paper's own b = 0.2, ε = 1, M = 1 violate; the learner computes the
@@ -48,6 +50,18 @@
 // (BernoulliFloat, BernoulliExpFloat; Canonne–Kamath–Steinke 2020) and the
 // update noise dp/mech's gamma mechanism. Production runs take rng.Secure();
 // a seeded source is for tests and experiments and is recorded by callers.
+//
+// A rejected event (Observe's error wraps ErrInvalidEvent) is input
+// validation outside the guarantee: callers publish at most that it was
+// rejected, never why (its values are private).
+//
+// SaveState writes a resumable state; Restore validates all of it and
+// continues a seeded random stream only under the saved seed
+// (ErrSeedMismatch), so a seed reported with the output is the seed that
+// drove it. Callers that feed the stream from a source they can replay
+// record its identity with SetStreamInfo and check it on resume: the
+// ledger charges each record once, so a replayed record would make the
+// reported ε too small.
 //
 // The analysis assumes labels arrive before the next observation (or with
 // delays that do not depend on the data); a label that arrives later simply

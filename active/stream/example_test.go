@@ -1,6 +1,8 @@
 package stream_test
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/dpal-dev/dpal/active/stream"
@@ -43,4 +45,64 @@ func ExampleLearner() {
 	// observed 6, requested 3, updates 1
 	// every record's ε ≤ 2 (ε_s + ε_g)
 	// release 1 after event 2
+}
+
+// SaveState writes everything a resume needs, including the requests still
+// waiting for a label; the state holds private data (the buffered events)
+// and must be stored like the stream itself.
+func ExampleLearner_SaveState() {
+	l, err := stream.New(stream.DefaultConfig(2), rng.Seeded(2), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, x := range [][]float64{{0.5, 0.1}, {-0.4, 0.2}, {0.3, -0.3}} {
+		if _, err := l.Observe(x); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	var state bytes.Buffer
+	if err := l.SaveState(&state); err != nil {
+		fmt.Println(err)
+		return
+	}
+	back, err := stream.Restore(&state, rng.Seeded(2), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	seed, _ := back.Seed()
+	fmt.Printf("resumed after %d events, %d requested, pending %v, seed %d\n", back.Stats().Observed, back.Stats().Requested, back.Pending(), seed)
+	// Output:
+	// resumed after 3 events, 3 requested, pending [1 2 3], seed 2
+}
+
+// Restore continues a seeded state only under its own seed (a seeded run
+// must record the seed that drives it); rng.Secure() instead replaces the
+// saved random stream with fresh secure randomness.
+func ExampleRestore() {
+	l, err := stream.New(stream.DefaultConfig(2), rng.Seeded(7), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var state bytes.Buffer
+	if err := l.SaveState(&state); err != nil {
+		fmt.Println(err)
+		return
+	}
+	saved := state.Bytes()
+	_, err = stream.Restore(bytes.NewReader(saved), rng.Seeded(8), nil)
+	fmt.Println(errors.Is(err, stream.ErrSeedMismatch))
+	back, err := stream.Restore(bytes.NewReader(saved), rng.Secure(), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, seeded := back.Seed()
+	fmt.Println(seeded)
+	// Output:
+	// true
+	// false
 }

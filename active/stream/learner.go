@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -29,6 +30,17 @@ const (
 // ErrUnknownRequest is returned (wrapped) by Label for an id that is not a
 // pending label request.
 var ErrUnknownRequest = errors.New("no pending label request with this id")
+
+// ErrInvalidEvent is wrapped by the errors of Observe and
+// SelectionProbability for an event that breaks the declared bounds (wrong
+// dimension, NaN or Inf, ‖x‖ > M in Reject mode): the input's fault, as
+// opposed to a budget or state error, which stops the stream.
+var ErrInvalidEvent = errors.New("invalid event")
+
+// ErrSeedMismatch is wrapped by Restore's error when a seeded state is
+// restored with a random source seeded differently: the saved stream would
+// continue under a seed that no output records.
+var ErrSeedMismatch = errors.New("seed differs from the saved state's")
 
 // Decision is the selector's answer for one observed event.
 type Decision struct {
@@ -91,6 +103,7 @@ type Learner struct {
 
 	r      *rng.Rand
 	src    *rand.ChaCha8 // the learner's own stream when seeded, for SaveState
+	seed   uint64        // the seed src was keyed from, when seeded
 	ledger *account.Ledger
 	owned  bool // ledger created by New; saved with the state
 
@@ -98,6 +111,7 @@ type Learner struct {
 	wNorm     float64
 	grad      []float64
 	fixedSlab float64 // ln(1/τ) of the fixed slab, computed once
+	insideSq  float64 // ‖x‖² below this is inside the ball by any rounding
 
 	observed, requested, labelled, updates int
 	nextClose                              int // FLSW: observation count that ends the window
@@ -109,6 +123,8 @@ type Learner struct {
 
 	releases []Release
 	relStore []float64 // backing store of recent releases' W
+
+	streamInfo json.RawMessage // caller's description of the stream, saved with the state
 }
 
 // New returns a learner starting from w = 0. r supplies all randomness:
@@ -142,6 +158,7 @@ func build(cfg Config, r *rng.Rand, ledger *account.Ledger) (*Learner, error) {
 		cfg: cfg, loss: loss, sel: sel, ledger: ledger,
 		w: make([]float64, cfg.Dim), grad: make([]float64, cfg.Dim),
 		nextClose: cfg.Window, fixedSlab: -math.Log(cfg.Tau),
+		insideSq: math.Min(cfg.M*cfg.M*(1-insideMargin), math.MaxFloat64),
 	}
 	if cfg.NonPrivate {
 		if ledger != nil {
@@ -167,10 +184,12 @@ func build(cfg Config, r *rng.Rand, ledger *account.Ledger) (*Learner, error) {
 // setRand takes r, or for a seeded r a ChaCha8 stream keyed from it that
 // SaveState can record, so that a resumed run continues exactly.
 func (l *Learner) setRand(r *rng.Rand) {
-	if _, seeded := r.Seed(); !seeded {
+	seed, seeded := r.Seed()
+	if !seeded {
 		l.r = r
 		return
 	}
+	l.seed = seed
 	var key [32]byte
 	for i := 0; i < len(key); i += 8 {
 		v := r.Uint64()
@@ -185,13 +204,37 @@ func (l *Learner) setRand(r *rng.Rand) {
 // Config returns the learner's configuration.
 func (l *Learner) Config() Config { return l.cfg }
 
+// Seed reports the seed of the learner's random stream and true when it is
+// seeded: the seed of the r given to New, kept by SaveState and Restore, so
+// that a resumed run reports the seed that actually drives it. It returns
+// false for secure randomness.
+func (l *Learner) Seed() (uint64, bool) { return l.seed, l.src != nil }
+
+// SetStreamInfo attaches the caller's description of the stream the learner
+// consumes (for example a dataset and the seed of its permutation), as one
+// JSON value. SaveState keeps it and Restore returns it through StreamInfo,
+// so a resume can check that it continues the same stream: the ledger
+// charges each record once, so replaying records would under-report ε.
+func (l *Learner) SetStreamInfo(info json.RawMessage) error {
+	if !json.Valid(info) {
+		return errors.New("stream: stream info is not valid JSON")
+	}
+	l.streamInfo = slices.Clone(info)
+	return nil
+}
+
+// StreamInfo returns the value set by SetStreamInfo (nil if none).
+func (l *Learner) StreamInfo() json.RawMessage { return slices.Clone(l.streamInfo) }
+
 // Ledger returns the ledger the learner charges (nil for the baseline).
 func (l *Learner) Ledger() *account.Ledger { return l.ledger }
 
 // Observe screens one event x: it decides, privately, whether to request
 // x's label (§3.1) and first performs an FLSW update that is due. x is
 // copied if kept. A bad x (wrong dimension, NaN or Inf, ‖x‖ > M in Reject
-// mode) returns an error naming the event and leaves the learner unchanged.
+// mode) returns an error wrapping ErrInvalidEvent that names the event and
+// leaves the learner unchanged; any other error (the budget, the update
+// noise) also leaves it unchanged, but the stream cannot go on.
 //
 // A rejected event takes no id and is not counted, so it shifts the T_i of
 // later releases: the analysis assumes eq. 1 holds for every event, so
@@ -242,19 +285,24 @@ func (l *Learner) Step(x []float64, oracle Oracle) (Decision, error) {
 }
 
 // check validates x and returns the factor that clips it onto the ball of
-// radius M (1 when it is inside).
+// radius M (1 when it is inside). The norm is model.Norm, the one norm the
+// data loaders' projection uses too, so that a projected event passes
+// Reject mode. Errors wrap ErrInvalidEvent.
 func (l *Learner) check(x []float64) (float64, error) {
 	if len(x) != l.cfg.Dim {
-		return 0, fmt.Errorf("dimension %d, want %d", len(x), l.cfg.Dim)
+		return 0, fmt.Errorf("%w: dimension %d, want %d", ErrInvalidEvent, len(x), l.cfg.Dim)
 	}
-	n2 := floats.Dot(x, x)
-	n := math.Sqrt(n2)
-	if math.IsNaN(n2) || math.IsInf(n2, 0) {
+	// Fast path: gonum's vectorised dot product rounds differently from
+	// model.Norm, but far less than insideMargin, so an event this far
+	// inside the ball is inside by model.Norm too (NaN and Inf fall through).
+	if floats.Dot(x, x) <= l.insideSq {
+		return 1, nil
+	}
+	n := model.Norm(x)
+	if math.IsNaN(n) || math.IsInf(n, 0) {
 		// Slow path: name the bad feature, or recompute an overflowing norm.
-		for i, v := range x {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return 0, fmt.Errorf("feature %d is not finite: %v", i, v)
-			}
+		if i := firstNonFinite(x); i >= 0 {
+			return 0, fmt.Errorf("%w: feature %d is not finite: %v", ErrInvalidEvent, i, x[i])
 		}
 		n = floats.Norm(x, 2)
 	}
@@ -262,9 +310,24 @@ func (l *Learner) check(x []float64) (float64, error) {
 		return 1, nil
 	}
 	if l.cfg.NormMode == Reject {
-		return 0, fmt.Errorf("norm %v exceeds the bound M = %v (eq. 1; norm mode reject)", n, l.cfg.M)
+		return 0, fmt.Errorf("%w: norm %v exceeds the bound M = %v (eq. 1; norm mode reject)", ErrInvalidEvent, n, l.cfg.M)
 	}
 	return l.cfg.M / n, nil
+}
+
+// insideMargin is the relative margin of check's fast path: summation
+// order changes ‖x‖² by at most about d·2^−53 relatively, below 1e−6 for
+// any d < 10^9.
+const insideMargin = 1e-6
+
+// firstNonFinite returns the index of x's first NaN or ±Inf, or −1.
+func firstNonFinite(x []float64) int {
+	for i, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return i
+		}
+	}
+	return -1
 }
 
 // slab returns the Bernoulli slab's half-width in d: ln(1/τ) with τ fixed,

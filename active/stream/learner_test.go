@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/floats"
+
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/model"
@@ -313,9 +315,16 @@ func TestResume(t *testing.T) {
 			if err := first.SaveState(&buf); err != nil {
 				t.Fatal(err)
 			}
-			resumed, err := Restore(&buf, rng.Seeded(999), nil)
+			saved := buf.Bytes()
+			if _, err := Restore(bytes.NewReader(saved), rng.Seeded(999), nil); !errors.Is(err, ErrSeedMismatch) {
+				t.Fatalf("restore with another seed: %v, want ErrSeedMismatch", err)
+			}
+			resumed, err := Restore(bytes.NewReader(saved), rng.Seeded(11), nil)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if s, ok := resumed.Seed(); !ok || s != 11 {
+				t.Errorf("resumed seed %d, %v; want 11", s, ok)
 			}
 			if dec.Request {
 				if err := resumed.Label(dec.ID, Y[cut]); err != nil {
@@ -456,4 +465,45 @@ func TestStep(t *testing.T) {
 		}
 	}
 	t.Fatal("no label request in 100 events")
+}
+
+// TestRejectAgreesWithModelNorm: Reject mode measures ‖x‖ with model.Norm,
+// the norm the loaders project with, so events projected onto the unit
+// ball pass even where gonum's dot product rounds their norm above 1.
+func TestRejectAgreesWithModelNorm(t *testing.T) {
+	const dim = 116
+	cfg := DefaultConfig(dim)
+	cfg.NormMode = Reject
+	l := mustNew(t, cfg, 1)
+	r := rng.Seeded(4)
+	disagree := 0
+	for range 2000 {
+		x := make([]float64, dim)
+		for i := range x {
+			x[i] = r.NormFloat64()
+		}
+		n := model.Norm(x)
+		for i := range x {
+			x[i] /= n
+		}
+		for model.Norm(x) > 1 {
+			for i := range x {
+				x[i] *= 1 - 0x1p-52
+			}
+		}
+		if math.Sqrt(floats.Dot(x, x)) > 1 {
+			disagree++
+		}
+		if _, err := l.Observe(x); err != nil {
+			t.Fatalf("projected event rejected: %v", err)
+		}
+	}
+	if disagree == 0 {
+		t.Log("no event where the two norms disagree: the test exercised only the fast path")
+	}
+	over := make([]float64, dim)
+	over[0] = 1 + 0x1p-52
+	if _, err := l.Observe(over); !errors.Is(err, ErrInvalidEvent) {
+		t.Errorf("norm 1+2^-52 in reject mode: %v, want ErrInvalidEvent", err)
+	}
 }

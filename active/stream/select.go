@@ -102,6 +102,23 @@ func CalibrateExpSlab(target, b, m float64) (float64, error) {
 	return hi, nil
 }
 
+// rrFlipProbUp returns the flip probability p = 1/(1 + e^ε) of randomized
+// response rounded up to a multiple of 2^−53. BernoulliFloat samples the
+// float64 probabilities exactly, so what matters is the ratio of the two
+// floats used, 1 − p (inside the slab) and p (outside). For p < 1/2, 1 − p
+// lies in [1/2, 1), where float64 spacing is 2^−53: a multiple of 2^−53
+// makes 1 − p exact. mech.RRFlipProb is within a relative 4·2^−53 of the
+// true p (math.Exp is within 1 ulp, then one addition and one division),
+// an absolute error below 2·2^−53 since p < 1/2; rounding up and adding
+// three more steps of 2^−53 gives p ≥ 1/(1 + e^ε), that is
+// (1 − p)/p ≤ e^ε, exactly. The shift is a few ulps; unless it crosses a
+// power of two (p within 4·2^−53 below one, or p < 2^−53 for ε > 36) the
+// sampler reads the same random bits, so a seeded run draws the same
+// selections as with the unrounded p, bar a chance below 2^−50 per draw.
+func rrFlipProbUp(eps float64) float64 {
+	return math.Ldexp(math.Ceil(math.Ldexp(mech.RRFlipProb(eps), 53))+3, -53)
+}
+
 // selector is the resolved selection rule: what New computed from Config
 // once, so that the per-event path is a comparison and one Bernoulli draw.
 type selector struct {
@@ -123,10 +140,12 @@ func newSelector(cfg Config) (selector, error) {
 	}
 	switch cfg.Selector {
 	case Bernoulli:
-		// Randomized response (Lemma 1): flip probability p = 1/(1 + e^ε).
-		p := mech.RRFlipProb(cfg.EpsSelect)
+		// Randomized response (Lemma 1) with p rounded up (rrFlipProbUp), so
+		// the sampled probabilities satisfy (1 − p)/p ≤ e^ε exactly and the
+		// ε charged is a true upper bound.
+		p := rrFlipProbUp(cfg.EpsSelect)
 		s.pIn, s.pOut = 1-p, p
-		s.eps = mech.RREpsilon(p)
+		s.eps = cfg.EpsSelect
 	case Exponential:
 		s.b = cfg.B
 		switch cfg.Calibration {

@@ -3,6 +3,7 @@ package stream
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"strings"
 	"testing"
 
@@ -228,4 +229,69 @@ func minFromErr(msg string) float64 {
 		return math.NaN()
 	}
 	return v
+}
+
+// bigExp returns e^x for a float64 x ≥ 0 to about 250 bits: the Taylor
+// series of e^(x/2^k) with x/2^k < 1/2, squared k times.
+func bigExp(x float64) *big.Float {
+	const prec = 320
+	k := 0
+	for r := x; r >= 0.5; r /= 2 {
+		k++
+	}
+	y := new(big.Float).SetPrec(prec).SetMantExp(big.NewFloat(x), -k)
+	sum := new(big.Float).SetPrec(prec).SetInt64(1)
+	term := new(big.Float).SetPrec(prec).SetInt64(1)
+	tiny := new(big.Float).SetMantExp(big.NewFloat(1), -prec)
+	for n := int64(1); term.Cmp(tiny) > 0; n++ {
+		term.Mul(term, y)
+		term.Quo(term, new(big.Float).SetPrec(prec).SetInt64(n))
+		sum.Add(sum, term)
+	}
+	for range k {
+		sum.Mul(sum, sum)
+	}
+	return sum
+}
+
+// TestBernoulliRatioExact: the Bernoulli selector's two probabilities sum
+// to exactly 1 and their ratio (1 − p)/p is at most e^ε, checked in exact
+// (big.Float) arithmetic, so the ε it charges is a true upper bound; and
+// the rounding keeps p within a few ulps of mech.RRFlipProb with the same
+// binary exponent, so seeded runs draw as before.
+func TestBernoulliRatioExact(t *testing.T) {
+	eps := []float64{1e-9, 0.01, 0.1, 0.5, 0.7, 1, 2, math.Log(3), 5, 10, 20, 36, 40, 100, 700}
+	r := rng.Seeded(9)
+	for range 300 {
+		eps = append(eps, 30*r.Float64()+1e-6)
+	}
+	margin := new(big.Float).SetMantExp(big.NewFloat(1), -240) // bigExp's error is far smaller
+	for _, e := range eps {
+		cfg := DefaultConfig(1)
+		cfg.EpsSelect = e
+		s, err := newSelector(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.eps != e {
+			t.Errorf("ε = %v: charges %v", e, s.eps)
+		}
+		in, out := new(big.Float).SetFloat64(s.pIn), new(big.Float).SetFloat64(s.pOut)
+		if sum := new(big.Float).Add(in, out); sum.Cmp(big.NewFloat(1)) != 0 {
+			t.Errorf("ε = %v: pIn + pOut = %v, not exactly 1", e, sum)
+		}
+		// pIn ≤ pOut·e^ε·(1 − margin) certifies pIn/pOut ≤ e^ε.
+		bound := new(big.Float).Mul(out, bigExp(e))
+		bound.Sub(bound, new(big.Float).Mul(bound, margin))
+		if in.Cmp(bound) > 0 {
+			t.Errorf("ε = %v: (1−p)/p > e^ε with p = %v", e, s.pOut)
+		}
+		if p := mech.RRFlipProb(e); p > 0x1p-50 {
+			_, e1 := math.Frexp(p)
+			_, e2 := math.Frexp(s.pOut)
+			if s.pOut < p || s.pOut-p > 5*0x1p-53 || (e1 != e2 && e != math.Log(3)) {
+				t.Errorf("ε = %v: p rounded from %v to %v", e, p, s.pOut)
+			}
+		}
+	}
 }

@@ -13,7 +13,13 @@ import (
 )
 
 // stateVersion is bumped whenever savedState changes incompatibly.
-const stateVersion = 1
+// Version 2 added the seed and the stream info.
+const stateVersion = 2
+
+// normSlack is the relative rounding allowed when Restore checks a saved
+// norm bound: scaling onto a ball (clipping, Π of eq. 10) can leave the
+// norm a few ulps above the radius.
+const normSlack = 1e-12
 
 // savedState is the JSON form of a Learner. It holds private data (the
 // pending requests and the labelled batch) and, for a seeded learner, the
@@ -33,8 +39,10 @@ type savedState struct {
 	Pending       []savedPoint    `json:"pending"`
 	Batch         []savedPoint    `json:"batch"`
 	Releases      []Release       `json:"releases"`
+	Seed          *uint64         `json:"seed,omitempty"`
 	Rand          []byte          `json:"rand,omitempty"`
 	Ledger        *account.Ledger `json:"ledger,omitempty"`
+	StreamInfo    json.RawMessage `json:"stream_info,omitempty"`
 }
 
 type savedPoint struct {
@@ -44,22 +52,25 @@ type savedPoint struct {
 }
 
 // SaveState writes everything needed to resume the learner exactly: the
-// configuration, model, counters, buffered points, release log, the
-// position of a seeded random stream, and the ledger if New created it.
-// The output contains private data: store it like the stream itself.
+// configuration, model, counters, buffered points, release log, the seed
+// and position of a seeded random stream, the ledger if New created it,
+// and the stream info. The output contains private data: store it like
+// the stream itself.
 func (l *Learner) SaveState(w io.Writer) error {
 	s := savedState{
 		Version: stateVersion, Config: l.cfg, W: l.w,
 		Observed: l.observed, Requested: l.requested, Labelled: l.labelled, Updates: l.updates,
 		NextClose: l.nextClose, ChargedSelect: l.chargedSelect, ChargedGrad: l.chargedGrad,
 		Pending: savePoints(l.pending), Batch: savePoints(l.batch), Releases: l.releases,
+		StreamInfo: l.streamInfo,
 	}
 	if l.src != nil {
 		b, err := l.src.MarshalBinary()
 		if err != nil {
 			return fmt.Errorf("stream: save state: %w", err)
 		}
-		s.Rand = b
+		seed := l.seed
+		s.Seed, s.Rand = &seed, b
 	}
 	if l.owned {
 		s.Ledger = l.ledger
@@ -78,122 +89,254 @@ func savePoints(ps []point) []savedPoint {
 	return out
 }
 
-// Restore reads a state written by SaveState. A seeded r continues the
-// saved random stream exactly (so a resumed seeded run reproduces an
-// uninterrupted one); a secure r replaces it with fresh randomness. ledger
-// should be the ledger the saved learner charged (restored from its JSON);
-// if it has no record of the learner's charges they are made again, so the
-// spend is never under-reported. A nil ledger takes the one saved with the
-// state, if any, else a new one.
+// Restore reads a state written by SaveState and checks all of it: the
+// configuration as New would, the model (finite, ‖w‖ ≤ Radius), the
+// counters against each other, every buffered point (dimension, finite,
+// ‖x‖ ≤ M, label, unique ids), the release log, the random state and the
+// ledger's record of the learner's charges. A state that fails any check
+// is refused with an error naming it.
+//
+// A seeded r continues the saved random stream exactly (so a resumed
+// seeded run reproduces an uninterrupted one); it must carry the saved
+// seed, else the error wraps ErrSeedMismatch. A secure r replaces the
+// stream with fresh randomness. ledger should be the ledger the saved
+// learner charged (restored from its JSON); if it has no record of the
+// learner's charges they are made again, so the spend is never
+// under-reported, and a ledger recording less than the state implies is
+// refused. A nil ledger takes the one saved with the state, if any, else a
+// new one.
 func Restore(rd io.Reader, r *rng.Rand, ledger *account.Ledger) (*Learner, error) {
-	var s savedState
-	if err := json.NewDecoder(rd).Decode(&s); err != nil {
+	l, err := restore(rd, r, ledger)
+	if err != nil {
 		return nil, fmt.Errorf("stream: restore: %w", err)
 	}
+	return l, nil
+}
+
+func restore(rd io.Reader, r *rng.Rand, ledger *account.Ledger) (*Learner, error) {
+	var s savedState
+	if err := json.NewDecoder(rd).Decode(&s); err != nil {
+		return nil, err
+	}
 	if s.Version != stateVersion {
-		return nil, fmt.Errorf("stream: restore: state version %d, want %d", s.Version, stateVersion)
+		return nil, fmt.Errorf("state version %d, want %d", s.Version, stateVersion)
+	}
+	// Before build allocates Dim floats: the model must have them.
+	if len(s.W) != s.Config.Dim {
+		return nil, fmt.Errorf("model has dimension %d, the configuration %d", len(s.W), s.Config.Dim)
 	}
 	if ledger == nil && s.Ledger != nil {
 		ledger = s.Ledger
 	}
 	l, err := build(s.Config, r, ledger)
 	if err != nil {
-		return nil, fmt.Errorf("stream: restore: %w", err)
+		return nil, err
 	}
 	if s.Ledger != nil && ledger == s.Ledger {
 		l.owned = true
 	}
 	if err := l.load(&s); err != nil {
-		return nil, fmt.Errorf("stream: restore: %w", err)
+		return nil, err
 	}
-	if err := l.restoreRand(r, s.Rand); err != nil {
-		return nil, fmt.Errorf("stream: restore: %w", err)
+	if err := l.restoreRand(r, s.Seed, s.Rand); err != nil {
+		return nil, err
 	}
-	if err := l.rechargeMissing(s.ChargedSelect, s.ChargedGrad); err != nil {
-		return nil, fmt.Errorf("stream: restore: %w", err)
+	// The counters, not the saved flags, say which charges were made: a
+	// record was screened iff Observed > 0 (the first decision charges ε_s)
+	// and one entered an update iff Updates > 0.
+	sel := s.ChargedSelect || s.Observed > 0
+	grad := s.ChargedGrad || s.Updates > 0
+	if err := l.rechargeMissing(sel, grad); err != nil {
+		return nil, err
 	}
 	return l, nil
 }
 
 // load copies the saved model, counters and buffers into l, checking them.
 func (l *Learner) load(s *savedState) error {
-	d := l.cfg.Dim
-	if len(s.W) != d {
-		return fmt.Errorf("model has dimension %d, want %d", len(s.W), d)
+	if err := checkVector("model", s.W, l.cfg.Radius); err != nil {
+		return err
 	}
-	if s.Observed < 0 || s.Requested < 0 || s.Labelled < 0 || s.Updates < 0 || s.NextClose < 0 {
-		return errors.New("negative counter")
+	if err := l.checkCounters(s); err != nil {
+		return err
 	}
 	copy(l.w, s.W)
 	l.wNorm = model.Norm(l.w)
 	l.observed, l.requested, l.labelled, l.updates = s.Observed, s.Requested, s.Labelled, s.Updates
 	l.nextClose = s.NextClose
+	ids := make(map[uint64]bool, len(s.Pending)+len(s.Batch))
 	var err error
-	if l.pending, err = loadPoints(s.Pending, d, false); err != nil {
+	if l.pending, err = l.loadPoints(s.Pending, false, ids); err != nil {
 		return fmt.Errorf("pending: %w", err)
 	}
-	if l.batch, err = loadPoints(s.Batch, d, true); err != nil {
+	if l.batch, err = l.loadPoints(s.Batch, true, ids); err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
-	for _, rel := range s.Releases {
-		if len(rel.W) != d {
-			return fmt.Errorf("release %d has dimension %d, want %d", rel.Update, len(rel.W), d)
-		}
+	if err := l.checkReleases(s.Releases); err != nil {
+		return err
 	}
 	l.releases = s.Releases
+	l.streamInfo = s.StreamInfo
 	return nil
 }
 
-func loadPoints(sp []savedPoint, d int, labelled bool) ([]point, error) {
+// checkVector checks that v is finite with ‖v‖ ≤ bound (up to normSlack).
+// Its dimension is the caller's to check.
+func checkVector(what string, v []float64, bound float64) error {
+	if i := firstNonFinite(v); i >= 0 {
+		return fmt.Errorf("%s: coordinate %d is not finite: %v", what, i, v[i])
+	}
+	if n := model.Norm(v); !(n <= bound*(1+normSlack)) {
+		return fmt.Errorf("%s: norm %v exceeds the bound %v", what, n, bound)
+	}
+	return nil
+}
+
+// checkCounters checks the saved counters against each other and the
+// configuration: every label answers a request, every request screened an
+// event, every update used a label.
+func (l *Learner) checkCounters(s *savedState) error {
+	c := l.cfg
+	switch {
+	case s.Observed < 0 || s.Requested < 0 || s.Labelled < 0 || s.Updates < 0:
+		return errors.New("negative counter")
+	case s.Requested > s.Observed:
+		return fmt.Errorf("%d requests for %d observed events", s.Requested, s.Observed)
+	case s.Labelled > s.Requested || len(s.Pending) > s.Requested-s.Labelled:
+		return fmt.Errorf("%d labels and %d pending requests exceed the %d requests", s.Labelled, len(s.Pending), s.Requested)
+	case len(s.Batch) > s.Labelled:
+		return fmt.Errorf("%d buffered points for %d labels", len(s.Batch), s.Labelled)
+	case s.Updates > s.Labelled:
+		return fmt.Errorf("%d updates from %d labels", s.Updates, s.Labelled)
+	case c.LabelBudget > 0 && s.Requested > c.LabelBudget:
+		return fmt.Errorf("%d requests over the label budget %d", s.Requested, c.LabelBudget)
+	case c.Policy == FLMB && len(s.Batch) >= c.Window:
+		return fmt.Errorf("%d buffered labels, but FLMB updates at %d", len(s.Batch), c.Window)
+	case c.Policy == FLMB && s.NextClose != c.Window:
+		return fmt.Errorf("window end %d under FLMB, want %d", s.NextClose, c.Window)
+	case c.Policy == FLSW && (s.NextClose%c.Window != 0 || s.NextClose < c.Window ||
+		s.Observed > s.NextClose || s.NextClose-c.Window > s.Observed):
+		return fmt.Errorf("window end %d does not fit %d observations in windows of %d", s.NextClose, s.Observed, c.Window)
+	}
+	return nil
+}
+
+// loadPoints checks and converts saved points: dimension, finite, within
+// the norm bound, ids naming observed events and unique across seen;
+// pending ids are increasing and unlabelled, batch points labelled ±1.
+func (l *Learner) loadPoints(sp []savedPoint, labelled bool, seen map[uint64]bool) ([]point, error) {
 	out := make([]point, len(sp))
 	for i, p := range sp {
-		if len(p.X) != d {
-			return nil, fmt.Errorf("event %d has dimension %d, want %d", p.ID, len(p.X), d)
+		if len(p.X) != l.cfg.Dim {
+			return nil, fmt.Errorf("event %d has dimension %d, want %d", p.ID, len(p.X), l.cfg.Dim)
 		}
-		if labelled && p.Y != 1 && p.Y != -1 {
+		if err := checkVector(fmt.Sprintf("event %d", p.ID), p.X, l.cfg.M); err != nil {
+			return nil, err
+		}
+		switch {
+		case p.ID == 0 || p.ID > uint64(l.observed):
+			return nil, fmt.Errorf("event id %d outside the %d observed", p.ID, l.observed)
+		case seen[p.ID]:
+			return nil, fmt.Errorf("event %d appears twice", p.ID)
+		case labelled && p.Y != 1 && p.Y != -1:
 			return nil, fmt.Errorf("event %d has label %v", p.ID, p.Y)
-		}
-		if i > 0 && !labelled && p.ID <= sp[i-1].ID {
+		case !labelled && p.Y != 0:
+			return nil, fmt.Errorf("pending event %d has a label", p.ID)
+		case !labelled && i > 0 && p.ID <= sp[i-1].ID:
 			return nil, fmt.Errorf("event ids out of order at %d", p.ID)
 		}
+		seen[p.ID] = true
 		out[i] = point{id: p.ID, x: p.X, y: p.Y}
 	}
 	return out, nil
 }
 
-// restoreRand continues the saved stream when both it and r are seeded.
-func (l *Learner) restoreRand(r *rng.Rand, saved []byte) error {
-	_, seeded := r.Seed()
+// checkReleases checks the (possibly truncated) release log: models of the
+// right dimension inside the projection ball, update numbers increasing up
+// to Updates, observation times non-decreasing up to Observed.
+func (l *Learner) checkReleases(rels []Release) error {
+	if len(rels) > l.updates {
+		return fmt.Errorf("%d releases for %d updates", len(rels), l.updates)
+	}
+	for i, rel := range rels {
+		if len(rel.W) != l.cfg.Dim {
+			return fmt.Errorf("release %d has dimension %d, want %d", rel.Update, len(rel.W), l.cfg.Dim)
+		}
+		if err := checkVector(fmt.Sprintf("release %d", rel.Update), rel.W, l.cfg.Radius); err != nil {
+			return err
+		}
+		switch {
+		case rel.Update < 1 || rel.Update > l.updates || rel.Observation < 0 || rel.Observation > l.observed:
+			return fmt.Errorf("release %d at observation %d outside %d updates and %d observations",
+				rel.Update, rel.Observation, l.updates, l.observed)
+		case i > 0 && (rel.Update <= rels[i-1].Update || rel.Observation < rels[i-1].Observation):
+			return fmt.Errorf("release %d out of order", rel.Update)
+		}
+	}
+	return nil
+}
+
+// restoreRand continues the saved stream when both it and r are seeded,
+// with the same seed; a secure r, or a state without a stream, takes r.
+func (l *Learner) restoreRand(r *rng.Rand, seed *uint64, saved []byte) error {
+	if (seed == nil) != (saved == nil) {
+		return errors.New("random state and seed must be saved together")
+	}
+	src := &rand.ChaCha8{}
+	if saved != nil {
+		if err := src.UnmarshalBinary(saved); err != nil {
+			return fmt.Errorf("random state: %w", err)
+		}
+	}
+	rs, seeded := r.Seed()
 	if !seeded || saved == nil {
 		l.setRand(r)
 		return nil
 	}
-	l.src = &rand.ChaCha8{}
-	if err := l.src.UnmarshalBinary(saved); err != nil {
-		return fmt.Errorf("random state: %w", err)
+	if rs != *seed {
+		return fmt.Errorf("state seeded with %d, resumed with %d: %w", *seed, rs, ErrSeedMismatch)
 	}
+	l.src, l.seed = src, *seed
 	l.r = &rng.Rand{Rand: rand.New(l.src)}
 	return nil
 }
 
-// rechargeMissing makes the charges the saved learner made again if the
-// ledger shows none, so that a fresh ledger still sees the spend.
+// rechargeMissing makes the charges the saved learner made (sel: ε_s for
+// the screened records, grad: ε_g for the batched ones) again if the
+// ledger shows none of them, so that a fresh ledger still sees the spend.
+// A ledger that records some but less than the counters imply is refused.
 func (l *Learner) rechargeMissing(sel, grad bool) error {
 	if l.cfg.NonPrivate {
 		return nil
 	}
+	spent := func(g string) float64 { eps, _ := l.ledger.Spent(g); return eps }
+	covers := func(have, need float64) bool { return have >= need*(1-normSlack) }
 	if sel {
-		if eps, _ := l.ledger.Spent(GroupObserved); eps > 0 {
+		obs, bat := spent(GroupObserved), spent(GroupBatched)
+		switch {
+		case obs == 0 && bat == 0:
+			if err := l.chargeSelection(); err != nil {
+				return err
+			}
+		case covers(obs, l.sel.eps) && covers(bat, l.sel.eps):
 			l.chargedSelect = true
-		} else if err := l.chargeSelection(); err != nil {
-			return err
+		default:
+			return fmt.Errorf("the ledger records ε = %v (%s) and %v (%s), less than the ε_s = %v of the %d screened events",
+				obs, GroupObserved, bat, GroupBatched, l.sel.eps, l.observed)
 		}
 	}
 	if grad {
-		if eps, _ := l.ledger.Spent(GroupBatched); eps > l.sel.eps {
+		bat, need := spent(GroupBatched), l.sel.eps+l.noise.Cost().Epsilon
+		switch {
+		case covers(bat, need):
 			l.chargedGrad = true
-		} else if err := l.chargeUpdate(); err != nil {
-			return err
+		case covers(l.sel.eps, bat):
+			if err := l.chargeUpdate(); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("the ledger records ε = %v for %s, less than the ε_s + ε_g = %v of the %d updates",
+				bat, GroupBatched, need, l.updates)
 		}
 	}
 	return nil

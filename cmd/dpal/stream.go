@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -41,11 +42,22 @@ used, the ledger and the non-private batch SVM's error on the same test set
 
 Event mode (--input FILE or -) reads events as CSV rows or JSON lines
 ({"x": [...]}), answers requests from --labels FILE (one label per event line)
-or, without it, only emits the requests; label requests and releases are
-written as JSON lines to --out.
+or, without it, only emits the requests. It writes JSON lines to --out: first
+a "meta" line (settings, and the seed if seeded), then "request" and "release"
+lines, and a "rejected" line (line number and the class "invalid-input") for
+each event that breaks the declared bounds; the details of a rejection are
+private and go to the operator log on stderr only. A budget or state error
+stops the run with a non-zero exit (after writing --save-state).
+
+--save-state and --resume split a run: the state records the configuration,
+the seed and, in dataset mode, the stream order (dataset and permutation).
+A resume takes its settings from the state, so configuration flags are
+refused; --seed must repeat the saved seed (or be omitted for fresh secure
+randomness), and dataset mode refuses a different dataset or order, which
+would replay records the ledger has already charged.
 
 Without --seed the randomness is cryptographically secure; --seed is for
-experiments and is recorded in the output.`,
+experiments and is recorded in every output it affects.`,
 	Args: cobra.NoArgs,
 	RunE: runStream,
 }
@@ -57,6 +69,7 @@ func init() {
 	f.String("train", "", "csv dataset: training file (label in the last column)")
 	f.String("test", "", "csv dataset: test file (label in the last column)")
 	f.Bool("header", false, "csv dataset: the files start with a header line")
+	f.Bool("kdd-paper-encoding", false, "demo/kdd99: one-hot binary features and test-file vocabularies (the paper's 120 dimensions)")
 	f.Int("events", 0, "dataset mode: stop after this many training events (0 = the whole split)")
 	f.Uint64("shuffle", 0, "dataset mode: permute the training stream with this seed (default: --seed if given, else file order)")
 	f.String("input", "", "event mode: read events from FILE (CSV or JSON lines; - for stdin)")
@@ -82,7 +95,7 @@ func init() {
 	f.Bool("non-private", false, "deterministic Tong-Koller baseline without noise (NOT private)")
 	f.Bool("no-baseline", false, "dataset mode: skip the non-private batch SVM")
 	f.String("save-state", "", "write the learner's state here at the end (contains private data)")
-	f.String("resume", "", "resume from a state written by --save-state (its settings replace the flags)")
+	f.String("resume", "", "resume from a state written by --save-state (its settings apply: no configuration flags)")
 	f.Uint64("seed", 0, "seed for reproducible experiments (default: secure randomness)")
 	f.Bool("json", false, "print one JSON summary object")
 	f.Bool("no-progress", false, "never draw a progress bar")
@@ -155,26 +168,20 @@ func streamConfig(cmd *cobra.Command, dim int) (stream.Config, error) {
 	return cfg, nil
 }
 
-// newStreamLearner creates the learner, or restores it with --resume.
+// streamConfigFlags are the flags streamConfig reads. A resumed learner
+// takes its configuration from the state, so none of them may be set.
+var streamConfigFlags = []string{
+	"selector", "policy", "window", "eps-select", "eps-grad", "label-budget", "b", "calibration",
+	"tau", "shrinking-slab", "eta", "lambda", "loss", "radius", "m", "norm-mode", "non-private",
+}
+
+// newStreamLearner creates the learner, or restores it with --resume
+// (checking its dimension against dim unless dim is 0).
 func newStreamLearner(cmd *cobra.Command, dim int, seed *uint64) (*stream.Learner, string, error) {
 	resume, _ := cmd.Flags().GetString("resume")
 	if resume != "" {
-		fh, err := os.Open(resume)
-		if err != nil {
-			return nil, "", fmt.Errorf("--resume: %w", err)
-		}
-		defer fh.Close()
-		l, err := stream.Restore(bufio.NewReader(fh), rng.New(seed), nil)
-		if err != nil {
-			return nil, "", fmt.Errorf("--resume %s: %w", resume, err)
-		}
-		if dim > 0 && l.Config().Dim != dim {
-			return nil, "", fmt.Errorf("--resume %s: state has dimension %d, the events %d", resume, l.Config().Dim, dim)
-		}
-		if err := applyAnswers(cmd, l); err != nil {
-			return nil, "", err
-		}
-		return l, resume, nil
+		l, err := resumeStreamLearner(cmd, resume, dim, seed)
+		return l, resume, err
 	}
 	if path, _ := cmd.Flags().GetString("answers"); path != "" {
 		return nil, "", errors.New("--answers labels the pending requests of a saved state: use it with --resume")
@@ -185,6 +192,106 @@ func newStreamLearner(cmd *cobra.Command, dim int, seed *uint64) (*stream.Learne
 	}
 	l, err := stream.New(cfg, rng.New(seed), nil)
 	return l, "", err
+}
+
+// resumeStreamLearner restores --resume and applies --answers.
+func resumeStreamLearner(cmd *cobra.Command, path string, dim int, seed *uint64) (*stream.Learner, error) {
+	var set []string
+	for _, name := range streamConfigFlags {
+		if cmd.Flags().Changed(name) {
+			set = append(set, "--"+name)
+		}
+	}
+	if len(set) > 0 {
+		return nil, fmt.Errorf("--resume takes the configuration saved in %s; remove %s", path, strings.Join(set, ", "))
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--resume: %w", err)
+	}
+	defer fh.Close()
+	l, err := stream.Restore(bufio.NewReader(fh), rng.New(seed), nil)
+	if errors.Is(err, stream.ErrSeedMismatch) {
+		return nil, fmt.Errorf("--resume %s: %w (pass the saved --seed, or omit --seed for fresh secure randomness)", path, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--resume %s: %w", path, err)
+	}
+	if dim > 0 && l.Config().Dim != dim {
+		return nil, fmt.Errorf("--resume %s: state has dimension %d, the events %d", path, l.Config().Dim, dim)
+	}
+	if err := applyAnswers(cmd, l); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// streamInfo describes the stream a learner consumed; it is saved with
+// the state (stream.Learner.SetStreamInfo) so that a resume can check it
+// continues the same stream. In dataset mode the order is the dataset
+// (identified by a fingerprint) and its permutation; --events only cuts
+// the order short, so a resume may change it.
+type streamInfo struct {
+	Mode        string  `json:"mode"` // "dataset" or "events"
+	Dataset     string  `json:"dataset,omitempty"`
+	Rows        int     `json:"rows,omitempty"`
+	Fingerprint string  `json:"fingerprint,omitempty"`
+	Permutation *uint64 `json:"permutation,omitempty"` // absent: file order
+	Events      int     `json:"events,omitempty"`      // --events of the run that saved (0 = all)
+}
+
+// savedStreamInfo decodes a restored learner's stream info (nil if none).
+func savedStreamInfo(l *stream.Learner) (*streamInfo, error) {
+	raw := l.StreamInfo()
+	if raw == nil {
+		return nil, nil
+	}
+	var info streamInfo
+	if err := json.Unmarshal(raw, &info); err != nil {
+		return nil, fmt.Errorf("stream info: %w", err)
+	}
+	return &info, nil
+}
+
+// setStreamInfo records info in l for --save-state.
+func setStreamInfo(l *stream.Learner, info streamInfo) error {
+	b, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	return l.SetStreamInfo(b)
+}
+
+// describeOrder names a stream order for error messages.
+func describeOrder(perm *uint64) string {
+	if perm == nil {
+		return "file order"
+	}
+	return fmt.Sprintf("the permutation of seed %d", *perm)
+}
+
+// checkResumedOrder refuses a dataset-mode resume whose stream is not the
+// saved one: skipping the first Observed events of another order would
+// feed records twice while the ledger charges each group once.
+func checkResumedOrder(l *stream.Learner, path string, now streamInfo) error {
+	was, err := savedStreamInfo(l)
+	if err != nil {
+		return fmt.Errorf("--resume %s: %w", path, err)
+	}
+	switch {
+	case was == nil:
+		return fmt.Errorf("--resume %s: the state does not record its stream order, so dataset mode cannot tell which events it has seen", path)
+	case was.Mode != now.Mode:
+		return fmt.Errorf("--resume %s: the state was written in %s mode; resume it in the same mode", path, was.Mode)
+	case was.Fingerprint != now.Fingerprint || was.Rows != now.Rows:
+		return fmt.Errorf("--resume %s: the state streamed %s (%d rows, fingerprint %s), not %s (%d rows, fingerprint %s): pass the same --dataset, --data-dir and --kdd-paper-encoding",
+			path, was.Dataset, was.Rows, was.Fingerprint, now.Dataset, now.Rows, now.Fingerprint)
+	case (was.Permutation == nil) != (now.Permutation == nil) ||
+		was.Permutation != nil && *was.Permutation != *now.Permutation:
+		return fmt.Errorf("--resume %s: the state streamed the training split in %s, this run would use %s: pass the same --shuffle (or --seed)",
+			path, describeOrder(was.Permutation), describeOrder(now.Permutation))
+	}
+	return nil
 }
 
 // applyAnswers gives a resumed learner the late labels of --answers, for
@@ -235,16 +342,30 @@ func saveStreamState(cmd *cobra.Command, l *stream.Learner) error {
 	return fh.Close()
 }
 
+// stopStream ends a run that failed with err after the learner l accepted
+// events: it still writes --save-state, so nothing accepted is lost.
+func stopStream(cmd *cobra.Command, l *stream.Learner, err error) error {
+	if saveErr := saveStreamState(cmd, l); saveErr != nil {
+		return errors.Join(err, saveErr)
+	}
+	return err
+}
+
 // loadStreamDataset returns the training and test splits of --dataset.
 func loadStreamDataset(cmd *cobra.Command) (train, test *data.Dataset, err error) {
 	f := cmd.Flags()
 	name, _ := f.GetString("dataset")
 	dir, _ := f.GetString("data-dir")
+	paper, _ := f.GetBool("kdd-paper-encoding")
+	if paper && name != "demo" && name != "kdd99" {
+		return nil, nil, fmt.Errorf("--kdd-paper-encoding applies to --dataset demo or kdd99, not %q", name)
+	}
+	kddOpt := data.KDDOptions{OneHotBinary: paper, VocabFromTest: paper}
 	switch name {
 	case "demo":
-		return data.Demo()
+		return data.DemoOptions(kddOpt)
 	case "kdd99":
-		return data.LoadKDD(dir, data.KDDOptions{})
+		return data.LoadKDD(dir, kddOpt)
 	case "mnist09":
 		return data.LoadIDXPair(filepath.Join(dir, "mnist"), 0, 9, 50)
 	case "csv":
@@ -290,10 +411,47 @@ func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 		return err
 	}
 	order, shuffle := streamOrder(cmd, train.Len(), seed)
-	if n, _ := f.GetInt("events"); n > 0 && n < len(order) {
+	name, _ := f.GetString("dataset")
+	info := streamInfo{Mode: "dataset", Dataset: train.Name, Rows: train.Len(),
+		Fingerprint: datasetFingerprint(name, train), Permutation: shuffle}
+	info.Events, _ = f.GetInt("events")
+	if resumed != "" {
+		if err := checkResumedOrder(l, resumed, info); err != nil {
+			return err
+		}
+	}
+	if err := setStreamInfo(l, info); err != nil {
+		return err
+	}
+	if n := info.Events; n > 0 && n < len(order) {
 		order = order[:n]
 	}
-	// A resumed learner has seen the first Observed events of this order.
+	if err := streamDataset(cmd, l, train, order); err != nil {
+		return stopStream(cmd, l, err)
+	}
+	if err := saveStreamState(cmd, l); err != nil {
+		return err
+	}
+	sum := summarise(l, train.Dim(), resumed)
+	sum.Dataset, sum.TrainSize, sum.TestSize, sum.ShuffleSeed = train.Name, train.Len(), test.Len(), shuffle
+	te := model.ErrorRate(l.Weights(), test.X, test.Y)
+	sum.TestError = &te
+	if skip, _ := f.GetBool("no-baseline"); !skip {
+		be, err := baselineBatchError(cmd, name, train, test)
+		if err != nil {
+			return fmt.Errorf("baseline batch SVM: %w", err)
+		}
+		sum.BaselineBatchError = &be
+	}
+	sum.Seconds = time.Since(start).Seconds()
+	return printStreamSummary(cmd, &sum)
+}
+
+// streamDataset feeds the training rows in order to l, answering every
+// request with the row's label, and flushes. A resumed learner has seen
+// the first Observed events of the order (checkResumedOrder made sure it
+// is the saved one).
+func streamDataset(cmd *cobra.Command, l *stream.Learner, train *data.Dataset, order []int) error {
 	done := min(l.Stats().Observed, len(order))
 	bar := newBar(cmd, len(order)-done, "stream")
 	for k, i := range order[done:] {
@@ -303,7 +461,7 @@ func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 		}
 		if dec.Request {
 			if err := l.Label(dec.ID, train.Y[i]); err != nil {
-				return err
+				return fmt.Errorf("%s row %d: %w", train.Name, i, err)
 			}
 		}
 		if bar != nil && k%1024 == 0 {
@@ -313,26 +471,7 @@ func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 	if bar != nil {
 		_ = bar.Finish()
 	}
-	if err := l.Flush(); err != nil {
-		return err
-	}
-	if err := saveStreamState(cmd, l); err != nil {
-		return err
-	}
-	sum := summarise(l, train.Dim(), seed, resumed)
-	sum.Dataset, sum.TrainSize, sum.TestSize, sum.ShuffleSeed = train.Name, train.Len(), test.Len(), shuffle
-	te := model.ErrorRate(l.Weights(), test.X, test.Y)
-	sum.TestError = &te
-	if skip, _ := f.GetBool("no-baseline"); !skip {
-		name, _ := f.GetString("dataset")
-		be, err := baselineBatchError(cmd, name, train, test)
-		if err != nil {
-			return fmt.Errorf("baseline batch SVM: %w", err)
-		}
-		sum.BaselineBatchError = &be
-	}
-	sum.Seconds = time.Since(start).Seconds()
-	return printStreamSummary(cmd, &sum)
+	return l.Flush()
 }
 
 // streamOrder returns the order of the training stream: a permutation by
@@ -369,13 +508,22 @@ func newBar(cmd *cobra.Command, n int, what string) *progressbar.ProgressBar {
 		progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
 }
 
+// learnerSeed returns the seed driving l (for a resumed learner the
+// saved one), or nil for secure randomness.
+func learnerSeed(l *stream.Learner) *uint64 {
+	if s, ok := l.Seed(); ok {
+		return &s
+	}
+	return nil
+}
+
 // summarise fills the counters, the spend and the seed.
-func summarise(l *stream.Learner, dim int, seed *uint64, resumed string) streamSummary {
+func summarise(l *stream.Learner, dim int, resumed string) streamSummary {
 	s := l.Stats()
 	sum := streamSummary{
 		Dim: dim, Config: l.Config(), Observed: s.Observed, Requested: s.Requested,
 		Labels: s.Labelled, Updates: s.Updates, Releases: s.Updates,
-		NonPrivate: l.Config().NonPrivate, Ledger: l.Ledger(), Seed: seed, ResumedFrom: resumed,
+		NonPrivate: l.Config().NonPrivate, Ledger: l.Ledger(), Seed: learnerSeed(l), ResumedFrom: resumed,
 	}
 	if !sum.NonPrivate {
 		eps, sel := s.MaxEpsilonPerRecord, s.EpsSelect
@@ -468,23 +616,38 @@ func baselineBatchError(cmd *cobra.Command, name string, train, test *data.Datas
 func baselineKey(name string, opt model.SVMOptions, train, test *data.Dataset) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s|%+v|%s|%d|%s|%d|%d|", name, opt, train.Name, train.Len(), test.Name, test.Len(), train.Dim())
-	var buf [8]byte
-	for _, ds := range []*data.Dataset{train, test} {
-		for i := 0; i < ds.Len(); i += 97 {
-			for _, v := range ds.X[i] {
-				binary.LittleEndian.PutUint64(buf[:], math.Float64bits(v))
-				h.Write(buf[:])
-			}
-			binary.LittleEndian.PutUint64(buf[:], math.Float64bits(ds.Y[i]))
-			h.Write(buf[:])
-		}
-	}
+	hashRows(h, train)
+	hashRows(h, test)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// eventRecord is one line of the event-mode output.
+// datasetFingerprint identifies a training split for a resume: its name,
+// size, dimension and every 97th row.
+func datasetFingerprint(name string, train *data.Dataset) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s|%s|%d|%d|", name, train.Name, train.Len(), train.Dim())
+	hashRows(h, train)
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// hashRows writes every 97th row of ds (features, then label) to h.
+func hashRows(h io.Writer, ds *data.Dataset) {
+	var buf [8]byte
+	for i := 0; i < ds.Len(); i += 97 {
+		for _, v := range ds.X[i] {
+			binary.LittleEndian.PutUint64(buf[:], math.Float64bits(v))
+			h.Write(buf[:])
+		}
+		binary.LittleEndian.PutUint64(buf[:], math.Float64bits(ds.Y[i]))
+		h.Write(buf[:])
+	}
+}
+
+// eventRecord is one line of the event-mode output. It is public: a
+// rejected event carries only its line number and the error class
+// rejectedClass; the details go to the operator log.
 type eventRecord struct {
-	Type        string    `json:"type"` // request, release, rejected, summary
+	Type        string    `json:"type"` // request, release, rejected
 	ID          uint64    `json:"id,omitempty"`
 	Line        int       `json:"line,omitempty"`
 	Observation int       `json:"observation,omitempty"`
@@ -493,8 +656,56 @@ type eventRecord struct {
 	Error       string    `json:"error,omitempty"`
 }
 
+// rejectedClass is the public error class of a rejected event: it broke
+// the declared bounds (unparsable, wrong dimension, NaN or Inf, ‖x‖ > M in
+// reject mode). Which bound, and the offending values, are private.
+const rejectedClass = "invalid-input"
+
+// eventMeta is the first line of the event-mode output: the settings the
+// run used and, when seeded, the seed (for a resumed run the saved one).
+type eventMeta struct {
+	Type        string  `json:"type"` // "meta"
+	Seed        *uint64 `json:"seed,omitempty"`
+	Selector    string  `json:"selector"`
+	Policy      string  `json:"policy"`
+	Window      int     `json:"window"`
+	EpsSelect   float64 `json:"eps_select"`
+	EpsGrad     float64 `json:"eps_grad"`
+	LabelBudget int     `json:"label_budget"`
+	M           float64 `json:"m"`
+	NormMode    string  `json:"norm_mode"`
+	NonPrivate  bool    `json:"non_private,omitempty"`
+	ResumedFrom string  `json:"resumed_from,omitempty"`
+}
+
+func newEventMeta(cfg stream.Config, seed *uint64, resumed string) eventMeta {
+	return eventMeta{
+		Type: "meta", Seed: seed, Selector: cfg.Selector.String(), Policy: cfg.Policy.String(),
+		Window: cfg.Window, EpsSelect: cfg.EpsSelect, EpsGrad: cfg.EpsGrad, LabelBudget: cfg.LabelBudget,
+		M: cfg.M, NormMode: cfg.NormMode.String(), NonPrivate: cfg.NonPrivate, ResumedFrom: resumed,
+	}
+}
+
+// eventRun is the state of one event-mode run.
+type eventRun struct {
+	cmd      *cobra.Command
+	input    string
+	seed     *uint64
+	enc      *json.Encoder
+	log      *slog.Logger
+	l        *stream.Learner // nil until the first event (unless resumed)
+	resumed  string
+	rejected int
+}
+
 func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 	start := time.Now()
+	run := &eventRun{cmd: cmd, input: input, seed: seed,
+		log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	meta, err := run.begin()
+	if err != nil {
+		return err
+	}
 	in, closeIn, err := openInput(cmd, input)
 	if err != nil {
 		return err
@@ -514,56 +725,77 @@ func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(out)
-	events := stream.NewLineReader(in)
-	var l *stream.Learner
-	var resumed string
+	run.enc = json.NewEncoder(out)
+	err = run.enc.Encode(meta)
+	if err == nil {
+		err = run.loop(stream.NewLineReader(in), labels)
+	}
+	if err == nil && run.l == nil {
+		err = fmt.Errorf("%s: no events", input)
+	}
+	if err == nil {
+		err = run.finish()
+	}
+	if cerr := closeOut(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	sum := summarise(run.l, run.l.Config().Dim, run.resumed)
+	sum.Rejected = run.rejected
+	sum.Seconds = time.Since(start).Seconds()
+	if outPath == "-" {
+		// The JSON lines own stdout; the summary goes to stderr.
+		cmd.SetOut(cmd.ErrOrStderr())
+	}
+	return printStreamSummary(cmd, &sum)
+}
+
+// begin restores --resume at once (its settings and seed head the
+// output), or checks the flags' configuration; it returns the meta line.
+func (run *eventRun) begin() (eventMeta, error) {
+	if resume, _ := run.cmd.Flags().GetString("resume"); resume == "" {
+		if path, _ := run.cmd.Flags().GetString("answers"); path != "" {
+			return eventMeta{}, errors.New("--answers labels the pending requests of a saved state: use it with --resume")
+		}
+		cfg, err := streamConfig(run.cmd, 0)
+		return newEventMeta(cfg, run.seed, ""), err
+	}
+	l, resumed, err := newStreamLearner(run.cmd, 0, run.seed)
+	if err != nil {
+		return eventMeta{}, err
+	}
+	was, err := savedStreamInfo(l)
+	if err != nil {
+		return eventMeta{}, fmt.Errorf("--resume %s: %w", resumed, err)
+	}
+	if was != nil && was.Mode != "events" {
+		return eventMeta{}, fmt.Errorf("--resume %s: the state was written in %s mode; resume it in the same mode", resumed, was.Mode)
+	}
+	run.l, run.resumed = l, resumed
+	return newEventMeta(l.Config(), learnerSeed(l), resumed), setStreamInfo(l, streamInfo{Mode: "events"})
+}
+
+// loop streams the events. Bad events are rejected and the run goes on;
+// any other error (the budget, the label file, the output) stops it, and
+// --save-state is still written.
+func (run *eventRun) loop(events, labels *stream.LineReader) error {
 	var x []float64
-	rejected := 0
-	bar := newBar(cmd, math.MaxInt32, "events")
+	seen := false
+	bar := newBar(run.cmd, math.MaxInt32, "events")
 	for {
 		line, lineNo, err := events.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		if err == nil {
+			err = run.event(line, lineNo, labels, &x, &seen)
+		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", input, err)
-		}
-		y, haveY, err := nextLabel(labels, input)
-		if err != nil {
-			return err
-		}
-		if x, err = stream.ParseEvent(line, x); err != nil {
-			rejected++
-			if err := enc.Encode(eventRecord{Type: "rejected", Line: lineNo, Error: err.Error()}); err != nil {
-				return err
+			if run.l != nil {
+				return stopStream(run.cmd, run.l, err)
 			}
-			continue
-		}
-		if l == nil {
-			if l, resumed, err = newStreamLearner(cmd, len(x), seed); err != nil {
-				return err
-			}
-		}
-		dec, err := l.Observe(x)
-		if err != nil {
-			rejected++
-			if err := enc.Encode(eventRecord{Type: "rejected", Line: lineNo, Error: err.Error()}); err != nil {
-				return err
-			}
-			continue
-		}
-		if dec.Request {
-			if err := enc.Encode(eventRecord{Type: "request", ID: dec.ID, Line: lineNo}); err != nil {
-				return err
-			}
-			if haveY {
-				if err := l.Label(dec.ID, y); err != nil {
-					return fmt.Errorf("%s line %d: %w", input, lineNo, err)
-				}
-			}
-		}
-		if err := writeReleases(enc, l); err != nil {
 			return err
 		}
 		if bar != nil && lineNo%1024 == 0 {
@@ -573,30 +805,76 @@ func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 	if bar != nil {
 		_ = bar.Finish()
 	}
-	if l == nil {
-		closeOut()
-		return fmt.Errorf("%s: no events", input)
-	}
-	if err := l.Flush(); err != nil {
+	return nil
+}
+
+// event handles one input line: parse, observe, request, label, release.
+func (run *eventRun) event(line []byte, lineNo int, labels *stream.LineReader, x *[]float64, seen *bool) error {
+	y, haveY, err := nextLabel(labels, run.input)
+	if err != nil {
 		return err
 	}
-	if err := writeReleases(enc, l); err != nil {
+	if *x, err = stream.ParseEvent(line, *x); err != nil {
+		return run.reject(lineNo, err)
+	}
+	if err := run.ensureLearner(len(*x), *seen); err != nil {
 		return err
 	}
-	if err := saveStreamState(cmd, l); err != nil {
-		return err
+	*seen = true
+	dec, err := run.l.Observe(*x)
+	if errors.Is(err, stream.ErrInvalidEvent) {
+		return run.reject(lineNo, err)
 	}
-	sum := summarise(l, l.Config().Dim, seed, resumed)
-	sum.Rejected = rejected
-	sum.Seconds = time.Since(start).Seconds()
-	if err := closeOut(); err != nil {
-		return err
+	if err != nil {
+		return fmt.Errorf("%s line %d: %w", run.input, lineNo, err)
 	}
-	if outPath == "-" {
-		// The JSON lines own stdout; the summary goes to stderr.
-		cmd.SetOut(cmd.ErrOrStderr())
+	if dec.Request {
+		if err := run.enc.Encode(eventRecord{Type: "request", ID: dec.ID, Line: lineNo}); err != nil {
+			return err
+		}
+		if haveY {
+			if err := run.l.Label(dec.ID, y); err != nil {
+				return fmt.Errorf("%s line %d: %w", run.input, lineNo, err)
+			}
+		}
 	}
-	return printStreamSummary(cmd, &sum)
+	return writeReleases(run.enc, run.l)
+}
+
+// ensureLearner creates the learner for the first event's dimension, or
+// checks a resumed learner's dimension against the first event's: a file
+// of another dimension is the operator's error, not a bad record.
+func (run *eventRun) ensureLearner(dim int, seen bool) error {
+	if run.l == nil {
+		l, _, err := newStreamLearner(run.cmd, dim, run.seed)
+		if err != nil {
+			return err
+		}
+		run.l = l
+		return setStreamInfo(l, streamInfo{Mode: "events"})
+	}
+	if !seen && run.l.Config().Dim != dim {
+		return fmt.Errorf("--resume %s: state has dimension %d, the events %d", run.resumed, run.l.Config().Dim, dim)
+	}
+	return nil
+}
+
+// reject writes the public rejected line and logs the details privately.
+func (run *eventRun) reject(lineNo int, err error) error {
+	run.rejected++
+	run.log.Warn("dpal stream: event rejected", "input", run.input, "line", lineNo, "err", err)
+	return run.enc.Encode(eventRecord{Type: "rejected", Line: lineNo, Error: rejectedClass})
+}
+
+// finish flushes the last window, writes its release and the state.
+func (run *eventRun) finish() error {
+	if err := run.l.Flush(); err != nil {
+		return stopStream(run.cmd, run.l, err)
+	}
+	if err := writeReleases(run.enc, run.l); err != nil {
+		return stopStream(run.cmd, run.l, err)
+	}
+	return saveStreamState(run.cmd, run.l)
 }
 
 // nextLabel reads the oracle's label for the next event line, if any.

@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dpal-dev/dpal/dp/account"
 )
 
 // runStreamCLI runs `dpal stream args...` with stdin.
@@ -95,30 +98,33 @@ func TestStreamEvents(t *testing.T) {
 	}
 	evAll := write("events.csv", "# two features\n"+events.String()+"1,NaN\n")
 	labAll := write("labels.csv", labels.String()+"1\n")
-	common := []string{"--policy", "flsw", "--window", "3", "--seed", "5", "--labels"}
+	common := []string{"--seed", "5", "--labels"}
+	config := []string{"--policy", "flsw", "--window", "3"}
 
-	out, errOut, err := runStreamCLI(t, "", append(common, labAll, "--input", evAll, "--json")...)
+	out, errOut, err := runStreamCLI(t, "", append(append(config, common...), labAll, "--input", evAll, "--json")...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
+	recs := jsonLines(t, out)
 	counts := map[string]int{}
-	for _, ln := range lines {
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(ln), &rec); err != nil {
-			t.Fatalf("bad JSON line %q: %v", ln, err)
-		}
+	for _, rec := range recs {
 		counts[rec["type"].(string)]++
-		if rec["type"] == "rejected" && rec["line"].(float64) != 62 {
-			t.Errorf("rejected line %v, want 62", rec["line"])
+		if rec["type"] == "rejected" && (rec["line"].(float64) != 62 || rec["error"] != "invalid-input") {
+			t.Errorf("rejected record %v, want line 62 and the class invalid-input", rec)
 		}
 	}
-	if counts["request"] == 0 || counts["release"] == 0 || counts["rejected"] != 1 {
+	if recs[0]["type"] != "meta" || recs[0]["seed"] != 5.0 || recs[0]["policy"] != "flsw" {
+		t.Errorf("first line %v, want the meta line with seed 5", recs[0])
+	}
+	if counts["meta"] != 1 || counts["request"] == 0 || counts["release"] == 0 || counts["rejected"] != 1 {
 		t.Errorf("record counts %v", counts)
 	}
-	var sum map[string]any
-	if err := json.Unmarshal([]byte(errOut), &sum); err != nil || sum["observed"].(float64) != 60 {
-		t.Errorf("summary on stderr: %v %q", err, errOut)
+	// The rejection's details are private: operator log only.
+	if strings.Contains(out, "NaN") || !strings.Contains(errOut, "not finite") {
+		t.Errorf("rejection details leak to --out or miss the log:\nout:\n%s\nstderr:\n%s", out, errOut)
+	}
+	if sum := summaryJSON(t, errOut); sum["observed"].(float64) != 60 || sum["seed"] != 5.0 {
+		t.Errorf("summary on stderr: %v", sum)
 	}
 
 	// Two halves with --save-state / --resume give the same lines.
@@ -127,7 +133,7 @@ func TestStreamEvents(t *testing.T) {
 	ev1, ev2 := write("ev1", strings.Join(lines1[:31], "")), write("ev2", strings.Join(lines1[31:], "")+"1,NaN\n")
 	lb1, lb2 := write("lb1", strings.Join(labs[:31], "")), write("lb2", strings.Join(labs[31:], "")+"1\n")
 	state := filepath.Join(dir, "state.json")
-	out1, _, err := runStreamCLI(t, "", append(common, lb1, "--input", ev1, "--save-state", state)...)
+	out1, _, err := runStreamCLI(t, "", append(append(config, common...), lb1, "--input", ev1, "--save-state", state)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,12 +141,16 @@ func TestStreamEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if m := jsonLines(t, out2)[0]; m["seed"] != 5.0 || m["resumed_from"] != state || m["policy"] != "flsw" {
+		t.Errorf("resumed meta line %v", m)
+	}
 	// Line numbers restart in the second file; compare everything else.
 	strip := func(s string) []string {
 		var out []string
-		for _, ln := range strings.Split(strings.TrimSpace(s), "\n") {
-			var rec map[string]any
-			_ = json.Unmarshal([]byte(ln), &rec)
+		for _, rec := range jsonLines(t, s) {
+			if rec["type"] == "meta" {
+				continue
+			}
 			delete(rec, "line")
 			b, _ := json.Marshal(rec)
 			out = append(out, string(b))
@@ -161,22 +171,50 @@ func TestStreamEvents(t *testing.T) {
 		t.Errorf("requests-only output:\n%s", out)
 	}
 	var answers strings.Builder
-	for _, ln := range strings.Split(strings.TrimSpace(out), "\n") {
-		var rec struct{ ID uint64 }
-		_ = json.Unmarshal([]byte(ln), &rec)
-		fmt.Fprintf(&answers, `{"id": %d, "y": 1}`+"\n", rec.ID)
+	for _, rec := range jsonLines(t, out) {
+		if rec["type"] == "request" {
+			fmt.Fprintf(&answers, `{"id": %v, "y": 1}`+"\n", rec["id"])
+		}
 	}
 	ans := write("answers.jsonl", answers.String())
 	out, errOut, err = runStreamCLI(t, "", "--input", ev2, "--resume", state, "--answers", ans, "--seed", "1", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal([]byte(errOut), &sum); err != nil || sum["labels"].(float64) != float64(strings.Count(answers.String(), "\n")) {
-		t.Errorf("after answers: %v %s", err, errOut)
+	if sum := summaryJSON(t, errOut); sum["labels"].(float64) != float64(strings.Count(answers.String(), "\n")) {
+		t.Errorf("after answers: %s", errOut)
 	}
 	if !strings.Contains(out, `"release"`) {
 		t.Errorf("no release after the answers:\n%s", out)
 	}
+}
+
+// jsonLines decodes JSON lines.
+func jsonLines(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, ln := range strings.Split(strings.TrimSpace(s), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(ln), &rec); err != nil {
+			t.Fatalf("bad JSON line %q: %v", ln, err)
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// summaryJSON decodes the --json summary that follows any log lines.
+func summaryJSON(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var sum map[string]any
+	i := strings.Index(s, "\n{")
+	if strings.HasPrefix(s, "{") {
+		i = -1
+	}
+	if err := json.Unmarshal([]byte(s[i+1:]), &sum); err != nil {
+		t.Fatalf("no JSON summary in %q: %v", s, err)
+	}
+	return sum
 }
 
 func TestStreamBadFlags(t *testing.T) {
@@ -189,9 +227,164 @@ func TestStreamBadFlags(t *testing.T) {
 		{"--input", "/nonexistent/events.csv"},
 		{"--selector", "exponential", "--calibration", "scale"},
 		{"--answers", "/dev/null"},
+		{"--dataset", "mnist09", "--kdd-paper-encoding"},
 	} {
 		if _, _, err := runStreamCLI(t, "", append(args, "--no-baseline", "--seed", "1")...); err == nil {
 			t.Errorf("%v: accepted", args)
 		}
+	}
+}
+
+// TestStreamResumeChecks: a dataset-mode resume must continue the saved
+// stream order under the saved seed and takes no configuration flags; the
+// resumed run then reproduces the uninterrupted one.
+func TestStreamResumeChecks(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.json")
+	base := []string{"--no-baseline", "--json"}
+	if _, _, err := runStreamCLI(t, "", append(base, "--seed", "1", "--events", "500", "--label-budget", "40", "--save-state", state)...); err != nil {
+		t.Fatal(err)
+	}
+	evState := filepath.Join(dir, "events-state.json")
+	if _, _, err := runStreamCLI(t, "0.1,0.2\n", "--input", "-", "--seed", "1", "--save-state", evState); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--seed", "2"}, "seeded with 1, resumed with 2"},
+		{[]string{"--seed", "1", "--shuffle", "9"}, "the permutation of seed 9"},
+		{nil, "this run would use file order"},
+		{[]string{"--seed", "1", "--window", "3", "--eps-select", "2"}, "remove --window, --eps-select"},
+		{[]string{"--seed", "1", "--kdd-paper-encoding"}, "state has dimension 116, the events 120"},
+		{[]string{"--seed", "1", "--resume", evState}, "state has dimension 2"},
+		{[]string{"--input", "-", "--seed", "1"}, "written in dataset mode"},
+	} {
+		args := append(append([]string{"--resume", state}, base...), tc.args...)
+		_, _, err := runStreamCLI(t, "0.1,0.2\n", args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	// The same order without the seed: fresh secure randomness, no seed reported.
+	out, _, err := runStreamCLI(t, "", append(base, "--resume", state, "--shuffle", "1", "--events", "600")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := summaryJSON(t, out); sum["seed"] != nil || sum["shuffle_seed"] != 1.0 || sum["observed"] != 600.0 {
+		t.Errorf("secure resume summary: seed %v, shuffle %v, observed %v", sum["seed"], sum["shuffle_seed"], sum["observed"])
+	}
+	// With the seed, resuming reproduces the uninterrupted run.
+	out, _, err = runStreamCLI(t, "", append(base, "--resume", state, "--seed", "1", "--events", "1500")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, _, err := runStreamCLI(t, "", append(base, "--seed", "1", "--events", "1500", "--label-budget", "40")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := summaryJSON(t, out), summaryJSON(t, whole)
+	for _, k := range []string{"test_error", "labels", "observed", "releases", "seed", "epsilon_per_record"} {
+		if fmt.Sprint(got[k]) != fmt.Sprint(want[k]) {
+			t.Errorf("resumed %s = %v, uninterrupted %v", k, got[k], want[k])
+		}
+	}
+}
+
+// TestStreamEventsBudgetStops: a budget error is not a rejected event: it
+// stops the run with an error, after writing the state.
+func TestStreamEventsBudgetStops(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.json")
+	var events, labels strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&events, "%g,%g\n", float64(i%5)/10-0.2, 0.3)
+		labels.WriteString("1\n")
+	}
+	// Requests only: the selection is charged, no update yet.
+	if _, _, err := runStreamCLI(t, events.String(), "--input", "-", "--policy", "flsw", "--window", "1",
+		"--seed", "3", "--save-state", state); err != nil {
+		t.Fatal(err)
+	}
+	// Cap the saved ledger at eps_s: the first update cannot be paid for.
+	var m map[string]any
+	b, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["ledger"].(map[string]any)["budget"].(map[string]any)["epsilon"] = 1.0
+	b, _ = json.Marshal(m)
+	if err := os.WriteFile(state, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	labPath := filepath.Join(dir, "labels")
+	if err := os.WriteFile(labPath, []byte(labels.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runStreamCLI(t, events.String(), "--input", "-", "--labels", labPath, "--seed", "3",
+		"--resume", state, "--save-state", state)
+	if !errors.Is(err, account.ErrBudgetExceeded) {
+		t.Fatalf("error %v, want ErrBudgetExceeded", err)
+	}
+	if strings.Contains(out, `"rejected"`) {
+		t.Errorf("budget error reported as a rejected event:\n%s", out)
+	}
+	b, _ = os.ReadFile(state)
+	var after struct{ Observed, Labelled int }
+	if err := json.Unmarshal(b, &after); err != nil || after.Observed <= 30 || after.Labelled == 0 {
+		t.Errorf("state after the error: %+v, %v (want the accepted events saved)", after, err)
+	}
+}
+
+// TestStreamRejectPrivate: with --norm-mode reject an over-norm event gets
+// a public line without its norm; the operator log has the details.
+func TestStreamRejectPrivate(t *testing.T) {
+	out, errOut, err := runStreamCLI(t, "0.1,0.2\n3,4\n", "--input", "-", "--norm-mode", "reject")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := jsonLines(t, out)
+	if recs[0]["type"] != "meta" || recs[0]["seed"] != nil {
+		t.Errorf("unseeded meta line %v", recs[0])
+	}
+	if last := recs[len(recs)-1]; last["type"] != "rejected" || last["line"] != 2.0 || len(last) != 3 {
+		t.Errorf("rejected record %v", last)
+	}
+	if strings.Contains(out, "norm 5") || !strings.Contains(errOut, "norm 5 exceeds") {
+		t.Errorf("details in --out or missing from the log:\n%s\n%s", out, errOut)
+	}
+}
+
+// TestStreamResumeOtherData: resuming on another training file of the same
+// shape is refused (its first Observed rows were never seen).
+func TestStreamResumeOtherData(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, shift float64) string {
+		var b strings.Builder
+		for i := range 200 {
+			fmt.Fprintf(&b, "%g,%g,%d\n", float64(i%9)/20-shift, float64(i%4)/10, 2*(i%2)-1)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, b, test := write("a.csv", 0.1), write("b.csv", 0.2), write("test.csv", 0)
+	state := filepath.Join(dir, "state.json")
+	common := []string{"--dataset", "csv", "--test", test, "--no-baseline", "--seed", "2"}
+	if _, _, err := runStreamCLI(t, "", append(common, "--train", a, "--events", "50", "--save-state", state)...); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := runStreamCLI(t, "", append(common, "--train", b, "--resume", state)...)
+	if err == nil || !strings.Contains(err.Error(), "pass the same --dataset") {
+		t.Errorf("resume on other data: %v", err)
+	}
+	if _, _, err := runStreamCLI(t, "", append(common, "--train", a, "--resume", state)...); err != nil {
+		t.Errorf("resume on the same data: %v", err)
 	}
 }
