@@ -100,6 +100,7 @@ func (p *Plot) SavePNG(path string) error {
 	if err := addHLines(pl, p.HLines, len(p.Series)); err != nil {
 		return fmt.Errorf("figure %q: %w", p.Title, err)
 	}
+	pl.Legend.Top, pl.Legend.Left = p.legendCorner(pl)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("figure: %w", err)
 	}
@@ -167,6 +168,39 @@ func addHLines(pl *plot.Plot, hs []HLine, offset int) error {
 		pl.Legend.Add(h.Name, l)
 	}
 	return nil
+}
+
+// legendCorner picks the plot corner whose quarter-box (the right or left
+// 40 %, top or bottom 30 % of the axes) holds the fewest data points, so the
+// legend hides as little of the data as possible; ties keep the top right.
+func (p *Plot) legendCorner(pl *plot.Plot) (top, left bool) {
+	best := -1
+	for _, c := range []struct{ top, left bool }{{true, false}, {true, true}, {false, false}, {false, true}} {
+		n := 0
+		for _, s := range p.Series {
+			for i := range s.X {
+				fx := axisFraction(pl.X, s.X[i])
+				fy := axisFraction(pl.Y, s.Y[i])
+				inX := (c.left && fx <= 0.4) || (!c.left && fx >= 0.6)
+				inY := (c.top && fy >= 0.7) || (!c.top && fy <= 0.3)
+				if inX && inY {
+					n++
+				}
+			}
+		}
+		if best < 0 || n < best {
+			best, top, left = n, c.top, c.left
+		}
+	}
+	return top, left
+}
+
+// axisFraction is v's position along the axis in [0, 1] under its scale.
+func axisFraction(a plot.Axis, v float64) float64 {
+	if !isFinite(v) || a.Max == a.Min {
+		return -1
+	}
+	return a.Scale.Normalize(a.Min, a.Max, v)
 }
 
 // xys drops non-finite points, which gonum/plot rejects.
@@ -274,10 +308,19 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 			}
 			t := plot.Tick{Value: v}
 			if m == 1 || m == 2 || m == 5 {
-				t.Label = strconv.FormatFloat(v, 'g', 4, 64)
+				t.Label = tickLabel(v)
 			}
 			ticks = append(ticks, t)
 		}
 	}
 	return ticks
+}
+
+// tickLabel writes plain decimals across the ranges the figures use (0.001
+// to 10⁶) and exponent notation only beyond them.
+func tickLabel(v float64) string {
+	if a := math.Abs(v); a >= 1e-3 && a < 1e6 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot"
 )
 
 func TestSaveWritesPNGAndCSV(t *testing.T) {
@@ -54,5 +56,23 @@ func TestLogTicksLabelOneTwoFive(t *testing.T) {
 	}
 	if got := strings.Join(labels, " "); got != "0.1 0.2 0.5 1 2" {
 		t.Fatalf("labels %q, want \"0.1 0.2 0.5 1 2\"", got)
+	}
+}
+
+func TestLegendAvoidsTheData(t *testing.T) {
+	// Points crowd the top right, so the legend should move elsewhere.
+	p := Plot{Series: []Series{{Name: "a", X: []float64{0, 8, 9, 10}, Y: []float64{0, 9, 9.5, 10}}}}
+	pl := plot.New()
+	pl.X.Min, pl.X.Max, pl.Y.Min, pl.Y.Max = 0, 10, 0, 10
+	if top, left := p.legendCorner(pl); top && !left {
+		t.Fatal("legend left in the crowded top-right corner")
+	}
+}
+
+func TestTickLabel(t *testing.T) {
+	for v, want := range map[float64]string{0.1: "0.1", 20000: "20000", 5e6: "5e+06", 2e-4: "0.0002"} {
+		if got := tickLabel(v); got != want {
+			t.Errorf("tickLabel(%v) = %q, want %q", v, got, want)
+		}
 	}
 }
