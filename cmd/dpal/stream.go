@@ -69,6 +69,7 @@ func init() {
 	f.String("train", "", "csv dataset: training file (label in the last column)")
 	f.String("test", "", "csv dataset: test file (label in the last column)")
 	f.Bool("header", false, "csv dataset: the files start with a header line")
+	f.Bool("zero-is-negative", false, "csv dataset: read label 0 as -1 (0/1-labelled files); otherwise label 0 is an error")
 	f.Bool("kdd-paper-encoding", false, "demo/kdd99: one-hot binary features and test-file vocabularies (the paper's 120 dimensions)")
 	f.Int("events", 0, "dataset mode: stop after this many training events (0 = the whole split)")
 	f.Uint64("shuffle", 0, "dataset mode: permute the training stream with this seed (default: --seed if given, else file order)")
@@ -370,6 +371,7 @@ func loadStreamDataset(cmd *cobra.Command) (train, test *data.Dataset, err error
 		return data.LoadIDXPair(filepath.Join(dir, "mnist"), 0, 9, 50)
 	case "csv":
 		header, _ := f.GetBool("header")
+		zeroNeg, _ := f.GetBool("zero-is-negative")
 		load := func(flag string) (*data.Dataset, error) {
 			path, _ := f.GetString(flag)
 			if path == "" {
@@ -377,10 +379,10 @@ func loadStreamDataset(cmd *cobra.Command) (train, test *data.Dataset, err error
 			}
 			fh, err := os.Open(path)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("--%s: %w", flag, err)
 			}
 			defer fh.Close()
-			return data.LoadCSV(bufio.NewReader(fh), data.CSVOptions{Name: path, Header: header, LabelColumn: -1})
+			return data.LoadCSV(bufio.NewReader(fh), data.CSVOptions{Name: path, Header: header, LabelColumn: -1, ZeroIsNegative: zeroNeg})
 		}
 		if train, err = load("train"); err != nil {
 			return nil, nil, err

@@ -388,3 +388,27 @@ func TestStreamResumeOtherData(t *testing.T) {
 		t.Errorf("resume on the same data: %v", err)
 	}
 }
+
+func TestStreamCSVZeroLabels(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for i := range 40 {
+		x := float64(i%10)/20 - 0.2
+		y := 0
+		if x > 0 {
+			y = 1
+		}
+		fmt.Fprintf(&b, "%g,%g,%d\n", x, 0.1, y)
+	}
+	path := filepath.Join(dir, "zero-one.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--dataset", "csv", "--train", path, "--test", path, "--no-baseline", "--seed", "1", "--json"}
+	if _, _, err := runStreamCLI(t, "", args...); err == nil || !strings.Contains(err.Error(), "label") {
+		t.Fatalf("0/1 labels without --zero-is-negative: err = %v, want a label error", err)
+	}
+	if _, _, err := runStreamCLI(t, "", append(args, "--zero-is-negative")...); err != nil {
+		t.Fatalf("with --zero-is-negative: %v", err)
+	}
+}
