@@ -145,15 +145,26 @@ func parseScores(r io.Reader) (*scoreFile, error) {
 	return out, nil
 }
 
-// searchOutput is the JSON the search prints.
-type searchOutput struct {
+// foundOutput is a search's groupsearch.Result with its indices replaced by
+// the labels the scores file gave them.
+type foundOutput struct {
 	Top          []int64   `json:"top"`
 	PosteriorTop []float64 `json:"posterior_top"`
 	MaxPosterior float64   `json:"max_posterior"`
 	Queries      int       `json:"queries"`
 	EpsilonSpent float64   `json:"epsilon_spent"`
 	HaltedBy     string    `json:"halted_by"`
-	BudgetError  string    `json:"budget_error,omitempty"`
+}
+
+func foundOf(sf *scoreFile, res groupsearch.Result) foundOutput {
+	return foundOutput{Top: labelsOf(sf, res.Top), PosteriorTop: res.PosteriorTop, MaxPosterior: res.MaxPosterior,
+		Queries: res.Queries, EpsilonSpent: res.EpsilonSpent, HaltedBy: res.HaltedBy}
+}
+
+// searchOutput is the JSON the search prints.
+type searchOutput struct {
+	foundOutput
+	BudgetError string `json:"budget_error,omitempty"`
 	// Budget is the ledger's ε budget b per individual; BudgetDefault is
 	// set when --budget was not given and b = defaultBudgetAnswers·ε.
 	Budget        float64 `json:"budget"`
@@ -178,12 +189,8 @@ type searchParamsJSON struct {
 }
 
 type subsetOutput struct {
-	Members      int       `json:"members"`
-	Top          []int64   `json:"top"`
-	PosteriorTop []float64 `json:"posterior_top"`
-	Queries      int       `json:"queries"`
-	EpsilonSpent float64   `json:"epsilon_spent"`
-	HaltedBy     string    `json:"halted_by"`
+	Members int `json:"members"`
+	foundOutput
 }
 
 func runSearch(cmd *cobra.Command, _ []string) error {
@@ -323,9 +330,7 @@ func searchOne(out *searchOutput, sf *scoreFile, kind groupsearch.Kind, p groups
 	if err != nil {
 		out.BudgetError = err.Error()
 	}
-	out.Top = labelsOf(sf, res.Top)
-	out.PosteriorTop, out.MaxPosterior = res.PosteriorTop, res.MaxPosterior
-	out.Queries, out.HaltedBy = res.Queries, res.HaltedBy
+	out.foundOutput = foundOf(sf, res)
 	out.EpsilonSpent, _ = ledger.Spent("search")
 	if postPath != "" {
 		return writePosterior(postPath, sf, s.Posterior(), out)
@@ -369,8 +374,7 @@ func searchSplit(out *searchOutput, sf *scoreFile, kind groupsearch.Kind, p grou
 		return err
 	}
 	for _, s := range res.Subsets {
-		out.Subsets = append(out.Subsets, subsetOutput{Members: s.Members, Top: labelsOf(sf, s.Top),
-			PosteriorTop: s.PosteriorTop, Queries: s.Queries, EpsilonSpent: s.EpsilonSpent, HaltedBy: s.HaltedBy})
+		out.Subsets = append(out.Subsets, subsetOutput{Members: s.Members, foundOutput: foundOf(sf, s.Result)})
 		out.Queries += s.Queries
 		if len(s.Top) > 0 {
 			out.Top = append(out.Top, sf.Labels[s.Top[0]])
