@@ -198,7 +198,7 @@ func (l *Learner) setRand(r *rng.Rand) {
 		}
 	}
 	l.src = rand.NewChaCha8(key)
-	l.r = &rng.Rand{Rand: rand.New(l.src)}
+	l.r = rng.FromSource(l.src)
 }
 
 // Config returns the learner's configuration.

@@ -297,7 +297,7 @@ func (l *Learner) restoreRand(r *rng.Rand, seed *uint64, saved []byte) error {
 		return fmt.Errorf("state seeded with %d, resumed with %d: %w", *seed, rs, ErrSeedMismatch)
 	}
 	l.src, l.seed = src, *seed
-	l.r = &rng.Rand{Rand: rand.New(l.src)}
+	l.r = rng.FromSource(l.src)
 	return nil
 }
 

@@ -1,7 +1,7 @@
 // Package rng owns dpal's sources of randomness.
 //
-// Every mechanism takes a *Rand. Production code uses Secure, which reads
-// crypto/rand; Seeded exists only for tests and experiments, must be chosen
+// Every mechanism takes a *Rand. Production code uses Secure, a ChaCha8
+// CSPRNG keyed and periodically rekeyed from crypto/rand; Seeded exists only for tests and experiments, must be chosen
 // explicitly (the CLI's --seed), and reports its seed so that every output
 // it affects can record it.
 package rng
@@ -20,11 +20,32 @@ type Rand struct {
 	*rand.Rand
 	seed   uint64
 	seeded bool
+	// The concrete source behind Rand, when it is one of ours, so that
+	// Uint64 (the samplers' hot call) skips the interface dispatch.
+	chacha *rand.ChaCha8
+	secure *secureSource
 }
 
-// Secure returns a Rand backed by the operating system's CSPRNG.
+// Secure returns a Rand backed by a CSPRNG: ChaCha8 (which the Go standard
+// library documents as cryptographically strong, with fast key erasure)
+// keyed from the operating system's crypto/rand, and rekeyed from it every
+// rekeyWords outputs. Reading crypto/rand for every word costs about three
+// times as much and would dominate the vector mechanisms.
 func Secure() *Rand {
-	return &Rand{Rand: rand.New(&cryptoSource{})}
+	s := &secureSource{}
+	return &Rand{Rand: rand.New(s), secure: s}
+}
+
+// Uint64 returns 64 uniformly random bits from the same stream the embedded
+// *rand.Rand reads, calling a known source directly.
+func (r *Rand) Uint64() uint64 {
+	switch {
+	case r.chacha != nil:
+		return r.chacha.Uint64()
+	case r.secure != nil:
+		return r.secure.Uint64()
+	}
+	return r.Rand.Uint64()
 }
 
 // Seeded returns a reproducible Rand (ChaCha8 keyed by seed). For tests and
@@ -32,7 +53,8 @@ func Secure() *Rand {
 func Seeded(seed uint64) *Rand {
 	var key [32]byte
 	binary.LittleEndian.PutUint64(key[:], seed)
-	return &Rand{Rand: rand.New(rand.NewChaCha8(key)), seed: seed, seeded: true}
+	c := rand.NewChaCha8(key)
+	return &Rand{Rand: rand.New(c), seed: seed, seeded: true, chacha: c}
 }
 
 // Source is the interface every randomness source implements: 64 uniformly
@@ -44,7 +66,11 @@ type Source = rand.Source
 // vouches that src is cryptographically secure: dpal treats it like Secure
 // (it is not reported as seeded, and Split derives children from Secure).
 func FromSource(src Source) *Rand {
-	return &Rand{Rand: rand.New(src)}
+	r := &Rand{Rand: rand.New(src)}
+	if c, ok := src.(*rand.ChaCha8); ok {
+		r.chacha = c // same stream, called directly
+	}
+	return r
 }
 
 // New returns Seeded(*seed) when seed is non-nil and Secure otherwise, the
@@ -70,21 +96,34 @@ func (r *Rand) Split() *Rand {
 	return Seeded(r.Uint64())
 }
 
-// cryptoSource adapts crypto/rand to math/rand/v2's Source, buffering reads
-// because a syscall per Uint64 would dominate the samplers' cost.
-type cryptoSource struct {
-	buf [512]byte
-	off int
+// rekeyWords is how many outputs a Secure source draws between fresh keys
+// from crypto/rand (8 MiB of output).
+const rekeyWords = 1 << 20
+
+// secureSource is ChaCha8 keyed, and periodically rekeyed, from crypto/rand.
+type secureSource struct {
+	c    *rand.ChaCha8
+	left int
 }
 
-func (c *cryptoSource) Uint64() uint64 {
-	if c.off == 0 || c.off+8 > len(c.buf) {
-		// crypto/rand.Read never returns an error on supported platforms
-		// (Go ≥ 1.24 crashes the program instead), so there is nothing to handle.
-		_, _ = crand.Read(c.buf[:])
-		c.off = 0
+func (s *secureSource) Uint64() uint64 {
+	if s.left == 0 {
+		s.rekey()
 	}
-	v := binary.LittleEndian.Uint64(c.buf[c.off:])
-	c.off += 8
-	return v
+	s.left--
+	return s.c.Uint64()
+}
+
+func (s *secureSource) rekey() {
+	var key [32]byte
+	// crypto/rand.Read never returns an error on supported platforms
+	// (Go ≥ 1.24 crashes the program instead), so there is nothing to handle.
+	_, _ = crand.Read(key[:])
+	if s.c == nil {
+		s.c = rand.NewChaCha8(key)
+	} else {
+		s.c.Seed(key)
+	}
+	clear(key[:])
+	s.left = rekeyWords
 }

@@ -48,3 +48,29 @@ func TestFromSourceUsesTheSource(t *testing.T) {
 type constSource uint64
 
 func (c constSource) Uint64() uint64 { return uint64(c) }
+
+// The direct Uint64 reads the same stream as the embedded *rand.Rand, so
+// mixing Uint64 with IntN and friends stays reproducible.
+func TestUint64MatchesEmbeddedStream(t *testing.T) {
+	a, b := Seeded(3), Seeded(3)
+	for i := range 100 {
+		x, y := a.Uint64(), b.Rand.Uint64()
+		if x != y {
+			t.Fatalf("draw %d: %d != %d", i, x, y)
+		}
+	}
+}
+
+func TestSecureRekeys(t *testing.T) {
+	s := &secureSource{}
+	s.Uint64()
+	if s.left != rekeyWords-1 {
+		t.Fatalf("after the first draw left = %d", s.left)
+	}
+	before := *s.c
+	s.left = 0
+	s.Uint64()
+	if s.left != rekeyWords-1 || *s.c == before {
+		t.Fatal("source did not rekey")
+	}
+}
