@@ -13,6 +13,16 @@
 // 64-bit words of randomness. Parameters that overflow 64 bits fall back to
 // math/big.
 //
+// The vector mechanisms draw hundreds of discrete Gaussians at one σ, so
+// they use tableGauss instead: rejection sampling under an alias-table
+// envelope whose decisions are exact too (a 16-bit squeeze, then a float64
+// test with a proven error margin, then a math/big bracket of exp(−x)
+// compared with further random bits). It costs one random word per draw in
+// the common case, 13–15 ns against 110–140 ns for Algorithm 3 on the
+// development machine (BenchmarkTableGauss, BenchmarkDiscreteGaussian). Its
+// law is the discrete Gaussian conditioned on |X| ≤ ~1448σ, a truncation of
+// mass below exp(−2^19).
+//
 // # Real-valued mechanisms on a grid
 //
 // Laplace, Gaussian, the selection mechanisms and the vector mechanisms never

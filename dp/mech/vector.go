@@ -3,6 +3,8 @@ package mech
 import (
 	"fmt"
 	"math"
+	"math/bits"
+	"sync"
 
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/rng"
@@ -30,15 +32,17 @@ func checkVector(v []float64, dim int, g float64) error {
 	return nil
 }
 
-// Radius grid of the gamma mechanism, in units of θ: the radius is drawn as
-// θ·2^-radiusBits·NegativeBinomial(d, 1 − exp(−2^-radiusBits)), far finer
-// than the output grid (θ·2^-12/√d at most).
-const radiusBits = 30
-
-// The direction is the normalisation of an integer Gaussian vector with
-// per-coordinate σ = 2^dirBits, so neighbouring lattice directions are about
-// 2^-dirBits/√d radians apart.
+// The gamma mechanism's Gaussians are integers with σ = 2^dirBits, so
+// neighbouring lattice directions are about 2^-dirBits/√d radians apart.
 const dirBits = 26
+
+// dirSigma2 is σ² of the gamma mechanism's Gaussians.
+const dirSigma2 = 1 << (2 * dirBits)
+
+// dirTable is the table sampler for σ² = 2^(2·dirBits), built once.
+var dirTable = sync.OnceValues(func() (*tableGauss, error) {
+	return newTableGauss(dirSigma2, 1)
+})
 
 // GammaVector is the ℓ2 ("gamma") vector mechanism of Ghassemi, Sarwate and
 // Wright 2016, eq. (8): noise with density ∝ exp(−‖z‖/θ) on R^d,
@@ -57,14 +61,14 @@ const dirBits = 26
 // density ratio of two translates is ≤ exp(‖u−u'‖/θ) pointwise (triangle
 // inequality) and snapping is post-processing of translation-invariant noise.
 //
-// What is not proven: the implementation replaces the continuous z by
-//   - a radius θ·h·N with h = 2^-30 and N ~ NegativeBinomial(d, 1−e^{−h}),
-//     a sum of d exact geometric draws (CKS 2020, Algorithm 2 magnitudes),
-//     which couples with a Gamma(d, θ) radius to within d·θ·2^-30;
-//   - a direction n/‖n‖, n a vector of d exact discrete Gaussians with
-//     σ = 2^26, rotation invariant only up to the lattice's resolution
-//     (~2^-26/√d radians);
-//   - the product radius·n/‖n‖ in float64 (relative error ~1e-16).
+// What is not proven: the implementation draws two vectors n, n' of d
+// exact discrete Gaussians with σ = 2^26 (tableGauss) and sets
+// z = θ·R·n/‖n‖ with R = (‖n‖² + ‖n'‖²)/(2σ²). For continuous Gaussians
+// this is exactly the ideal law: ‖n‖²/σ² + ‖n'‖²/σ² is χ² with 2d degrees
+// of freedom, so R ~ Gamma(d, 1), and n/‖n‖ is uniform on the sphere and
+// independent of ‖n‖ and n', hence of R. The lattice versions match only
+// up to its resolution (~2^-26/√d radians in direction, relative 2^-52 in
+// R), and the assembly is float64 (relative error ~1e-16).
 //
 // These errors are far below the grid step g, but no bound on the realised
 // output pmf is proven, so the ε-DP claim is for the idealised mechanism
@@ -78,7 +82,7 @@ const dirBits = 26
 type GammaVector struct {
 	eps, sens, theta, g float64
 	dim                 int
-	dir                 dgauss
+	dir                 *tableGauss
 	scratch             []float64
 }
 
@@ -103,10 +107,14 @@ func NewGammaVector(eps, l2sens float64, dim int) (*GammaVector, error) {
 	if !(theta/g < 1<<50) {
 		return nil, fmt.Errorf("gamma vector: noise scale %v is beyond 2^50 grid steps of %v: epsilon too small", theta, g)
 	}
+	dir, err := dirTable()
+	if err != nil {
+		return nil, fmt.Errorf("gamma vector: %w", err)
+	}
 	return &GammaVector{
 		eps: eps, sens: l2sens, g: g, dim: dim,
 		theta:   theta,
-		dir:     newDGaussInt(1<<dirBits, 1<<dirBits),
+		dir:     dir,
 		scratch: make([]float64, dim),
 	}, nil
 }
@@ -119,12 +127,7 @@ func (m *GammaVector) AddTo(r *rng.Rand, v []float64) error {
 		return fmt.Errorf("gamma vector: %w", err)
 	}
 	b := bitbuf{r: r}
-	var n uint64
-	for range m.dim {
-		n += b.geometric(1<<radiusBits, 1)
-	}
-	radius := m.theta * math.Ldexp(float64(n), -radiusBits)
-	var norm2 float64
+	var norm2, extra float64
 	for norm2 == 0 {
 		for i := range m.scratch {
 			x := float64(m.dir.sampleBits(&b))
@@ -132,6 +135,11 @@ func (m *GammaVector) AddTo(r *rng.Rand, v []float64) error {
 			norm2 += x * x
 		}
 	}
+	for range m.dim {
+		x := float64(m.dir.sampleBits(&b))
+		extra += x * x
+	}
+	radius := m.theta * (norm2 + extra) / (2 * dirSigma2)
 	scale := radius / math.Sqrt(norm2) / m.g
 	for i, x := range v {
 		v[i] = m.g * (math.Round(x/m.g) + math.Round(m.scratch[i]*scale))
@@ -165,7 +173,7 @@ func (m *GammaVector) Cost() account.Cost {
 // gradients clipped to norm C, add/remove one example).
 //
 // Release: v ← g·(round(v/g) + Y), Y a vector of independent exact discrete
-// Gaussians, g the power of two ≤ C/(4096·√d). Rounding moves v by at most
+// Gaussians (tableGauss; CKS Algorithm 3 outside its σ range), g the power of two ≤ C/(4096·√d). Rounding moves v by at most
 // g√d/2, so the ℓ2 sensitivity in grid steps is at most C/g + √d and the
 // per-coordinate variance is (z·(C/g + √d))² grid steps², rounded up.
 //
@@ -174,12 +182,17 @@ func (m *GammaVector) Cost() account.Cost {
 // Gaussian with integer shifts of ℓ2 norm ≤ Δ is ½(Δ/σ)²-zCDP, i.e. it has
 // the same Rényi divergences as the continuous one (CKS 2020, Theorem 4 and
 // §2.3). The mechanism records no Cost itself: the DP-SGD accountant does.
+// One caveat: tableGauss draws the discrete Gaussian conditioned on
+// |Y| ≤ ~1448σ grid steps (mass removed < exp(−2^19) per coordinate), so
+// the guarantee holds up to an additive δ below d·exp(−2^19) per release,
+// far below any δ an accountant reports.
 //
 // A GaussianVector is safe for concurrent use (it holds no scratch).
 type GaussianVector struct {
 	z, clip, g, sigma float64
 	dim               int
 	dg                dgauss
+	tab               *tableGauss // dg's law, sampled faster; nil if out of range
 }
 
 // NewGaussianVector returns the DP-SGD noise for noise multiplier z, clipping
@@ -204,8 +217,21 @@ func NewGaussianVector(noiseMultiplier, clip float64, dim int) (*GaussianVector,
 	if err != nil {
 		return nil, fmt.Errorf("gaussian vector: %w", err)
 	}
-	return &GaussianVector{z: noiseMultiplier, clip: clip, g: g, dim: dim, dg: dg,
-		sigma: g * math.Sqrt(float64(dg.t)*float64(dg.m))}, nil
+	m := &GaussianVector{z: noiseMultiplier, clip: clip, g: g, dim: dim,
+		sigma: g * math.Sqrt(float64(dg.t)*float64(dg.m))}
+	m.setSampler(dg)
+	return m, nil
+}
+
+// setSampler installs dg and, when σ² = t·m fits, the table sampler of the
+// same law (many draws per release amortise its ~0.1 ms construction).
+func (m *GaussianVector) setSampler(dg dgauss) {
+	m.dg, m.tab = dg, nil
+	if hi, s2 := bits.Mul64(dg.t, dg.m); hi == 0 && tableSigma2Range(float64(s2)) {
+		if tab, err := newTableGauss(s2, 1); err == nil {
+			m.tab = tab
+		} // else keep CKS Algorithm 3: same law, slower
+	}
 }
 
 // AddTo adds the noise to v in place; it errors, leaving v unchanged, when
@@ -216,7 +242,13 @@ func (m *GaussianVector) AddTo(r *rng.Rand, v []float64) error {
 	}
 	b := bitbuf{r: r}
 	for i, x := range v {
-		v[i] = m.g * (math.Round(x/m.g) + float64(m.dg.sampleBits(&b)))
+		var y int64
+		if m.tab != nil {
+			y = m.tab.sampleBits(&b)
+		} else {
+			y = m.dg.sampleBits(&b)
+		}
+		v[i] = m.g * (math.Round(x/m.g) + float64(y))
 	}
 	return nil
 }
