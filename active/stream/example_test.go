@@ -42,9 +42,10 @@ func ExampleLearner() {
 		fmt.Printf("release %d after event %d\n", r.Update, r.Observation)
 	}
 	// Output:
-	// observed 6, requested 3, updates 1
+	// observed 6, requested 4, updates 2
 	// every record's ε ≤ 2 (ε_s + ε_g)
 	// release 1 after event 2
+	// release 2 after event 6
 }
 
 // SaveState writes everything a resume needs, including the requests still
