@@ -66,9 +66,10 @@ var dirTable = sync.OnceValues(func() (*tableGauss, error) {
 // z = θ·R·n/‖n‖ with R = (‖n‖² + ‖n'‖²)/(2σ²). For continuous Gaussians
 // this is exactly the ideal law: ‖n‖²/σ² + ‖n'‖²/σ² is χ² with 2d degrees
 // of freedom, so R ~ Gamma(d, 1), and n/‖n‖ is uniform on the sphere and
-// independent of ‖n‖ and n', hence of R. The lattice versions match only
-// up to its resolution (~2^-26/√d radians in direction, relative 2^-52 in
-// R), and the assembly is float64 (relative error ~1e-16).
+// independent of ‖n‖ and n', hence of R. The integer versions match that
+// only up to the lattice's resolution, one part in 2^26 per coordinate
+// (~2^-26/√d radians in direction), and the assembly is float64 (relative
+// error ~1e-16).
 //
 // These errors are far below the grid step g, but no bound on the realised
 // output pmf is proven, so the ε-DP claim is for the idealised mechanism
