@@ -371,3 +371,35 @@ func TestGaussianVectorCoarsened(t *testing.T) {
 		t.Errorf("variance %v, want %v", got, sig*sig)
 	}
 }
+
+// Any σ² the constructor accepts gives exact alias weights and draws within
+// the truncation bound, without hanging.
+func FuzzTableGauss(f *testing.F) {
+	for _, nd := range [][2]uint64{{1, 4}, {30, 1}, {1 << 52, 1}, {math.MaxUint64, 1}, {math.MaxUint64, 3}} {
+		f.Add(nd[0], nd[1], uint64(1))
+	}
+	f.Fuzz(func(t *testing.T, num, den, seed uint64) {
+		g, err := newTableGauss(num, den)
+		if err != nil {
+			if num != 0 && den != 0 && float64(num)/float64(den) >= 0.25 {
+				t.Fatalf("σ² = %d/%d refused: %v", num, den, err)
+			}
+			return
+		}
+		var sum uint64
+		for _, w := range g.weight {
+			sum += w
+		}
+		if sum != 1<<(tableBits+coinBits) {
+			t.Fatalf("σ² = %d/%d: weights sum to %d", num, den, sum)
+		}
+		bound := max(g.nMax, g.n0-1)
+		b := bitbuf{r: rng.Seeded(seed)}
+		for range 50 {
+			x := g.sampleBits(&b)
+			if x < -int64(bound) || x > int64(bound) {
+				t.Fatalf("σ² = %d/%d: draw %d beyond %d", num, den, x, bound)
+			}
+		}
+	})
+}
