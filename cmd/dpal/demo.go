@@ -54,7 +54,7 @@ its value is shown, so the ledger prints the composed ε of every record.`,
 	f.Float64("eps-count", 0.5, "ε of the Laplace count")
 	f.Float64("eps-rr", 0.5, "ε of the randomized-response bit")
 	f.Float64("budget", 4, "ledger budget ε per record")
-	f.Uint64("seed", 0, "seed for reproducible noise (experiments only; default: crypto/rand)")
+	f.Uint64("seed", 0, "seed for reproducible noise (experiments only; default: secure randomness)")
 	f.Bool("json", false, "print one JSON object")
 	rootCmd.AddCommand(cmd)
 }

@@ -41,8 +41,9 @@ and the JSON states the worst-case spend. The search stops before the budget
 is exceeded ((T+1)eps > b), when max f > --halt-posterior, when the log-odds
 exceed log(1/--halt-delta) (eq. 25), or at Ben-Or–Hassidim's eps_par.
 
-Noise comes from the OS CSPRNG unless --seed is given (for experiments; the
-seed is echoed in the output and in the --posterior-out header).`,
+Noise comes from a CSPRNG keyed from the OS (dp/rng.Secure) unless --seed
+is given (for experiments; the seed is echoed in the output and in the
+--posterior-out header).`,
 	Args: cobra.NoArgs,
 	RunE: runSearch,
 }
@@ -67,7 +68,7 @@ func init() {
 	f.Int("top", 4, "size |S| of the reported top set")
 	f.Int("subsets", 1, "search this many random disjoint subsets (several anomalies, §7)")
 	f.Bool("clip", false, "lower scores between t_low and t_high to t_low instead of rejecting them")
-	f.Uint64("seed", 0, "seed for reproducible experiments (default: OS CSPRNG)")
+	f.Uint64("seed", 0, "seed for reproducible experiments (default: secure randomness)")
 	f.String("posterior-out", "", "also write the final posterior f_T as index,probability lines to this file (# header lines record the oracle, queries and seed)")
 	f.Bool("json", false, "print one JSON object")
 	rootCmd.AddCommand(searchCmd)
@@ -340,7 +341,7 @@ func searchOne(out *searchOutput, sf *scoreFile, kind groupsearch.Kind, p groups
 
 // writePosterior writes f_T, one "index,probability" line per individual,
 // after "#" header lines (which parsers of the scores format skip) naming
-// the oracle, the queries, the spend and the seed (or the OS CSPRNG).
+// the oracle, the queries, the spend and the seed (or secure randomness).
 func writePosterior(path string, sf *scoreFile, f []float64, out *searchOutput) error {
 	file, err := os.Create(path)
 	if err != nil {
@@ -352,7 +353,7 @@ func writePosterior(path string, sf *scoreFile, f []float64, out *searchOutput) 
 	if out.Seed != nil {
 		fmt.Fprintf(w, "# seed %d\n", *out.Seed)
 	} else {
-		fmt.Fprintln(w, "# seed none (noise from the OS CSPRNG)")
+		fmt.Fprintln(w, "# seed none (secure randomness, dp/rng.Secure)")
 	}
 	for i, v := range f {
 		fmt.Fprintf(w, "%d,%s\n", sf.Labels[i], strconv.FormatFloat(v, 'g', -1, 64))
