@@ -1,7 +1,6 @@
 package data
 
 import (
-	"slices"
 	"strings"
 	"testing"
 )
@@ -30,17 +29,8 @@ func TestLoadLibSVM(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := LoadLibSVM(strings.NewReader(tc.in), tc.dim)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
-				}
+			if !checkLoaded(t, d, err, tc.wantErr, tc.wantX, tc.wantY) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.EqualFunc(d.X, tc.wantX, slices.Equal) || !slices.Equal(d.Y, tc.wantY) {
-				t.Fatalf("X %v Y %v", d.X, d.Y)
 			}
 		})
 	}

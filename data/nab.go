@@ -118,8 +118,13 @@ func LoadNAB(dir string) ([]Series, error) {
 // ParseNABLabels parses combined_labels.json: an object mapping each series
 // key to a list of anomaly timestamps.
 func ParseNABLabels(r io.Reader) (map[string][]string, error) {
+	return decodeJSONObject[[]string](r)
+}
+
+// decodeJSONObject decodes exactly one JSON object mapping keys to V.
+func decodeJSONObject[V any](r io.Reader) (map[string]V, error) {
 	dec := json.NewDecoder(r)
-	var m map[string][]string
+	var m map[string]V
 	if err := dec.Decode(&m); err != nil {
 		return nil, err
 	}
@@ -152,16 +157,9 @@ func loadNABWindows(dir string) (map[string][][2]string, error) {
 // ParseNABWindows parses combined_windows.json: an object mapping each
 // series key to a list of [start, end] timestamp pairs.
 func ParseNABWindows(r io.Reader) (map[string][][2]string, error) {
-	dec := json.NewDecoder(r)
-	var m map[string][][2]string
-	if err := dec.Decode(&m); err != nil {
+	m, err := decodeJSONObject[[][2]string](r)
+	if err != nil {
 		return nil, err
-	}
-	if m == nil {
-		return nil, errors.New("not a JSON object")
-	}
-	if dec.More() {
-		return nil, errors.New("data after the JSON object")
 	}
 	for k, ws := range m {
 		for i, w := range ws {

@@ -3,6 +3,8 @@ package data
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -18,4 +20,24 @@ func testDataDir(tb testing.TB) string {
 		tb.Skipf("data directory %s not available: %v", dir, err)
 	}
 	return dir
+}
+
+// checkLoaded checks a text loader's result against a table case: an error
+// containing wantErr (then it reports false: nothing more to check), or
+// exactly rows wantX and labels wantY.
+func checkLoaded(t *testing.T, d *Dataset, err error, wantErr string, wantX [][]float64, wantY []float64) bool {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error %v, want %q", err, wantErr)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(d.X, wantX, slices.Equal) || !slices.Equal(d.Y, wantY) {
+		t.Fatalf("X %v Y %v", d.X, d.Y)
+	}
+	return true
 }

@@ -98,11 +98,7 @@ type accountNoiseResult struct {
 }
 
 func runAccountNoise(cmd *cobra.Command, _ []string) error {
-	delta, opt, err := accountCommon(cmd)
-	if err != nil {
-		return err
-	}
-	eps, err := accountRequiredFloat(cmd, "epsilon")
+	target, opt, err := accountTarget(cmd)
 	if err != nil {
 		return err
 	}
@@ -110,7 +106,7 @@ func runAccountNoise(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	sigma, res, err := account.CalibrateNoiseSchedule(account.Budget{Epsilon: eps, Delta: delta}, phases, opt)
+	sigma, res, err := account.CalibrateNoiseSchedule(target, phases, opt)
 	if err != nil {
 		return err
 	}
@@ -119,7 +115,7 @@ func runAccountNoise(cmd *cobra.Command, _ []string) error {
 		return printJSON(cmd.OutOrStdout(), out)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "noise multiplier σ = %s gives ε = %s (order %s) for δ = %s\n",
-		accountFloat(sigma), accountFloat(res.Epsilon), accountFloat(res.Order), accountFloat(delta))
+		accountFloat(sigma), accountFloat(res.Epsilon), accountFloat(res.Order), accountFloat(target.Delta))
 	return nil
 }
 
@@ -130,11 +126,7 @@ type accountSampleRateResult struct {
 }
 
 func runAccountSampleRate(cmd *cobra.Command, _ []string) error {
-	delta, opt, err := accountCommon(cmd)
-	if err != nil {
-		return err
-	}
-	eps, err := accountRequiredFloat(cmd, "epsilon")
+	target, opt, err := accountTarget(cmd)
 	if err != nil {
 		return err
 	}
@@ -146,7 +138,7 @@ func runAccountSampleRate(cmd *cobra.Command, _ []string) error {
 		return fmt.Errorf("--steps is required")
 	}
 	steps, _ := cmd.Flags().GetInt("steps")
-	q, res, err := account.CalibrateSampleRate(account.Budget{Epsilon: eps, Delta: delta}, sigma, steps, opt)
+	q, res, err := account.CalibrateSampleRate(target, sigma, steps, opt)
 	if err != nil {
 		return err
 	}
@@ -154,8 +146,22 @@ func runAccountSampleRate(cmd *cobra.Command, _ []string) error {
 		return printJSON(cmd.OutOrStdout(), accountSampleRateResult{SampleRate: q, EdgeWarning: res.EdgeWarning})
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "sample rate q = %s gives ε = %s (order %s) for δ = %s\n",
-		accountFloat(q), accountFloat(res.Epsilon), accountFloat(res.Order), accountFloat(delta))
+		accountFloat(q), accountFloat(res.Epsilon), accountFloat(res.Order), accountFloat(target.Delta))
 	return nil
+}
+
+// accountTarget reads the calibration commands' target budget (--epsilon
+// and --delta) and the accountant options.
+func accountTarget(cmd *cobra.Command) (account.Budget, account.Options, error) {
+	delta, opt, err := accountCommon(cmd)
+	if err != nil {
+		return account.Budget{}, opt, err
+	}
+	eps, err := accountRequiredFloat(cmd, "epsilon")
+	if err != nil {
+		return account.Budget{}, opt, err
+	}
+	return account.Budget{Epsilon: eps, Delta: delta}, opt, nil
 }
 
 // accountCommon reads --delta, --orders and --conversion.

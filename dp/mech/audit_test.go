@@ -80,7 +80,7 @@ func TestAuditLaplaceGaussian(t *testing.T) {
 	gauMut.dg = newDGaussInt((gau.dg.t+1)/2, (gau.dg.m+1)/2) // σ² ≈ tm/4
 	gv, _ := NewGaussianVector(gau.sigma, 1, 1)              // σ = z·C with z from the analytic calibration
 	gvMut := *gv
-	gvMut.setSampler(newDGaussInt((gv.dg.t+1)/2, (gv.dg.m+1)/2))
+	gvMut.dg = newDGaussInt((gv.dg.t+1)/2, (gv.dg.m+1)/2).withTable()
 	vecRelease := func(m *GaussianVector) func(*rng.Rand, float64) float64 {
 		return func(r *rng.Rand, x float64) float64 {
 			v := []float64{x}

@@ -351,9 +351,22 @@ func DiscreteGaussian(r *rng.Rand, sigma2Num, sigma2Den uint64) (int64, error) {
 // and the acceptance exponent (|Y| − m)²/(2tm) stays small; otherwise the
 // general form (|Y|·t·D − N)²/(2·N·D·t²) is used.
 type dgauss struct {
-	t, m     uint64 // integral form when m > 0
-	num, den uint64 // σ² = num/den
-	denFast  uint64 // 2·N·D·t² (general form), 0 when it overflows uint64
+	t, m     uint64      // integral form when m > 0
+	num, den uint64      // σ² = num/den
+	denFast  uint64      // 2·N·D·t² (general form), 0 when it overflows uint64
+	tab      *tableGauss // the same law, sampled faster (withTable); may be nil
+}
+
+// withTable returns g with a tableGauss for its σ² when one can be built,
+// for callers that draw many values (the vector mechanisms); otherwise g
+// as it is, still sampled by Algorithm 3.
+func (g dgauss) withTable() dgauss {
+	if tableSigma2Range(float64(g.num) / float64(g.den)) {
+		if tab, err := newTableGauss(g.num, g.den); err == nil {
+			g.tab = tab
+		}
+	}
+	return g
 }
 
 // newDGauss needs num, den ≥ 1 (checked by its caller).
@@ -391,6 +404,9 @@ func (g *dgauss) sample(r *rng.Rand) int64 {
 }
 
 func (g *dgauss) sampleBits(b *bitbuf) int64 {
+	if g.tab != nil {
+		return g.tab.sampleBits(b)
+	}
 	for {
 		y := b.laplace(g.t, 1)
 		ay := uint64(y)

@@ -218,7 +218,7 @@ func (g *tableGauss) sampleBits(b *bitbuf) int64 {
 		var ok bool
 		switch {
 		case item < bulkBlocks:
-			off := u & (1<<offsetBits - 1) & g.offMask
+			off := u & g.offMask
 			if g.wBits > offsetBits {
 				off = off<<(g.wBits-offsetBits) | b.takeUpTo(g.wBits-offsetBits)
 			}

@@ -355,8 +355,8 @@ func TestGaussianVectorCoarsened(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.tab == nil || m.tab.wBits <= offsetBits {
-		t.Fatalf("expected the wide-block regime, got table %v", m.tab != nil)
+	if m.dg.tab == nil || m.dg.tab.wBits <= offsetBits {
+		t.Fatalf("expected the wide-block regime, got table %v", m.dg.tab != nil)
 	}
 	v := make([]float64, d)
 	if err := m.AddTo(rng.Seeded(13), v); err != nil {

@@ -3,7 +3,6 @@ package mech
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"sync"
 
 	"github.com/dpal-dev/dpal/dp/account"
@@ -24,7 +23,13 @@ func checkVector(v []float64, dim int, g float64) error {
 	if len(v) != dim {
 		return fmt.Errorf("vector has dimension %d, mechanism expects %d", len(v), dim)
 	}
+	limit := maxGridIndex * g
 	for i, x := range v {
+		// |x| ≤ limit (false for NaN) is inside toGrid's range; only the
+		// rest needs its exact test and error.
+		if math.Abs(x) <= limit {
+			continue
+		}
 		if _, err := toGrid(x, g); err != nil {
 			return fmt.Errorf("coordinate %d: %w", i, err)
 		}
@@ -193,7 +198,6 @@ type GaussianVector struct {
 	z, clip, g, sigma float64
 	dim               int
 	dg                dgauss
-	tab               *tableGauss // dg's law, sampled faster; nil if out of range
 }
 
 // NewGaussianVector returns the DP-SGD noise for noise multiplier z, clipping
@@ -218,21 +222,9 @@ func NewGaussianVector(noiseMultiplier, clip float64, dim int) (*GaussianVector,
 	if err != nil {
 		return nil, fmt.Errorf("gaussian vector: %w", err)
 	}
-	m := &GaussianVector{z: noiseMultiplier, clip: clip, g: g, dim: dim,
-		sigma: g * math.Sqrt(float64(dg.t)*float64(dg.m))}
-	m.setSampler(dg)
-	return m, nil
-}
-
-// setSampler installs dg and, when σ² = t·m fits, the table sampler of the
-// same law (many draws per release amortise its ~0.1 ms construction).
-func (m *GaussianVector) setSampler(dg dgauss) {
-	m.dg, m.tab = dg, nil
-	if hi, s2 := bits.Mul64(dg.t, dg.m); hi == 0 && tableSigma2Range(float64(s2)) {
-		if tab, err := newTableGauss(s2, 1); err == nil {
-			m.tab = tab
-		} // else keep CKS Algorithm 3: same law, slower
-	}
+	// Many draws per release amortise the table's ~0.1 ms construction.
+	return &GaussianVector{z: noiseMultiplier, clip: clip, g: g, dim: dim, dg: dg.withTable(),
+		sigma: g * math.Sqrt(float64(dg.t)*float64(dg.m))}, nil
 }
 
 // AddTo adds the noise to v in place; it errors, leaving v unchanged, when
@@ -243,13 +235,7 @@ func (m *GaussianVector) AddTo(r *rng.Rand, v []float64) error {
 	}
 	b := bitbuf{r: r}
 	for i, x := range v {
-		var y int64
-		if m.tab != nil {
-			y = m.tab.sampleBits(&b)
-		} else {
-			y = m.dg.sampleBits(&b)
-		}
-		v[i] = m.g * (math.Round(x/m.g) + float64(y))
+		v[i] = m.g * (math.Round(x/m.g) + float64(m.dg.sampleBits(&b)))
 	}
 	return nil
 }
