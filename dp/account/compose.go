@@ -5,75 +5,25 @@ import (
 	"math"
 )
 
-// Compose returns the sequential composition of costs: ε and δ add (Dwork &
-// Roth 2014, Thm 3.16; it holds for adaptively chosen mechanisms).
-func Compose(costs ...Cost) (Cost, error) {
-	return combine("composition", costs, func(acc, c float64) float64 { return acc + c })
-}
-
-// Parallel returns the cost of mechanisms each applied to one part of a
-// partition of the data into disjoint parts: a record is in one part only, so
-// the worst part's ε and δ bound everything (McSherry 2009, "Privacy
-// integrated queries", Thm 4).
-func Parallel(costs ...Cost) (Cost, error) {
-	return combine("parallel composition", costs, math.Max)
-}
-
-func combine(name string, costs []Cost, op func(acc, c float64) float64) (Cost, error) {
-	if len(costs) == 0 {
-		return Cost{}, fmt.Errorf("%s of no costs", name)
-	}
-	out := Cost{Mechanism: fmt.Sprintf("%s of %d", name, len(costs))}
-	for _, c := range costs {
-		if err := c.Validate(); err != nil {
-			return Cost{}, fmt.Errorf("%s: %w", name, err)
-		}
-		out.Epsilon = op(out.Epsilon, c.Epsilon)
-		out.Delta = op(out.Delta, c.Delta)
-	}
-	if out.Delta >= 1 {
-		return Cost{}, fmt.Errorf("%s: total delta %v >= 1 gives no guarantee", name, out.Delta)
-	}
-	return out, nil
-}
-
-// AmplifyPoisson returns the cost of running an (ε, δ)-DP mechanism on a
-// Poisson sample that includes each record independently with probability q:
-// ε' = log(1 + q(e^ε − 1)), δ' = qδ (Li, Qardaji & Su 2012, Thm 1; Balle,
-// Barthe & Gaboardi 2018, Thm 8).
-func AmplifyPoisson(c Cost, q float64) (Cost, error) {
-	if err := c.Validate(); err != nil {
-		return Cost{}, err
-	}
-	if !(q > 0 && q <= 1) {
-		return Cost{}, fmt.Errorf("sampling rate must satisfy 0 < q <= 1, got %v", q)
-	}
-	return Cost{
-		Mechanism: fmt.Sprintf("%s on a Poisson sample (q=%v)", c.Mechanism, q),
-		Epsilon:   math.Log1p(q * math.Expm1(c.Epsilon)),
-		Delta:     q * c.Delta,
-	}, nil
-}
-
 // DRVComposition returns the advanced composition bound of Dwork, Rothblum &
 // Vadhan 2010 (Thm III.3; Dwork & Roth 2014, Thm 3.20) for k adaptive
 // (ε, δ)-DP steps and slack δ' > 0:
 // ε' = √(2k ln(1/δ'))·ε + kε(e^ε − 1), δ_total = kδ + δ'.
-func DRVComposition(eps, delta float64, k int, deltaPrime float64) (Cost, error) {
+func DRVComposition(eps, delta float64, k int, deltaPrime float64) (Loss, error) {
 	if err := checkSteps(eps, delta, k); err != nil {
-		return Cost{}, err
+		return Loss{}, err
 	}
 	if !(deltaPrime > 0 && deltaPrime < 1) {
-		return Cost{}, fmt.Errorf("slack delta' must satisfy 0 < delta' < 1, got %v", deltaPrime)
+		return Loss{}, fmt.Errorf("slack delta' must satisfy 0 < delta' < 1, got %v", deltaPrime)
 	}
 	fk := float64(k)
-	out := Cost{
+	out := Loss{
 		Mechanism: fmt.Sprintf("advanced composition (DRV) of %d steps", k),
 		Epsilon:   math.Sqrt(2*fk*math.Log(1/deltaPrime))*eps + fk*eps*math.Expm1(eps),
 		Delta:     fk*delta + deltaPrime,
 	}
 	if out.Delta >= 1 {
-		return Cost{}, fmt.Errorf("advanced composition: total delta %v >= 1", out.Delta)
+		return Loss{}, fmt.Errorf("advanced composition: total delta %v >= 1", out.Delta)
 	}
 	return out, nil
 }

@@ -7,8 +7,8 @@ import (
 )
 
 func TestComposeParallelAmplify(t *testing.T) {
-	a := Cost{Mechanism: "a", Epsilon: 0.5, Delta: 1e-6}
-	b := Cost{Mechanism: "b", Epsilon: 1.25}
+	a := Approx("a", 0.5, 1e-6)
+	b := Pure("b", 1.25)
 	seq, err := Compose(a, b, a)
 	if err != nil || seq.Epsilon != 2.25 || seq.Delta != 2e-6 {
 		t.Errorf("Compose = %+v, %v", seq, err)
@@ -17,7 +17,7 @@ func TestComposeParallelAmplify(t *testing.T) {
 	if err != nil || par.Epsilon != 1.25 || par.Delta != 1e-6 {
 		t.Errorf("Parallel = %+v, %v", par, err)
 	}
-	amp, err := AmplifyPoisson(Cost{Epsilon: 1, Delta: 1e-5}, 0.01)
+	amp, err := AmplifyPoisson(Approx("c", 1, 1e-5), 0.01)
 	if err != nil || relErr(amp.Epsilon, math.Log(1+0.01*(math.E-1))) > 1e-14 || relErr(amp.Delta, 1e-7) > 1e-15 {
 		t.Errorf("AmplifyPoisson = %+v, %v", amp, err)
 	}
@@ -26,9 +26,9 @@ func TestComposeParallelAmplify(t *testing.T) {
 	}
 	for name, f := range map[string]func() error{
 		"empty compose":      func() error { _, err := Compose(); return err },
-		"invalid in compose": func() error { _, err := Compose(a, Cost{Epsilon: -1}); return err },
+		"invalid in compose": func() error { _, err := Compose(a, Pure("bad", -1)); return err },
 		"delta sum >= 1": func() error {
-			_, err := Compose(Cost{Epsilon: 1, Delta: 0.6}, Cost{Epsilon: 1, Delta: 0.6})
+			_, err := Compose(Approx("d", 1, 0.6), Approx("d", 1, 0.6))
 			return err
 		},
 		"empty parallel": func() error { _, err := Parallel(); return err },

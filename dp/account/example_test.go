@@ -1,35 +1,29 @@
 package account_test
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/dpal-dev/dpal/dp/account"
 )
 
-// A per-group ledger: records treated identically share a group, so the
-// group's ε is each of its records' ε.
-func ExampleLedger() {
-	l, err := account.NewLedger(account.Budget{Epsilon: 1, Delta: 1e-6})
+// Composing losses of different kinds: a pure-ε count, an (ε, δ) release
+// and a DP-SGD run (an RDP curve), read as one (ε, δ) guarantee.
+func ExampleCompose() {
+	dpsgd, err := account.SubsampledGaussian([]account.Phase{{SampleRate: 256.0 / 60000, NoiseMultiplier: 1.1, Steps: 14062}})
 	if err != nil {
 		panic(err)
 	}
-	lap := account.Cost{Mechanism: "laplace", Epsilon: 0.25}
-	_ = l.SpendN("selected+batched", lap, 3)
-	_ = l.Spend("observed only", account.Cost{Mechanism: "noisy top-k", Epsilon: 0.1})
-	err = l.Spend("selected+batched", account.Cost{Mechanism: "laplace", Epsilon: 0.5})
-	fmt.Println(errors.Is(err, account.ErrBudgetExceeded))
-	for _, g := range l.Groups() {
-		eps, _ := l.Spent(g)
-		fmt.Printf("%s: ε=%.2f\n", g, eps)
+	total, err := account.Compose(account.Pure("laplace", 0.1), account.Approx("gaussian", 0.5, 1e-6), dpsgd)
+	if err != nil {
+		panic(err)
 	}
-	g, eps := l.MaxEpsilon()
-	fmt.Printf("every record's ε ≤ %.2f (%s)\n", eps, g)
+	eps, err := total.EpsilonAt(1e-5, account.Balle2020)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%s: ε = %.4f at δ = 1e-5\n", total.Kind(), eps)
 	// Output:
-	// true
-	// observed only: ε=0.10
-	// selected+batched: ε=0.75
-	// every record's ε ≤ 0.75 (selected+batched)
+	// mixed: ε = 3.2114 at δ = 1e-5
 }
 
 // The RDP accountant on the Opacus reference case (MNIST DP-SGD: batch 256

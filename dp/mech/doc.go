@@ -1,6 +1,7 @@
 // Package mech owns dpal's noise: exact samplers (Canonne, Kamath, Steinke
 // 2020) and the mechanisms built on them. Every mechanism validates its
-// parameters at construction and reports its Cost for the ledger.
+// parameters at construction and reports the Loss of one release
+// (account.Mechanism), which dp/ledger charges before the release leaves.
 //
 // # Samplers
 //
@@ -40,7 +41,7 @@
 //
 // The one approximate construction is GammaVector: its ε-DP proof covers the
 // idealised continuous mechanism, not its float assembly of radius ×
-// direction, and its Cost is named GammaVectorMechanism to say so (see its
+// direction, and its Loss is named GammaVectorMechanism to say so (see its
 // doc).
 //
 // Randomness comes from a *rng.Rand: rng.Secure() in production, rng.Seeded

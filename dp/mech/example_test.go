@@ -20,7 +20,7 @@ func ExampleLaplace() {
 		return
 	}
 	onGrid := y/m.Granularity() == float64(int64(y/m.Granularity()))
-	fmt.Println(m.Cost().Mechanism, m.Cost().Epsilon, onGrid)
+	fmt.Println(m.Loss().Mechanism, m.Loss().Epsilon, onGrid)
 	// Output: laplace 0.5 true
 }
 
@@ -36,7 +36,7 @@ func ExampleNewGaussian() {
 
 func ExampleRandomizedResponse() {
 	m, _ := mech.NewRandomizedResponse(mech.RREpsilon(0.25)) // flip a quarter of the bits
-	fmt.Printf("eps %.4f flip %.2f\n", m.Cost().Epsilon, m.FlipProb())
+	fmt.Printf("eps %.4f flip %.2f\n", m.Loss().Epsilon, m.FlipProb())
 	_ = m.Release(rng.Seeded(1), true)
 	// Output: eps 1.0986 flip 0.25
 }
@@ -52,7 +52,7 @@ func ExampleGammaVector() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(len(grad), m.Cost().Epsilon)
+	fmt.Println(len(grad), m.Loss().Epsilon)
 	// Output: 3 1
 }
 
@@ -70,7 +70,7 @@ func ExampleExponential() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(i, m.Cost().Mechanism, m.Cost().Epsilon)
+	fmt.Println(i, m.Loss().Mechanism, m.Loss().Epsilon)
 	// Output: 1 exponential 1
 }
 
@@ -85,7 +85,7 @@ func ExampleReportNoisyMax() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(i, m.Cost().Mechanism, m.Cost().Epsilon)
+	fmt.Println(i, m.Loss().Mechanism, m.Loss().Epsilon)
 	// Output: 1 report-noisy-max 1
 }
 
@@ -102,7 +102,7 @@ func ExampleNoisyTopK() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(top, m.Cost().Mechanism, m.Cost().Epsilon)
+	fmt.Println(top, m.Loss().Mechanism, m.Loss().Epsilon)
 	// Output: [1 3] noisy-top-k 1
 }
 

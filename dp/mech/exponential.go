@@ -45,6 +45,13 @@ func newScoreGrid(name string, eps, sens float64, c uint64) (scoreGrid, error) {
 }
 
 // check validates the scores and returns the largest grid index.
+// loss is the pure ε-DP loss of one selection on the grid.
+func (sg *scoreGrid) loss(name string) account.Loss {
+	l := account.Pure(name, sg.eps)
+	l.Params = map[string]float64{"sensitivity": sg.sens, "granularity": sg.g}
+	return l
+}
+
 func (sg *scoreGrid) check(scores []float64) (int64, error) {
 	if len(scores) == 0 {
 		return 0, errors.New("no scores")
@@ -128,10 +135,8 @@ func (m *Exponential) Select(r *rng.Rand, scores []float64) (int, error) {
 	}
 }
 
-// Cost is the ledger entry of one selection: pure ε-DP.
-func (m *Exponential) Cost() account.Cost {
-	return account.Cost{Mechanism: "exponential", Epsilon: m.sg.eps}
-}
+// Loss is the ledger entry of one selection: pure ε-DP.
+func (m *Exponential) Loss() account.Loss { return m.sg.loss("exponential") }
 
 // ReportNoisyMax is report-noisy-max with Laplace noise (Dwork & Roth 2014,
 // Claim 3.9 and §3.3).
@@ -181,10 +186,8 @@ func (m *ReportNoisyMax) Select(r *rng.Rand, scores []float64) (int, error) {
 	return best, nil
 }
 
-// Cost is the ledger entry of one selection: pure ε-DP.
-func (m *ReportNoisyMax) Cost() account.Cost {
-	return account.Cost{Mechanism: "report-noisy-max", Epsilon: m.sg.eps}
-}
+// Loss is the ledger entry of one selection: pure ε-DP.
+func (m *ReportNoisyMax) Loss() account.Loss { return m.sg.loss("report-noisy-max") }
 
 // NoisyTopK releases the indices of the k largest noisy scores, largest
 // first (ties to the lower index), as in the private acquisition of
@@ -242,9 +245,11 @@ func (m *NoisyTopK) Select(r *rng.Rand, scores []float64) ([]int, error) {
 	return idx[:m.k:m.k], nil
 }
 
-// Cost is the ledger entry of one selection: pure ε-DP per record, by
+// Loss is the ledger entry of one selection: pure ε-DP per record, by
 // parallel composition over the items (see the type's doc). Record it once
 // per selection, not once per item.
-func (m *NoisyTopK) Cost() account.Cost {
-	return account.Cost{Mechanism: "noisy-top-k", Epsilon: m.sg.eps}
+func (m *NoisyTopK) Loss() account.Loss {
+	l := m.sg.loss("noisy-top-k")
+	l.Params["k"] = float64(m.k)
+	return l
 }

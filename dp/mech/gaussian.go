@@ -194,9 +194,11 @@ func (m *Gaussian) Sigma() float64 { return m.sigma }
 // Granularity is the grid step g of the released values.
 func (m *Gaussian) Granularity() float64 { return m.g }
 
-// Cost is the ledger entry of one release: (ε, δ)-DP.
-func (m *Gaussian) Cost() account.Cost {
-	return account.Cost{Mechanism: m.name, Epsilon: m.eps, Delta: m.delta}
+// Loss is the ledger entry of one release: (ε, δ)-DP.
+func (m *Gaussian) Loss() account.Loss {
+	l := account.Approx(m.name, m.eps, m.delta)
+	l.Params = map[string]float64{"sensitivity": m.sens, "sigma": m.sigma, "granularity": m.g}
+	return l
 }
 
 func validateGaussian(eps, delta, sens float64) error {

@@ -69,7 +69,9 @@ func (m *Laplace) Scale() float64 { return m.g * float64(m.t) / float64(m.s) }
 // Granularity is the grid step g of the released values.
 func (m *Laplace) Granularity() float64 { return m.g }
 
-// Cost is the ledger entry of one release: pure ε-DP.
-func (m *Laplace) Cost() account.Cost {
-	return account.Cost{Mechanism: "laplace", Epsilon: m.eps}
+// Loss is the ledger entry of one release: pure ε-DP.
+func (m *Laplace) Loss() account.Loss {
+	l := account.Pure("laplace", m.eps)
+	l.Params = map[string]float64{"sensitivity": m.sens, "scale": m.Scale(), "granularity": m.g}
+	return l
 }

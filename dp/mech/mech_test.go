@@ -393,7 +393,7 @@ func TestNoisyTopK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := tk.Cost(); c.Mechanism != "noisy-top-k" || c.Epsilon != 5 || c.Delta != 0 {
+	if c := tk.Loss(); c.Mechanism != "noisy-top-k" || c.Epsilon != 5 || c.Delta != 0 {
 		t.Errorf("NoisyTopK cost = %+v", c)
 	}
 	got, err := tk.Select(r, scores)

@@ -65,7 +65,9 @@ func (m *RandomizedResponse) Release(r *rng.Rand, bit bool) bool {
 // FlipProb is p = 1/(1+e^ε).
 func (m *RandomizedResponse) FlipProb() float64 { return RRFlipProb(m.eps) }
 
-// Cost is the ledger entry of one release: pure ε-DP.
-func (m *RandomizedResponse) Cost() account.Cost {
-	return account.Cost{Mechanism: "randomized-response", Epsilon: m.eps}
+// Loss is the ledger entry of one release: pure ε-DP.
+func (m *RandomizedResponse) Loss() account.Loss {
+	l := account.Pure("randomized-response", m.eps)
+	l.Params = map[string]float64{"flip_prob": m.FlipProb()}
+	return l
 }

@@ -80,7 +80,7 @@ var dirTable = sync.OnceValues(func() (*tableGauss, error) {
 // output pmf is proven, so the ε-DP claim is for the idealised mechanism
 // only; the audit tests check the realised one empirically. Nothing from a
 // float transcendental sampler reaches the output, and the grid hides the
-// float rounding (Mironov 2012). Cost reports the nominal ε (the ledger
+// float rounding (Mironov 2012). Loss reports the nominal ε (the ledger
 // cannot account an unproven quantity) under a mechanism name that says it
 // is approximate.
 //
@@ -159,16 +159,18 @@ func (m *GammaVector) Theta() float64 { return m.theta }
 // Granularity is the grid step g of the released coordinates.
 func (m *GammaVector) Granularity() float64 { return m.g }
 
-// GammaVectorMechanism is the Mechanism name of a GammaVector's Cost. It
+// GammaVectorMechanism is the Mechanism name of a GammaVector's Loss. It
 // says that the recorded ε is nominal: proven for the idealised mechanism,
 // not for its float implementation (see GammaVector).
 const GammaVectorMechanism = "gamma-vector (approximate, see dp/mech doc)"
 
-// Cost is the ledger entry of one release: the nominal ε of the idealised
+// Loss is the ledger entry of one release: the nominal ε of the idealised
 // mechanism, named GammaVectorMechanism to flag that it is not proven for
 // the implementation (see the type's doc).
-func (m *GammaVector) Cost() account.Cost {
-	return account.Cost{Mechanism: GammaVectorMechanism, Epsilon: m.eps}
+func (m *GammaVector) Loss() account.Loss {
+	l := account.Pure(GammaVectorMechanism, m.eps)
+	l.Params = map[string]float64{"l2_sensitivity": m.sens, "theta": m.theta, "dim": float64(m.dim), "granularity": m.g}
+	return l
 }
 
 // GaussianVector adds DP-SGD noise N(0, σ²) with σ = z·C to each coordinate
@@ -187,7 +189,9 @@ func (m *GammaVector) Cost() account.Cost {
 // (what an RDP accountant for DP-SGD assumes): the multivariate discrete
 // Gaussian with integer shifts of ℓ2 norm ≤ Δ is ½(Δ/σ)²-zCDP, i.e. it has
 // the same Rényi divergences as the continuous one (CKS 2020, Theorem 4 and
-// §2.3). The mechanism records no Cost itself: the DP-SGD accountant does.
+// §2.3). Loss reports it as ρ-zCDP with ρ = 1/(2z²), which the grid's
+// rounded-up variance only lowers; a DP-SGD run accounts its Poisson
+// subsampling on top with account.SubsampledGaussian instead.
 // One caveat: tableGauss draws the discrete Gaussian conditioned on
 // |Y| ≤ ~1448σ grid steps (mass removed < exp(−2^19) per coordinate), so
 // the guarantee holds up to an additive δ below d·exp(−2^19) per release,
@@ -238,6 +242,17 @@ func (m *GaussianVector) AddTo(r *rng.Rand, v []float64) error {
 		v[i] = m.g * (math.Round(x/m.g) + float64(m.dg.sampleBits(&b)))
 	}
 	return nil
+}
+
+// Loss is the ledger entry of one release without subsampling: the
+// Gaussian mechanism with noise multiplier z is ρ-zCDP with ρ = 1/(2z²)
+// (Bun & Steinke 2016, Prop. 1.6; CKS 2020, Thm 4 for the discrete
+// Gaussian). The truncation δ below d·exp(−2^19) (see the type's doc)
+// underflows float64 and is not recorded.
+func (m *GaussianVector) Loss() account.Loss {
+	l := account.ZCDP("gaussian-vector", 1/(2*m.z*m.z))
+	l.Params = map[string]float64{"noise_multiplier": m.z, "clip": m.clip, "dim": float64(m.dim), "sigma": m.sigma, "granularity": m.g}
+	return l
 }
 
 // Sigma is the per-coordinate noise σ in input units (≥ z·C, see the doc).

@@ -1,0 +1,43 @@
+package account
+
+import (
+	"fmt"
+	"math"
+)
+
+// ValidateEpsilon accepts finite ε > 0.
+func ValidateEpsilon(eps float64) error {
+	if !(eps > 0) || math.IsInf(eps, 0) {
+		return fmt.Errorf("epsilon must be finite and > 0, got %v", eps)
+	}
+	return nil
+}
+
+// ValidateDelta accepts 0 ≤ δ < 1.
+func ValidateDelta(delta float64) error {
+	if !(delta >= 0 && delta < 1) {
+		return fmt.Errorf("delta must satisfy 0 <= delta < 1, got %v", delta)
+	}
+	return nil
+}
+
+// Budget is a per-group privacy budget: every group may spend up to
+// (Epsilon, Delta).
+type Budget struct {
+	// Epsilon is the group's ε budget (> 0).
+	Epsilon float64 `json:"epsilon"`
+	// Delta is the group's δ budget (0 ≤ δ < 1). RDP spends need δ > 0.
+	Delta float64 `json:"delta"`
+}
+
+// Validate reports whether b is a usable budget.
+func (b Budget) Validate() error {
+	if err := ValidateEpsilon(b.Epsilon); err != nil {
+		return fmt.Errorf("budget: %w", err)
+	}
+	if err := ValidateDelta(b.Delta); err != nil {
+		return fmt.Errorf("budget: %w", err)
+	}
+	return nil
+}
+

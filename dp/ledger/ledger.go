@@ -1,0 +1,505 @@
+// Package ledger owns dpal's privacy ledger: an append-only log of every
+// charge made for a release, kept in a Store (in memory, or durable on
+// disk with fsync before a release leaves), from which each group's total
+// loss and remaining budget are derived.
+//
+// A group is a set of records that every charge treats alike: one record
+// (an id), a named set of records, or the part of a partition a mechanism
+// touched. A group's loss is the sequential composition (account.Compose)
+// of the losses of the entries naming it, so its ε is the ε of each of its
+// records. Charges to different groups do not add up: that is parallel
+// composition over disjoint groups (McSherry 2009, Thm 4), and it is the
+// caller's to make groups disjoint.
+//
+// Charge-then-release: Release is the one way a mechanism's output leaves.
+// It checks the budget and appends the entry in one critical section,
+// commits it to the store (durably, for a durable store), and only then
+// runs the draw that produces the released value. A charge that would take
+// any of its groups past the budget fails with an error wrapping
+// account.ErrBudgetExceeded before any noise is drawn, and records nothing.
+//
+// It imports dp/account and nothing else of dpal's.
+package ledger
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dpal-dev/dpal/dp/account"
+)
+
+// budgetSlack is the relative tolerance of budget checks. It only absorbs
+// the rounding of summing many floating-point charges (ten charges of 0.1
+// must fit a budget of 1); it is far below any meaningful ε.
+const budgetSlack = 1e-12
+
+// Version is the version of the ledger's stored form (Meta and Entry).
+const Version = 2
+
+// Meta is what a ledger is created with, stored once at the head of its
+// store: the per-group budget and how RDP parts become (ε, δ).
+type Meta struct {
+	// Version is the stored form's version (Version).
+	Version int `json:"version"`
+	// Budget is every group's budget.
+	Budget account.Budget `json:"budget"`
+	// Conversion turns Rényi parts into (ε, δ) at the budget's δ.
+	Conversion account.Conversion `json:"conversion"`
+	// Created is when the ledger was created.
+	Created time.Time `json:"created"`
+}
+
+// Validate checks a decoded Meta.
+func (m Meta) Validate() error {
+	if m.Version != Version {
+		return fmt.Errorf("ledger version %d, this dpal reads %d", m.Version, Version)
+	}
+	if err := m.Budget.Validate(); err != nil {
+		return err
+	}
+	if _, err := m.Conversion.MarshalText(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Entry is one charge in the log.
+type Entry struct {
+	// Seq numbers the entries 1, 2, 3, … in the order they were committed.
+	Seq uint64 `json:"seq"`
+	// Time is when the charge was committed.
+	Time time.Time `json:"time"`
+	// Groups are the groups the release touched; each pays Loss.
+	Groups []string `json:"groups"`
+	// Loss is the release's privacy loss, with the mechanism's name and
+	// parameters.
+	Loss account.Loss `json:"loss"`
+	// Once, when set, names a charge made at most once per ledger: a
+	// mechanism applied once to each record of a partition (a stream's
+	// selection decisions) costs every record its loss once, however many
+	// records it screens (parallel composition).
+	Once string `json:"once,omitempty"`
+	// Note is free text for the audit trail.
+	Note string `json:"note,omitempty"`
+}
+
+// Validate checks a decoded entry.
+func (e Entry) Validate() error {
+	if e.Seq == 0 {
+		return errors.New("entry has sequence number 0")
+	}
+	if err := checkGroups(e.Groups); err != nil {
+		return fmt.Errorf("entry %d: %w", e.Seq, err)
+	}
+	if err := e.Loss.Validate(); err != nil {
+		return fmt.Errorf("entry %d: %w", e.Seq, err)
+	}
+	return nil
+}
+
+// maxGroupLen bounds a group name.
+const maxGroupLen = 256
+
+// checkGroups accepts one or more distinct non-empty group names.
+func checkGroups(groups []string) error {
+	if len(groups) == 0 {
+		return errors.New("a charge needs at least one group")
+	}
+	for i, g := range groups {
+		if g == "" || len(g) > maxGroupLen || strings.ContainsAny(g, "\n\r\x00") {
+			return fmt.Errorf("invalid group name %q", g)
+		}
+		if slices.Contains(groups[:i], g) {
+			return fmt.Errorf("group %q named twice", g)
+		}
+	}
+	return nil
+}
+
+// Charge is a request to record a loss against groups.
+type Charge struct {
+	// Groups are the groups the release touches (at least one).
+	Groups []string
+	// Loss is what each group pays.
+	Loss account.Loss
+	// Once makes the charge idempotent: a second charge with the same
+	// Once is a no-op (see Entry.Once).
+	Once string
+	// Note is free text for the audit trail.
+	Note string
+}
+
+// Ledger is an append-only privacy ledger over a Store. Per-group totals
+// are derived from the log when it is opened and kept up to date as a
+// cache; they are never stored. A Ledger is safe for concurrent use; a
+// durable store is also locked against other processes while it is open.
+type Ledger struct {
+	mu     sync.Mutex
+	meta   Meta
+	store  Store
+	groups map[string]*total
+	once   map[string]uint64
+	seq    uint64
+	now    func() time.Time
+}
+
+// total is one group's composed loss and its (ε, δ), cached.
+type total struct {
+	loss       account.Loss
+	eps, delta float64
+	charges    int
+}
+
+// Option configures a ledger at creation.
+type Option func(*Meta)
+
+// WithConversion makes a new ledger convert Rényi parts with c instead of
+// the default account.Balle2020.
+func WithConversion(c account.Conversion) Option {
+	return func(m *Meta) { m.Conversion = c }
+}
+
+// New returns an empty in-memory ledger in which every group has budget b.
+func New(b account.Budget, opts ...Option) (*Ledger, error) {
+	return Open(NewMemStore(), b, opts...)
+}
+
+// Open returns the ledger kept in store. A new store is created with
+// budget b; an existing one keeps the budget it was created with, and b
+// must not exceed it (a zero b means "the stored one"): a ledger's budget
+// can only be lowered by making a new ledger, never raised by reopening.
+func Open(store Store, b account.Budget, opts ...Option) (*Ledger, error) {
+	meta, ok, err := store.Meta()
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	if !ok {
+		meta = Meta{Version: Version, Budget: b, Conversion: account.Balle2020, Created: time.Now().UTC()}
+		for _, o := range opts {
+			o(&meta)
+		}
+		if err := meta.Validate(); err != nil {
+			return nil, fmt.Errorf("ledger: %w", err)
+		}
+		if err := store.Init(meta); err != nil {
+			return nil, fmt.Errorf("ledger: %w", err)
+		}
+	} else if err := checkReopen(meta, b); err != nil {
+		return nil, err
+	}
+	l := &Ledger{meta: meta, store: store, groups: map[string]*total{}, once: map[string]uint64{}, now: time.Now}
+	if err := store.Scan(l.replay); err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	return l, nil
+}
+
+// checkReopen refuses a budget above the stored one.
+func checkReopen(meta Meta, b account.Budget) error {
+	if err := meta.Validate(); err != nil {
+		return fmt.Errorf("ledger: stored settings: %w", err)
+	}
+	if b == (account.Budget{}) {
+		return nil
+	}
+	if b.Epsilon > meta.Budget.Epsilon || b.Delta > meta.Budget.Delta {
+		return fmt.Errorf("ledger: budget ε=%v, δ=%v exceeds the ledger's own ε=%v, δ=%v: a budget cannot be raised by reopening",
+			b.Epsilon, b.Delta, meta.Budget.Epsilon, meta.Budget.Delta)
+	}
+	return nil
+}
+
+// replay adds a stored entry to the cached totals.
+func (l *Ledger) replay(e Entry) error {
+	if err := e.Validate(); err != nil {
+		return err
+	}
+	if e.Seq != l.seq+1 {
+		return fmt.Errorf("entry %d follows entry %d: the log has a gap", e.Seq, l.seq)
+	}
+	next, err := l.apply(e.Groups, e.Loss)
+	if err != nil {
+		return fmt.Errorf("entry %d: %w", e.Seq, err)
+	}
+	l.commitCache(e, next)
+	return nil
+}
+
+// Meta returns the ledger's settings.
+func (l *Ledger) Meta() Meta {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.meta
+}
+
+// Budget returns the per-group budget.
+func (l *Ledger) Budget() account.Budget { return l.Meta().Budget }
+
+// Charge records one release of m's loss against groups; see Record.
+func (l *Ledger) Charge(m account.Mechanism, groups ...string) (Entry, error) {
+	return l.Record(Charge{Groups: groups, Loss: m.Loss()})
+}
+
+// Record appends c to the log if every group stays within the budget, and
+// returns the committed entry; when it returns nil the entry is in the
+// store (durably, for a durable store). It fails, recording nothing, when
+// c is invalid, when a group would exceed the budget (errors.Is(err,
+// account.ErrBudgetExceeded)) or when the store fails. A charge whose Once
+// was already recorded returns that entry and records nothing new.
+func (l *Ledger) Record(c Charge) (Entry, error) {
+	if err := checkGroups(c.Groups); err != nil {
+		return Entry{}, fmt.Errorf("ledger: %w", err)
+	}
+	loss, err := account.Compose(c.Loss) // validates, and copies the caller's slices
+	if err != nil {
+		return Entry{}, fmt.Errorf("ledger: %w", err)
+	}
+	c.Loss = loss
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.Once != "" {
+		if seq, ok := l.once[c.Once]; ok {
+			return Entry{Seq: seq, Groups: slices.Clone(c.Groups), Loss: c.Loss, Once: c.Once}, nil
+		}
+	}
+	next, err := l.apply(c.Groups, c.Loss)
+	if err != nil {
+		return Entry{}, err
+	}
+	e := Entry{Seq: l.seq + 1, Time: l.now().UTC(), Groups: slices.Clone(c.Groups), Loss: c.Loss, Once: c.Once, Note: c.Note}
+	if err := l.store.Append(e); err != nil {
+		return Entry{}, fmt.Errorf("ledger: entry %d not recorded: %w", e.Seq, err)
+	}
+	l.commitCache(e, next)
+	return e, nil
+}
+
+// apply returns the groups' totals after paying loss, or an error if any
+// would exceed the budget. It changes nothing.
+func (l *Ledger) apply(groups []string, loss account.Loss) ([]*total, error) {
+	next := make([]*total, len(groups))
+	for i, g := range groups {
+		t, err := l.after(g, loss)
+		if err != nil {
+			return nil, err
+		}
+		next[i] = t
+	}
+	return next, nil
+}
+
+// after is group's total once it pays loss, checked against the budget.
+func (l *Ledger) after(group string, loss account.Loss) (*total, error) {
+	b := l.meta.Budget
+	if loss.HasRDP() && b.Delta == 0 {
+		return nil, fmt.Errorf("ledger: group %q: %s has a Rényi loss, which needs a budget with delta > 0", group, loss.Mechanism)
+	}
+	sum := loss
+	prev := l.groups[group]
+	if prev != nil {
+		var err error
+		if sum, err = account.Compose(prev.loss, loss); err != nil {
+			return nil, fmt.Errorf("ledger: group %q: %w", group, err)
+		}
+	}
+	t := &total{loss: sum, charges: 1}
+	if prev != nil {
+		t.charges = prev.charges + 1
+	}
+	t.eps, t.delta = l.spent(sum)
+	if t.eps > b.Epsilon*(1+budgetSlack) || sum.Delta > b.Delta*(1+budgetSlack) {
+		return nil, fmt.Errorf("ledger: group %q: %s would bring it to ε=%v, δ=%v over the budget ε=%v, δ=%v: %w",
+			group, loss.Mechanism, t.eps, t.delta, b.Epsilon, b.Delta, account.ErrBudgetExceeded)
+	}
+	return t, nil
+}
+
+// spent is a total loss's (ε, δ): without a Rényi part its own; with one,
+// the Rényi part converted at the δ the budget leaves (+Inf if none).
+func (l *Ledger) spent(loss account.Loss) (eps, delta float64) {
+	if !loss.HasRDP() {
+		return loss.Epsilon, loss.Delta
+	}
+	eps, err := loss.EpsilonAt(l.meta.Budget.Delta, l.meta.Conversion)
+	if err != nil {
+		return posInf, l.meta.Budget.Delta
+	}
+	return eps, l.meta.Budget.Delta
+}
+
+// commitCache installs the new totals of an appended entry.
+func (l *Ledger) commitCache(e Entry, next []*total) {
+	for i, g := range e.Groups {
+		l.groups[g] = next[i]
+	}
+	if e.Once != "" {
+		l.once[e.Once] = e.Seq
+	}
+	l.seq = e.Seq
+}
+
+// Release charges m's loss to groups and, only once the entry is
+// committed, calls draw and returns what it releases. It is the one way a
+// mechanism's output should leave: nothing is drawn when the charge fails.
+func Release[T any](l *Ledger, m account.Mechanism, groups []string, draw func() (T, error)) (T, error) {
+	if _, err := l.Charge(m, groups...); err != nil {
+		var zero T
+		return zero, err
+	}
+	return draw()
+}
+
+// Charged reports whether a charge with this Once key has been recorded.
+func (l *Ledger) Charged(once string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.once[once]
+	return ok
+}
+
+// Spent returns group's ε and δ so far (zero for an unknown group). For a
+// group with a Rényi part δ is the budget's δ, at which it is converted;
+// ε is +Inf if the approximate part left no δ for the conversion.
+func (l *Ledger) Spent(group string) (eps, delta float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.groups[group]; ok {
+		return t.eps, t.delta
+	}
+	return 0, 0
+}
+
+// Remaining returns the ε left in group's budget (never negative).
+func (l *Ledger) Remaining(group string) float64 {
+	eps, _ := l.Spent(group)
+	return max(0, l.Budget().Epsilon-eps)
+}
+
+// Loss returns group's composed loss (the zero Loss for an unknown group).
+func (l *Ledger) Loss(group string) account.Loss {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.groups[group]; ok {
+		c, _ := account.Compose(t.loss) // a deep copy
+		return c
+	}
+	return account.Loss{}
+}
+
+// Groups returns the names of the groups that have been charged, sorted.
+func (l *Ledger) Groups() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.groups))
+	for k := range l.groups {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// MaxEpsilon returns the group with the largest ε and that ε (ties go to
+// the first name in sort order; "" and 0 for an empty ledger). When groups
+// are records or classes of records it is "every record's ε".
+func (l *Ledger) MaxEpsilon() (group string, eps float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for name, t := range l.groups {
+		if group == "" || t.eps > eps || t.eps == eps && name < group {
+			group, eps = name, t.eps
+		}
+	}
+	return group, eps
+}
+
+// Len returns the number of entries in the log.
+func (l *Ledger) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return int(l.seq)
+}
+
+// Entries returns every entry in order, read back from the store.
+func (l *Ledger) Entries() ([]Entry, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Entry
+	err := l.store.Scan(func(e Entry) error { out = append(out, e); return nil })
+	return out, err
+}
+
+// Close closes the store.
+func (l *Ledger) Close() error { return l.store.Close() }
+
+// GroupSummary is one group's spend, as reports show it.
+type GroupSummary struct {
+	Group     string  `json:"group"`
+	Epsilon   float64 `json:"epsilon"`
+	Delta     float64 `json:"delta"`
+	Charges   int     `json:"charges"`
+	Budget    float64 `json:"budget"`
+	Remaining float64 `json:"remaining"`
+}
+
+// Summary returns every group's spend, sorted by group name.
+func (l *Ledger) Summary() []GroupSummary {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]GroupSummary, 0, len(l.groups))
+	for name, t := range l.groups {
+		out = append(out, GroupSummary{Group: name, Epsilon: t.eps, Delta: t.delta, Charges: t.charges,
+			Budget: l.meta.Budget.Epsilon, Remaining: max(0, l.meta.Budget.Epsilon-t.eps)})
+	}
+	slices.SortFunc(out, func(a, b GroupSummary) int { return strings.Compare(a.Group, b.Group) })
+	return out
+}
+
+// snapshot is the JSON form of a ledger: its settings and every entry.
+type snapshot struct {
+	Meta    Meta    `json:"meta"`
+	Entries []Entry `json:"entries"`
+}
+
+// MarshalJSON encodes the settings and every entry, so that an in-memory
+// ledger can travel inside a saved state.
+func (l *Ledger) MarshalJSON() ([]byte, error) {
+	entries, err := l.Entries()
+	if err != nil {
+		return nil, err
+	}
+	if entries == nil {
+		entries = []Entry{}
+	}
+	return json.Marshal(snapshot{Meta: l.Meta(), Entries: entries})
+}
+
+// UnmarshalJSON replaces l with an in-memory ledger holding the encoded
+// settings and entries, after validating all of them.
+func (l *Ledger) UnmarshalJSON(b []byte) error {
+	var s snapshot
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	if err := s.Meta.Validate(); err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	st := NewMemStore()
+	if err := st.Init(s.Meta); err != nil {
+		return err
+	}
+	st.entries = s.Entries
+	nl, err := Open(st, account.Budget{})
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.meta, l.store, l.groups, l.once, l.seq, l.now = nl.meta, nl.store, nl.groups, nl.once, nl.seq, nl.now
+	return nil
+}
