@@ -40,4 +40,3 @@ func (b Budget) Validate() error {
 	}
 	return nil
 }
-
