@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 )
 
@@ -26,11 +27,11 @@ func BenchmarkSearch(b *testing.B) {
 	r := rng.Seeded(1)
 	p := Params{TLow: 1, THigh: 2, Epsilon: 1}
 	xs, star := benchScores(size, p.TLow, p.THigh, r)
-	ledger, err := account.NewLedger(account.Budget{Epsilon: 1e12})
+	led, err := ledger.New(account.Budget{Epsilon: 1e12})
 	if err != nil {
 		b.Fatal(err)
 	}
-	o, err := NewOracle(NoisyMax, xs, p, ledger, "bench", r)
+	o, err := NewOracle(NoisyMax, xs, p, led, "bench", r)
 	if err != nil {
 		b.Fatal(err)
 	}

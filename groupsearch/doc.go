@@ -5,7 +5,7 @@
 //
 // Two roles meet at a narrow interface. An Oracle holds the scores x_i ≥ 0
 // and answers a group query Q ⊂ [n+1] with a differentially private
-// Response; it owns the account.Ledger and records each answer's cost
+// Response; it owns the ledger.Ledger and records each answer's loss
 // before the answer leaves. A Searcher holds only the posterior f_t over
 // [n+1] (in log space), chooses the queries (random permutation and median
 // split, eq. 10) and updates the posterior from each response through a

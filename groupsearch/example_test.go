@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/groupsearch"
 )
@@ -21,8 +22,8 @@ func Example() {
 	scores[417] = 3 // the anomaly: at least t_high
 
 	p := groupsearch.Params{TLow: 1, THigh: 2, Epsilon: 1}
-	ledger, _ := account.NewLedger(account.Budget{Epsilon: 100})
-	oracle, err := groupsearch.NewOracle(groupsearch.NoisyMax, scores, p, ledger, "search", r)
+	led, _ := ledger.New(account.Budget{Epsilon: 100})
+	oracle, err := groupsearch.NewOracle(groupsearch.NoisyMax, scores, p, led, "search", r)
 	if err != nil {
 		panic(err)
 	}
@@ -32,7 +33,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	spent, _ := ledger.Spent("search")
+	spent, _ := led.Spent("search")
 	fmt.Println(res.Top[0], res.HaltedBy, spent == res.EpsilonSpent)
 	// Output: 417 posterior true
 }
@@ -63,9 +64,9 @@ func ExampleSearchSplit() {
 
 	m, _ := groupsearch.SubsetsFor(2, 0.25)
 	p := groupsearch.Params{TLow: 1, THigh: 2, Epsilon: 1}
-	ledger, _ := account.NewLedger(account.Budget{Epsilon: 40})
+	led, _ := ledger.New(account.Budget{Epsilon: 40})
 	h := groupsearch.Halting{Budget: 40, Posterior: 0.99}
-	res, err := groupsearch.SearchSplit(scores, groupsearch.NoisyMax, p, m, h, 1, ledger, "split", r)
+	res, err := groupsearch.SearchSplit(scores, groupsearch.NoisyMax, p, m, h, 1, led, "split", r)
 	if err != nil {
 		panic(err)
 	}

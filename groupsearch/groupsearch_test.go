@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 )
 
@@ -19,7 +20,8 @@ type fixedOracle struct {
 }
 
 func (f *fixedOracle) Len() int           { return f.size }
-func (f *fixedOracle) Cost() account.Cost { return account.Cost{Mechanism: "fixed", Epsilon: f.eps} }
+func (f *fixedOracle) Loss() account.Loss { return account.Pure("fixed", f.eps) }
+func (f *fixedOracle) Spent() float64     { return float64(len(f.queries)) * f.eps }
 func (f *fixedOracle) Ask(q []int32) (Response, error) {
 	f.queries = append(f.queries, append([]int32(nil), q...))
 	r := f.resp[0]
@@ -27,9 +29,9 @@ func (f *fixedOracle) Ask(q []int32) (Response, error) {
 	return r, nil
 }
 
-func newLedger(t testing.TB, eps float64) *account.Ledger {
+func newLedger(t testing.TB, eps float64) *ledger.Ledger {
 	t.Helper()
-	l, err := account.NewLedger(account.Budget{Epsilon: eps})
+	l, err := ledger.New(account.Budget{Epsilon: eps})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +234,7 @@ func TestBadInput(t *testing.T) {
 }
 
 // runSearch searches xs with a fresh ledger of the given budget.
-func runSearch(t *testing.T, kind Kind, xs []float64, p Params, ledgerBudget float64, h Halting, seed uint64) (Result, *account.Ledger, error) {
+func runSearch(t *testing.T, kind Kind, xs []float64, p Params, ledgerBudget float64, h Halting, seed uint64) (Result, *ledger.Ledger, error) {
 	t.Helper()
 	r := rng.Seeded(seed)
 	l := newLedger(t, ledgerBudget)

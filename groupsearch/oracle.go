@@ -6,18 +6,22 @@ import (
 	"math"
 
 	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 )
 
 // Oracle answers group queries about scores it keeps to itself. Each Ask
-// records its Cost in the oracle's ledger before returning; once the budget
-// is spent Ask fails with an error wrapping account.ErrBudgetExceeded and
-// returns nothing.
+// charges its Loss to the oracle's ledger before any noise is drawn; once
+// the budget is spent Ask fails with an error wrapping
+// account.ErrBudgetExceeded and returns nothing.
 type Oracle interface {
 	// Len is the population size n+1.
 	Len() int
-	// Cost is the privacy cost of one answer (public).
-	Cost() account.Cost
+	// Loss is the privacy loss of one answer (public).
+	Loss() account.Loss
+	// Spent is the ε the ledger records for the oracle's group: every
+	// charged answer counts, including one whose release then failed.
+	Spent() float64
 	// Ask answers the query Q given as distinct indices in [0, Len()).
 	// The slice is only read during the call.
 	Ask(q []int32) (Response, error)
@@ -160,15 +164,15 @@ func CheckScores(scores []float64, p Params) ([]float64, []int, error) {
 // NewOracle returns the in-process oracle of the given kind over scores.
 // It spends every answer against group in ledger and draws its noise from
 // r (rng.Secure() in production).
-func NewOracle(kind Kind, scores []float64, p Params, ledger *account.Ledger, group string, r *rng.Rand) (Oracle, error) {
-	if ledger == nil || r == nil {
+func NewOracle(kind Kind, scores []float64, p Params, led *ledger.Ledger, group string, r *rng.Rand) (Oracle, error) {
+	if led == nil || r == nil {
 		return nil, errors.New("oracle needs a ledger and a random source")
 	}
 	xs, anomalies, err := CheckScores(scores, p)
 	if err != nil {
 		return nil, err
 	}
-	base := oracleBase{scores: xs, p: p, ledger: ledger, group: group, r: r}
+	base := oracleBase{scores: xs, p: p, ledger: led, group: group, r: r}
 	switch kind {
 	case RR:
 		return newRROracle(base, anomalies)
@@ -184,17 +188,23 @@ func NewOracle(kind Kind, scores []float64, p Params, ledger *account.Ledger, gr
 type oracleBase struct {
 	scores []float64
 	p      Params
-	ledger *account.Ledger
+	ledger *ledger.Ledger
 	group  string
 	r      *rng.Rand
-	cost   account.Cost
+	loss   account.Loss
 }
 
 // Len is n+1.
 func (b *oracleBase) Len() int { return len(b.scores) }
 
-// Cost is the per-answer cost.
-func (b *oracleBase) Cost() account.Cost { return b.cost }
+// Loss is the per-answer loss.
+func (b *oracleBase) Loss() account.Loss { return b.loss }
+
+// Spent is the ε the ledger records for the oracle's group.
+func (b *oracleBase) Spent() float64 {
+	eps, _ := b.ledger.Spent(b.group)
+	return eps
+}
 
 // begin checks q's indices and spends the answer's cost; it runs before any
 // noise is drawn, so nothing leaves unaccounted.
@@ -208,7 +218,7 @@ func (b *oracleBase) begin(q []int32) error {
 	if len(q) > len(b.scores) {
 		return fmt.Errorf("query has %d indices for %d individuals", len(q), len(b.scores))
 	}
-	if err := b.ledger.Spend(b.group, b.cost); err != nil {
+	if _, err := b.ledger.Record(ledger.Charge{Groups: []string{b.group}, Loss: b.loss}); err != nil {
 		return fmt.Errorf("oracle answer: %w", err)
 	}
 	return nil

@@ -38,7 +38,7 @@ func newMaxOracle(b oracleBase, binarize bool) (*maxOracle, error) {
 	if binarize {
 		name = "groupsearch binarized noisy max (eq. 9, Z=1(Y>Ȳ))"
 	}
-	b.cost = account.Cost{Mechanism: name, Epsilon: b.p.Epsilon}
+	b.loss = account.Pure(name, b.p.Epsilon)
 	top := topIndices(b.scores, topCandidates)
 	bits := make([]uint64, (len(b.scores)+63)/64)
 	for _, i := range top {

@@ -52,7 +52,7 @@ type meanOracle struct {
 }
 
 func newMeanOracle(b oracleBase) (*meanOracle, error) {
-	b.cost = account.Cost{Mechanism: "groupsearch noisy mean pair (§4.2)", Epsilon: b.p.Epsilon}
+	b.loss = account.Pure("groupsearch noisy mean pair (§4.2)", b.p.Epsilon)
 	_, e := math.Frexp(b.p.TLow)
 	exp := e - 1 - meanGridBits
 	capX := max(b.p.THigh, math.Ldexp(b.p.TLow, meanCapBits)/max(1, b.p.Epsilon))

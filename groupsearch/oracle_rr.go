@@ -21,7 +21,7 @@ func newRROracle(b oracleBase, anomalies []int) (*rrOracle, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.cost = account.Cost{Mechanism: "groupsearch randomized response (eq. 5, Prop. 1)", Epsilon: b.p.Epsilon}
+	b.loss = account.Pure("groupsearch randomized response (eq. 5, Prop. 1)", b.p.Epsilon)
 	idx := make([]int32, len(anomalies))
 	for j, i := range anomalies {
 		idx[j] = int32(i)

@@ -51,7 +51,6 @@ type Searcher struct {
 	sinceExact int
 
 	queries int
-	spent   float64
 }
 
 // cand is a member of the median bucket: key, tie-break and index.
@@ -125,7 +124,7 @@ func (s *Searcher) Reset() {
 	}
 	s.ref, s.sumW = 0, float64(n)
 	s.topU, s.topI = 0, s.r.IntN(n)
-	s.sinceExact, s.queries, s.spent = 0, 0, 0
+	s.sinceExact, s.queries = 0, 0
 }
 
 // Len is n+1.
@@ -133,9 +132,6 @@ func (s *Searcher) Len() int { return len(s.u) }
 
 // Queries is the number of answered queries T.
 func (s *Searcher) Queries() int { return s.queries }
-
-// EpsilonSpent is the sum of the costs of the answers received (Tε, Prop. 2).
-func (s *Searcher) EpsilonSpent() float64 { return s.spent }
 
 // Step asks o one query (eq. 10) and updates the posterior (eq. 6 or 11–12).
 // An error from the oracle (such as account.ErrBudgetExceeded) leaves the
@@ -155,7 +151,6 @@ func (s *Searcher) Step(o Oracle) error {
 	}
 	s.update(in - out)
 	s.queries++
-	s.spent += o.Cost().Epsilon
 	return nil
 }
 
@@ -374,7 +369,8 @@ type Result struct {
 	MaxPosterior float64 `json:"max_posterior"`
 	// Queries is T, the number of answers received.
 	Queries int `json:"queries"`
-	// EpsilonSpent is Tε, the privacy spent (Prop. 2).
+	// EpsilonSpent is the ε the oracle's ledger records for its group: Tε
+	// (Prop. 2), plus any answer charged whose release then failed.
 	EpsilonSpent float64 `json:"epsilon_spent"`
 	// HaltedBy names the rule that stopped the search (the Halt* constants).
 	HaltedBy string `json:"halted_by"`
@@ -392,7 +388,7 @@ func (s *Searcher) Run(o Oracle, h Halting, top int) (Result, error) {
 	var err error
 	halted := ""
 	for halted == "" {
-		if halted = h.Check(s, o.Cost().Epsilon); halted != "" {
+		if halted = h.Check(s, o.Loss().Epsilon); halted != "" {
 			break
 		}
 		if err = s.Step(o); err != nil {
@@ -402,7 +398,7 @@ func (s *Searcher) Run(o Oracle, h Halting, top int) (Result, error) {
 			}
 		}
 	}
-	res := Result{Queries: s.queries, EpsilonSpent: s.spent, HaltedBy: halted}
+	res := Result{Queries: s.queries, EpsilonSpent: o.Spent(), HaltedBy: halted}
 	res.Top, res.PosteriorTop = s.Top(top)
 	_, res.MaxPosterior = s.MaxPosterior()
 	return res, err

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 )
 
@@ -50,7 +51,7 @@ type SplitResult struct {
 // chance), and a subset with two or more returns at most those its top set
 // happens to hold (with noisy max, mostly the larger one).
 func SearchSplit(scores []float64, kind Kind, p Params, subsets int, h Halting, top int,
-	ledger *account.Ledger, group string, r *rng.Rand) (SplitResult, error) {
+	led *ledger.Ledger, group string, r *rng.Rand) (SplitResult, error) {
 	if subsets < 1 || 2*subsets > len(scores) {
 		return SplitResult{}, fmt.Errorf("need 1 <= subsets <= %d (two members each), got %d", len(scores)/2, subsets)
 	}
@@ -70,7 +71,7 @@ func SearchSplit(scores []float64, kind Kind, p Params, subsets int, h Halting, 
 		for k, i := range members {
 			sub[k] = scores[i]
 		}
-		res, err := searchSubset(sub, kind, p, lik, h, top, ledger, fmt.Sprintf("%s/%d", group, j), r)
+		res, err := searchSubset(sub, kind, p, lik, h, top, led, fmt.Sprintf("%s/%d", group, j), r)
 		if err != nil && !errors.Is(err, account.ErrBudgetExceeded) && !errors.Is(err, ErrNoAnomaly) {
 			return out, fmt.Errorf("subset %d: %w", j, err)
 		}
@@ -87,8 +88,8 @@ func SearchSplit(scores []float64, kind Kind, p Params, subsets int, h Halting, 
 // an anomaly to answer about; for a subset without one the result is empty
 // with HaltedBy "error" and ErrNoAnomaly.
 func searchSubset(xs []float64, kind Kind, p Params, lik Likelihood, h Halting, top int,
-	ledger *account.Ledger, group string, r *rng.Rand) (Result, error) {
-	o, err := NewOracle(kind, xs, p, ledger, group, r)
+	led *ledger.Ledger, group string, r *rng.Rand) (Result, error) {
+	o, err := NewOracle(kind, xs, p, led, group, r)
 	if err != nil {
 		return Result{HaltedBy: HaltError}, err
 	}

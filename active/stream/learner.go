@@ -1,6 +1,8 @@
 package stream
 
 import (
+	cryptorand "crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/model"
@@ -104,8 +107,9 @@ type Learner struct {
 	r      *rng.Rand
 	src    *rand.ChaCha8 // the learner's own stream when seeded, for SaveState
 	seed   uint64        // the seed src was keyed from, when seeded
-	ledger *account.Ledger
-	owned  bool // ledger created by New; saved with the state
+	ledger *ledger.Ledger
+	owned  bool   // ledger created by New; saved with the state
+	run    string // names this learner's charges in the ledger (see runKey)
 
 	w         []float64
 	wNorm     float64
@@ -115,7 +119,10 @@ type Learner struct {
 
 	observed, requested, labelled, updates int
 	nextClose                              int // FLSW: observation count that ends the window
-	chargedSelect, chargedGrad             bool
+	// selPaid and updPaid cache "the ledger holds this learner's selection
+	// (update) charge" so the per-event path need not ask it; they are
+	// never saved, and Restore reads them back from the ledger.
+	selPaid, updPaid bool
 
 	pending []point // requested, sorted by id
 	batch   []point // labelled, waiting for the update
@@ -132,17 +139,38 @@ type Learner struct {
 // (and SaveState records its position). ledger receives the spends; nil
 // makes a private ledger whose per-record budget is exactly ε_s + ε_g,
 // returned by Ledger. The non-private baseline needs a nil ledger.
-func New(cfg Config, r *rng.Rand, ledger *account.Ledger) (*Learner, error) {
-	l, err := build(cfg, r, ledger)
+func New(cfg Config, r *rng.Rand, led *ledger.Ledger) (*Learner, error) {
+	l, err := build(cfg, r, led)
 	if err != nil {
+		return nil, err
+	}
+	if l.run, err = newRunID(); err != nil {
 		return nil, err
 	}
 	l.setRand(r)
 	return l, nil
 }
 
+// newRunID returns a fresh random name for a learner's charges. It comes
+// from crypto/rand, not from the learner's stream, so seeded runs draw the
+// same noise with or without it.
+func newRunID() (string, error) {
+	var b [8]byte
+	if _, err := cryptorand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("stream: run id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// runKey is the ledger's Once key of one of this learner's charges. The
+// selection rule screens each record once, and each record enters at most
+// one update, so each is paid once per learner (parallel composition over
+// the records); a resumed learner keeps its run id and does not pay again,
+// while another learner on the same ledger does.
+func (l *Learner) runKey(what string) string { return "stream/" + l.run + "/" + what }
+
 // build validates cfg and allocates a learner at w = 0, without touching r.
-func build(cfg Config, r *rng.Rand, ledger *account.Ledger) (*Learner, error) {
+func build(cfg Config, r *rng.Rand, led *ledger.Ledger) (*Learner, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -155,13 +183,13 @@ func build(cfg Config, r *rng.Rand, ledger *account.Ledger) (*Learner, error) {
 	}
 	loss, _ := model.LossByName(cfg.Loss)
 	l := &Learner{
-		cfg: cfg, loss: loss, sel: sel, ledger: ledger,
+		cfg: cfg, loss: loss, sel: sel, ledger: led,
 		w: make([]float64, cfg.Dim), grad: make([]float64, cfg.Dim),
 		nextClose: cfg.Window, fixedSlab: -math.Log(cfg.Tau),
 		insideSq: math.Min(cfg.M*cfg.M*(1-insideMargin), math.MaxFloat64),
 	}
 	if cfg.NonPrivate {
-		if ledger != nil {
+		if led != nil {
 			return nil, errors.New("stream: the non-private baseline spends no budget; pass a nil ledger")
 		}
 		return l, nil
@@ -171,8 +199,8 @@ func build(cfg Config, r *rng.Rand, ledger *account.Ledger) (*Learner, error) {
 	if l.noise, err = mech.NewGammaVector(cfg.EpsGrad, 2*cfg.M, cfg.Dim); err != nil {
 		return nil, fmt.Errorf("stream: update noise: %w", err)
 	}
-	if ledger == nil {
-		l.ledger, err = account.NewLedger(account.Budget{Epsilon: sel.eps + cfg.EpsGrad})
+	if led == nil {
+		l.ledger, err = ledger.New(account.Budget{Epsilon: sel.eps + cfg.EpsGrad})
 		if err != nil {
 			return nil, fmt.Errorf("stream: ledger: %w", err)
 		}
@@ -227,7 +255,10 @@ func (l *Learner) SetStreamInfo(info json.RawMessage) error {
 func (l *Learner) StreamInfo() json.RawMessage { return slices.Clone(l.streamInfo) }
 
 // Ledger returns the ledger the learner charges (nil for the baseline).
-func (l *Learner) Ledger() *account.Ledger { return l.ledger }
+func (l *Learner) Ledger() *ledger.Ledger { return l.ledger }
+
+// RunID names the learner's charges in its ledger (kept across a resume).
+func (l *Learner) RunID() string { return l.run }
 
 // Observe screens one event x: it decides, privately, whether to request
 // x's label (§3.1) and first performs an FLSW update that is due. x is
@@ -462,31 +493,42 @@ func (l *Learner) closeDueWindow() error {
 	return nil
 }
 
-// chargeSelection spends ε_s for every record the selector screens, once:
-// records are disjoint, so one charge per group covers all of them.
+// chargeSelection pays ε_s for every record the selector screens, once
+// per learner (runKey): records are disjoint, so one charge per group
+// covers all of them.
 func (l *Learner) chargeSelection() error {
-	if l.cfg.NonPrivate || l.chargedSelect {
+	if l.cfg.NonPrivate || l.selPaid {
 		return nil
 	}
-	c := account.Cost{Mechanism: "stream " + l.cfg.Selector.String() + " selection", Epsilon: l.sel.eps}
-	for _, g := range []string{GroupObserved, GroupBatched} {
-		if err := l.ledger.Spend(g, c); err != nil {
-			return fmt.Errorf("selection: %w", err)
-		}
+	c := ledger.Charge{
+		Groups: []string{GroupObserved, GroupBatched},
+		Loss:   account.Pure("stream "+l.cfg.Selector.String()+" selection", l.sel.eps),
+		Once:   l.runKey("selection"),
+		Note:   "each record is screened once: parallel composition over the stream",
 	}
-	l.chargedSelect = true
+	if _, err := l.ledger.Record(c); err != nil {
+		return fmt.Errorf("selection: %w", err)
+	}
+	l.selPaid = true
 	return nil
 }
 
-// chargeUpdate spends ε_g for the records that enter an update (Lemma 3).
+// chargeUpdate pays ε_g for the records that enter an update (Lemma 3),
+// once per learner: each record enters at most one batch.
 func (l *Learner) chargeUpdate() error {
-	if l.cfg.NonPrivate || l.chargedGrad {
+	if l.cfg.NonPrivate || l.updPaid {
 		return nil
 	}
-	if err := l.ledger.Spend(GroupBatched, l.noise.Cost()); err != nil {
+	c := ledger.Charge{
+		Groups: []string{GroupBatched},
+		Loss:   l.noise.Loss(),
+		Once:   l.runKey("update"),
+		Note:   "each labelled record enters one mini-batch update: parallel composition over the batches",
+	}
+	if _, err := l.ledger.Record(c); err != nil {
 		return fmt.Errorf("update: %w", err)
 	}
-	l.chargedGrad = true
+	l.updPaid = true
 	return nil
 }
 
@@ -588,10 +630,10 @@ func (l *Learner) Stats() Stats {
 	if l.cfg.NonPrivate {
 		s.EpsGrad = math.Inf(1)
 	}
-	if l.chargedSelect || (l.cfg.NonPrivate && l.observed > 0) {
+	if l.selPaid || (l.cfg.NonPrivate && l.observed > 0) {
 		s.MaxEpsilonPerRecord = s.EpsSelect
 	}
-	if l.chargedGrad || (l.cfg.NonPrivate && l.updates > 0) {
+	if l.updPaid || (l.cfg.NonPrivate && l.updates > 0) {
 		s.MaxEpsilonPerRecord += s.EpsGrad
 	}
 	return s

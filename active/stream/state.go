@@ -1,20 +1,22 @@
 package stream
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 
-	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/model"
 )
 
 // stateVersion is bumped whenever savedState changes incompatibly.
-// Version 2 added the seed and the stream info.
-const stateVersion = 2
+// Version 2 added the seed and the stream info; version 3 the run id and
+// the v2 ledger (dp/ledger), in place of the charge flags.
+const stateVersion = 3
 
 // normSlack is the relative rounding allowed when Restore checks a saved
 // norm bound: scaling onto a ball (clipping, Π of eq. 10) can leave the
@@ -26,23 +28,22 @@ const normSlack = 1e-12
 // random stream's position, which predicts future noise: a state file is
 // as secret as the stream itself.
 type savedState struct {
-	Version       int             `json:"version"`
-	Config        Config          `json:"config"`
-	W             []float64       `json:"w"`
-	Observed      int             `json:"observed"`
-	Requested     int             `json:"requested"`
-	Labelled      int             `json:"labelled"`
-	Updates       int             `json:"updates"`
-	NextClose     int             `json:"next_close"`
-	ChargedSelect bool            `json:"charged_select"`
-	ChargedGrad   bool            `json:"charged_grad"`
-	Pending       []savedPoint    `json:"pending"`
-	Batch         []savedPoint    `json:"batch"`
-	Releases      []Release       `json:"releases"`
-	Seed          *uint64         `json:"seed,omitempty"`
-	Rand          []byte          `json:"rand,omitempty"`
-	Ledger        *account.Ledger `json:"ledger,omitempty"`
-	StreamInfo    json.RawMessage `json:"stream_info,omitempty"`
+	Version    int             `json:"version"`
+	Config     Config          `json:"config"`
+	W          []float64       `json:"w"`
+	Observed   int             `json:"observed"`
+	Requested  int             `json:"requested"`
+	Labelled   int             `json:"labelled"`
+	Updates    int             `json:"updates"`
+	NextClose  int             `json:"next_close"`
+	Run        string          `json:"run"`
+	Pending    []savedPoint    `json:"pending"`
+	Batch      []savedPoint    `json:"batch"`
+	Releases   []Release       `json:"releases"`
+	Seed       *uint64         `json:"seed,omitempty"`
+	Rand       []byte          `json:"rand,omitempty"`
+	Ledger     *ledger.Ledger  `json:"ledger,omitempty"`
+	StreamInfo json.RawMessage `json:"stream_info,omitempty"`
 }
 
 type savedPoint struct {
@@ -60,7 +61,7 @@ func (l *Learner) SaveState(w io.Writer) error {
 	s := savedState{
 		Version: stateVersion, Config: l.cfg, W: l.w,
 		Observed: l.observed, Requested: l.requested, Labelled: l.labelled, Updates: l.updates,
-		NextClose: l.nextClose, ChargedSelect: l.chargedSelect, ChargedGrad: l.chargedGrad,
+		NextClose: l.nextClose, Run: l.run,
 		Pending: savePoints(l.pending), Batch: savePoints(l.batch), Releases: l.releases,
 		StreamInfo: l.streamInfo,
 	}
@@ -93,27 +94,26 @@ func savePoints(ps []point) []savedPoint {
 // configuration as New would, the model (finite, ‖w‖ ≤ Radius), the
 // counters against each other, every buffered point (dimension, finite,
 // ‖x‖ ≤ M, label, unique ids), the release log, the random state and the
-// ledger's record of the learner's charges. A state that fails any check
-// is refused with an error naming it.
+// run id. A state that fails any check is refused with an error naming it.
 //
 // A seeded r continues the saved random stream exactly (so a resumed
 // seeded run reproduces an uninterrupted one); it must carry the saved
 // seed, else the error wraps ErrSeedMismatch. A secure r replaces the
-// stream with fresh randomness. ledger should be the ledger the saved
-// learner charged (restored from its JSON); if it has no record of the
-// learner's charges they are made again, so the spend is never
-// under-reported, and a ledger recording less than the state implies is
-// refused. A nil ledger takes the one saved with the state, if any, else a
-// new one.
-func Restore(rd io.Reader, r *rng.Rand, ledger *account.Ledger) (*Learner, error) {
-	l, err := restore(rd, r, ledger)
+// stream with fresh randomness. led should be the ledger the saved learner
+// charged; the charges the saved counters imply (ε_s once a record was
+// screened, ε_g once an update was released) are looked up there by the
+// learner's run id and made again if it lacks them, so the spend is never
+// under-reported. A nil led takes the ledger saved with the state, if any,
+// else a new one.
+func Restore(rd io.Reader, r *rng.Rand, led *ledger.Ledger) (*Learner, error) {
+	l, err := restore(rd, r, led)
 	if err != nil {
 		return nil, fmt.Errorf("stream: restore: %w", err)
 	}
 	return l, nil
 }
 
-func restore(rd io.Reader, r *rng.Rand, ledger *account.Ledger) (*Learner, error) {
+func restore(rd io.Reader, r *rng.Rand, led *ledger.Ledger) (*Learner, error) {
 	var s savedState
 	if err := json.NewDecoder(rd).Decode(&s); err != nil {
 		return nil, err
@@ -125,14 +125,18 @@ func restore(rd io.Reader, r *rng.Rand, ledger *account.Ledger) (*Learner, error
 	if len(s.W) != s.Config.Dim {
 		return nil, fmt.Errorf("model has dimension %d, the configuration %d", len(s.W), s.Config.Dim)
 	}
-	if ledger == nil && s.Ledger != nil {
-		ledger = s.Ledger
+	if led == nil && s.Ledger != nil {
+		led = s.Ledger
 	}
-	l, err := build(s.Config, r, ledger)
+	if !validRunID(s.Run) {
+		return nil, fmt.Errorf("invalid run id %q", s.Run)
+	}
+	l, err := build(s.Config, r, led)
 	if err != nil {
 		return nil, err
 	}
-	if s.Ledger != nil && ledger == s.Ledger {
+	l.run = s.Run
+	if s.Ledger != nil && led == s.Ledger {
 		l.owned = true
 	}
 	if err := l.load(&s); err != nil {
@@ -141,12 +145,11 @@ func restore(rd io.Reader, r *rng.Rand, ledger *account.Ledger) (*Learner, error
 	if err := l.restoreRand(r, s.Seed, s.Rand); err != nil {
 		return nil, err
 	}
-	// The counters, not the saved flags, say which charges were made: a
-	// record was screened iff Observed > 0 (the first decision charges ε_s)
-	// and one entered an update iff Updates > 0.
-	sel := s.ChargedSelect || s.Observed > 0
-	grad := s.ChargedGrad || s.Updates > 0
-	if err := l.rechargeMissing(sel, grad); err != nil {
+	// The counters say which charges were made: a record was screened iff
+	// Observed > 0 (the first decision pays ε_s) and one entered an update
+	// iff Updates > 0. chargeSelection and chargeUpdate are idempotent by
+	// run id, so a ledger that holds them is not charged twice.
+	if err := l.rechargeMissing(s.Observed > 0, s.Updates > 0); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -302,42 +305,32 @@ func (l *Learner) restoreRand(r *rng.Rand, seed *uint64, saved []byte) error {
 }
 
 // rechargeMissing makes the charges the saved learner made (sel: ε_s for
-// the screened records, grad: ε_g for the batched ones) again if the
-// ledger shows none of them, so that a fresh ledger still sees the spend.
-// A ledger that records some but less than the counters imply is refused.
+// the screened records, grad: ε_g for the batched ones) unless the ledger
+// already holds them under the learner's run id.
 func (l *Learner) rechargeMissing(sel, grad bool) error {
 	if l.cfg.NonPrivate {
 		return nil
 	}
-	spent := func(g string) float64 { eps, _ := l.ledger.Spent(g); return eps }
-	covers := func(have, need float64) bool { return have >= need*(1-normSlack) }
+	l.selPaid = l.ledger.Charged(l.runKey("selection"))
+	l.updPaid = l.ledger.Charged(l.runKey("update"))
 	if sel {
-		obs, bat := spent(GroupObserved), spent(GroupBatched)
-		switch {
-		case obs == 0 && bat == 0:
-			if err := l.chargeSelection(); err != nil {
-				return err
-			}
-		case covers(obs, l.sel.eps) && covers(bat, l.sel.eps):
-			l.chargedSelect = true
-		default:
-			return fmt.Errorf("the ledger records ε = %v (%s) and %v (%s), less than the ε_s = %v of the %d screened events",
-				obs, GroupObserved, bat, GroupBatched, l.sel.eps, l.observed)
+		if err := l.chargeSelection(); err != nil {
+			return err
 		}
 	}
 	if grad {
-		bat, need := spent(GroupBatched), l.sel.eps+l.noise.Cost().Epsilon
-		switch {
-		case covers(bat, need):
-			l.chargedGrad = true
-		case covers(l.sel.eps, bat):
-			if err := l.chargeUpdate(); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("the ledger records ε = %v for %s, less than the ε_s + ε_g = %v of the %d updates",
-				bat, GroupBatched, need, l.updates)
+		if err := l.chargeUpdate(); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// validRunID accepts the 16 hex digits newRunID makes.
+func validRunID(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/model"
 )
@@ -85,10 +86,15 @@ func TestRestoreRejects(t *testing.T) {
 		}, "out of order"},
 		{"seed without stream", func(m map[string]any) { delete(m, "rand") }, "saved together"},
 		{"random state", func(m map[string]any) { m["rand"] = "AAAA" }, "random state"},
-		{"ledger short", func(m map[string]any) {
-			g := m["ledger"].(map[string]any)["groups"].(map[string]any)
-			g["stream/batched"].(map[string]any)["epsilon"] = 1.5
-		}, "less than the ε_s + ε_g"},
+		{"ledger tampered", func(m map[string]any) {
+			e := m["ledger"].(map[string]any)["entries"].([]any)
+			e[1].(map[string]any)["loss"].(map[string]any)["epsilon"] = -1.0
+		}, "epsilon must be finite and >= 0"},
+		{"ledger gap", func(m map[string]any) {
+			e := m["ledger"].(map[string]any)["entries"].([]any)
+			e[1].(map[string]any)["seq"] = 7.0
+		}, "gap"},
+		{"run id", func(m map[string]any) { m["run"] = "x" }, "invalid run id"},
 		{"version", func(m map[string]any) { m["version"] = 1.0 }, "state version 1"},
 		{"config", func(m map[string]any) { m["config"].(map[string]any)["window"] = 0.0 }, "window must be"},
 	} {
@@ -107,14 +113,14 @@ func TestRestoreRejects(t *testing.T) {
 	}
 }
 
-// TestRestoreRechargesFromCounters: the charges follow the counters, not
-// the saved flags: a state claiming no charges after 42 observations and
-// some updates still charges a fresh ledger ε_s + ε_g.
+// TestRestoreRechargesFromCounters: the charges follow the counters: a
+// state saved without its ledger, after 42 observations and some updates,
+// still charges a fresh ledger ε_s + ε_g, and restoring into that ledger
+// again (same run id) charges nothing more.
 func TestRestoreRechargesFromCounters(t *testing.T) {
 	m := savedMidStream(t)
-	m["charged_select"], m["charged_grad"] = false, false
 	delete(m, "ledger")
-	led, _ := account.NewLedger(account.Budget{Epsilon: 10})
+	led, _ := ledger.New(account.Budget{Epsilon: 10})
 	if _, err := Restore(bytes.NewReader(encodeState(t, m)), rng.Seeded(3), led); err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +129,12 @@ func TestRestoreRechargesFromCounters(t *testing.T) {
 	}
 	if bat, _ := led.Spent(GroupBatched); bat != 2 {
 		t.Errorf("batched group spent %v, want 2", bat)
+	}
+	if _, err := Restore(bytes.NewReader(encodeState(t, m)), rng.Seeded(3), led); err != nil {
+		t.Fatal(err)
+	}
+	if bat, _ := led.Spent(GroupBatched); bat != 2 || led.Len() != 2 {
+		t.Errorf("second restore: batched group spent %v in %d entries, want 2 in 2", bat, led.Len())
 	}
 }
 
@@ -177,9 +189,9 @@ func checkInvariants(t *testing.T, l *Learner) {
 func FuzzRestore(f *testing.F) {
 	valid := encodeState(f, savedMidStream(f))
 	f.Add(valid)
-	f.Add([]byte(`{"version":2,"config":{"dim":1,"m":1,"eps_select":1,"eps_grad":1,"tau":0.5,"window":1,"eta":1,"loss":"hinge","radius":1},"w":[0]}`))
+	f.Add([]byte(`{"version":3,"run":"0123456789abcdef","config":{"dim":1,"m":1,"eps_select":1,"eps_grad":1,"tau":0.5,"window":1,"eta":1,"loss":"hinge","radius":1},"w":[0]}`))
 	f.Add([]byte(`{}`))
-	f.Add([]byte(`{"version":2,"config":{"dim":1e12}}`))
+	f.Add([]byte(`{"version":3,"run":"0123456789abcdef","config":{"dim":1e12}}`))
 	f.Add(bytes.Replace(valid, []byte(`"observed":40`), []byte(`"observed":4`), 1))
 	f.Add(bytes.Replace(valid, []byte(`"window":4`), []byte(`"window":1`), 1))
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 )
@@ -29,7 +30,7 @@ type demoOutput struct {
 	NoiseMultiplier float64               `json:"noise_multiplier"`
 	DPSGD           account.EpsilonResult `json:"dpsgd"`
 	Releases        []demoRelease         `json:"releases"`
-	Ledger          *account.Ledger       `json:"ledger"`
+	Ledger          *ledger.Ledger        `json:"ledger"`
 	SpentEpsilon    float64               `json:"spent_epsilon"`
 	SpentDelta      float64               `json:"spent_delta"`
 	Seed            *uint64               `json:"seed,omitempty"`
@@ -88,19 +89,23 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 		return fmt.Errorf("calibrating DP-SGD noise: %w", err)
 	}
 	out.NoiseMultiplier, out.DPSGD = sigma, res
-	ledger, err := account.NewLedger(account.Budget{Epsilon: budget, Delta: delta})
+	led, err := ledger.New(account.Budget{Epsilon: budget, Delta: delta})
 	if err != nil {
 		return err
 	}
-	out.Ledger = ledger
-	if err := ledger.SpendPhases(demoGroup, []account.Phase{{SampleRate: q, NoiseMultiplier: sigma, Steps: steps}}); err != nil {
+	out.Ledger = led
+	dpsgd, err := account.SubsampledGaussian([]account.Phase{{SampleRate: q, NoiseMultiplier: sigma, Steps: steps}})
+	if err != nil {
+		return fmt.Errorf("DP-SGD run: %w", err)
+	}
+	if _, err := led.Record(ledger.Charge{Groups: []string{demoGroup}, Loss: dpsgd, Note: "DP-SGD run (accounted, not trained, in this demo)"}); err != nil {
 		return fmt.Errorf("DP-SGD run: %w", err)
 	}
 	r := rng.New(seed)
-	if out.Releases, err = demoReleases(r, ledger, train, epsCount, epsRR); err != nil {
+	if out.Releases, err = demoReleases(r, led, train, epsCount, epsRR); err != nil {
 		return err
 	}
-	out.SpentEpsilon, out.SpentDelta = ledger.Spent(demoGroup)
+	out.SpentEpsilon, out.SpentDelta = led.Spent(demoGroup)
 	if asJSON {
 		return printJSON(cmd.OutOrStdout(), out)
 	}
@@ -110,7 +115,7 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 
 // demoReleases spends, then releases, a Laplace count of attacks and a
 // randomized-response answer to "is record 0 an attack?".
-func demoReleases(r *rng.Rand, ledger *account.Ledger, d *data.Dataset, epsCount, epsRR float64) ([]demoRelease, error) {
+func demoReleases(r *rng.Rand, led *ledger.Ledger, d *data.Dataset, epsCount, epsRR float64) ([]demoRelease, error) {
 	lap, err := mech.NewLaplace(epsCount, 1)
 	if err != nil {
 		return nil, fmt.Errorf("--eps-count: %w", err)
@@ -125,21 +130,21 @@ func demoReleases(r *rng.Rand, ledger *account.Ledger, d *data.Dataset, epsCount
 			attacks++
 		}
 	}
-	if err := ledger.Spend(demoGroup, lap.Cost()); err != nil {
+	group := []string{demoGroup}
+	count, err := ledger.Release(led, lap, group, func() (float64, error) { return lap.Release(r, attacks) })
+	if err != nil {
 		return nil, fmt.Errorf("laplace count: %w", err)
 	}
-	count, err := lap.Release(r, attacks)
+	bit, err := ledger.Release(led, rr, group, func() (float64, error) {
+		if rr.Release(r, d.Y[0] > 0) {
+			return 1, nil
+		}
+		return 0, nil
+	})
 	if err != nil {
-		return nil, err
-	}
-	if err := ledger.Spend(demoGroup, rr.Cost()); err != nil {
 		return nil, fmt.Errorf("randomized response: %w", err)
 	}
-	bit := 0.0
-	if rr.Release(r, d.Y[0] > 0) {
-		bit = 1
-	}
-	lc, rc := lap.Cost(), rr.Cost()
+	lc, rc := lap.Loss(), rr.Loss()
 	return []demoRelease{
 		{Mechanism: lc.Mechanism, Query: "number of attack records", Value: count, Epsilon: lc.Epsilon},
 		{Mechanism: rc.Mechanism, Query: "is record 0 an attack (1/0)", Value: bit, Epsilon: rc.Epsilon},

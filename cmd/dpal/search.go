@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/groupsearch"
 )
@@ -178,7 +179,7 @@ type searchOutput struct {
 	Oracle           string           `json:"oracle"`
 	N                int              `json:"n"`
 	Params           searchParamsJSON `json:"params"`
-	Ledger           *account.Ledger  `json:"ledger"`
+	Ledger           *ledger.Report   `json:"ledger"`
 	Privacy          string           `json:"privacy"`
 	Seed             *uint64          `json:"seed,omitempty"`
 }
@@ -254,7 +255,7 @@ func runSearch(cmd *cobra.Command, _ []string) error {
 	if err := checkSearchScores(path, sf, p, subsets); err != nil {
 		return err
 	}
-	ledger, err := account.NewLedger(account.Budget{Epsilon: h.Budget})
+	led, err := ledger.New(account.Budget{Epsilon: h.Budget})
 	if err != nil {
 		return err
 	}
@@ -263,19 +264,22 @@ func runSearch(cmd *cobra.Command, _ []string) error {
 			"budget", h.Budget, "max_answers", defaultBudgetAnswers, "worst_case_epsilon", h.Budget)
 	}
 	r := rng.New(seed)
-	out := searchOutput{Oracle: string(kind), N: len(sf.Scores), Ledger: ledger, Seed: seed,
+	out := searchOutput{Oracle: string(kind), N: len(sf.Scores), Seed: seed,
 		Budget: h.Budget, BudgetDefault: budgetDefault, WorstCaseEpsilon: h.Budget,
 		Params: searchParamsJSON{Params: p, Halting: h, Top: top}, Privacy: privacyNote(kind)}
 	postPath, _ := f.GetString("posterior-out")
 	if subsets == 1 {
-		err = searchOne(&out, sf, kind, p, h, top, ledger, r, postPath)
+		err = searchOne(&out, sf, kind, p, h, top, led, r, postPath)
 	} else {
 		if postPath != "" {
 			return errors.New("--posterior-out needs --subsets 1")
 		}
-		err = searchSplit(&out, sf, kind, p, h, top, subsets, ledger, r)
+		err = searchSplit(&out, sf, kind, p, h, top, subsets, led, r)
 	}
 	if err != nil {
+		return err
+	}
+	if out.Ledger, err = led.Report(""); err != nil {
 		return err
 	}
 	if asJSON, _ := f.GetBool("json"); asJSON {
@@ -311,8 +315,8 @@ func checkSearchScores(path string, sf *scoreFile, p groupsearch.Params, subsets
 }
 
 func searchOne(out *searchOutput, sf *scoreFile, kind groupsearch.Kind, p groupsearch.Params, h groupsearch.Halting,
-	top int, ledger *account.Ledger, r *rng.Rand, postPath string) error {
-	o, err := groupsearch.NewOracle(kind, sf.Scores, p, ledger, "search", r)
+	top int, led *ledger.Ledger, r *rng.Rand, postPath string) error {
+	o, err := groupsearch.NewOracle(kind, sf.Scores, p, led, "search", r)
 	if err != nil {
 		return err
 	}
@@ -332,7 +336,7 @@ func searchOne(out *searchOutput, sf *scoreFile, kind groupsearch.Kind, p groups
 		out.BudgetError = err.Error()
 	}
 	out.foundOutput = foundOf(sf, res)
-	out.EpsilonSpent, _ = ledger.Spent("search")
+	out.EpsilonSpent, _ = led.Spent("search")
 	if postPath != "" {
 		return writePosterior(postPath, sf, s.Posterior(), out)
 	}
@@ -369,8 +373,8 @@ func writePosterior(path string, sf *scoreFile, f []float64, out *searchOutput) 
 }
 
 func searchSplit(out *searchOutput, sf *scoreFile, kind groupsearch.Kind, p groupsearch.Params, h groupsearch.Halting,
-	top, subsets int, ledger *account.Ledger, r *rng.Rand) error {
-	res, err := groupsearch.SearchSplit(sf.Scores, kind, p, subsets, h, top, ledger, "search", r)
+	top, subsets int, led *ledger.Ledger, r *rng.Rand) error {
+	res, err := groupsearch.SearchSplit(sf.Scores, kind, p, subsets, h, top, led, "search", r)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ import (
 
 	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/data"
-	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/model"
 )
@@ -106,27 +106,27 @@ func init() {
 // streamSummary is the --json output. Scripts rely on test_error, labels,
 // observed, releases, epsilon_per_record, baseline_batch_error and seed.
 type streamSummary struct {
-	Dataset            string          `json:"dataset,omitempty"`
-	Dim                int             `json:"dim"`
-	TrainSize          int             `json:"train_size,omitempty"`
-	TestSize           int             `json:"test_size,omitempty"`
-	Config             stream.Config   `json:"config"`
-	Observed           int             `json:"observed"`
-	Requested          int             `json:"requested"`
-	Labels             int             `json:"labels"`
-	Updates            int             `json:"updates"`
-	Releases           int             `json:"releases"`
-	Rejected           int             `json:"rejected"`
-	TestError          *float64        `json:"test_error,omitempty"`
-	BaselineBatchError *float64        `json:"baseline_batch_error,omitempty"`
-	EpsSelectTrue      *float64        `json:"eps_select_true,omitempty"`
-	EpsilonPerRecord   *float64        `json:"epsilon_per_record"`
-	NonPrivate         bool            `json:"non_private,omitempty"`
-	Ledger             *account.Ledger `json:"ledger,omitempty"`
-	Seed               *uint64         `json:"seed,omitempty"`
-	ShuffleSeed        *uint64         `json:"shuffle_seed,omitempty"`
-	ResumedFrom        string          `json:"resumed_from,omitempty"`
-	Seconds            float64         `json:"seconds"`
+	Dataset            string         `json:"dataset,omitempty"`
+	Dim                int            `json:"dim"`
+	TrainSize          int            `json:"train_size,omitempty"`
+	TestSize           int            `json:"test_size,omitempty"`
+	Config             stream.Config  `json:"config"`
+	Observed           int            `json:"observed"`
+	Requested          int            `json:"requested"`
+	Labels             int            `json:"labels"`
+	Updates            int            `json:"updates"`
+	Releases           int            `json:"releases"`
+	Rejected           int            `json:"rejected"`
+	TestError          *float64       `json:"test_error,omitempty"`
+	BaselineBatchError *float64       `json:"baseline_batch_error,omitempty"`
+	EpsSelectTrue      *float64       `json:"eps_select_true,omitempty"`
+	EpsilonPerRecord   *float64       `json:"epsilon_per_record"`
+	NonPrivate         bool           `json:"non_private,omitempty"`
+	Ledger             *ledger.Report `json:"ledger,omitempty"`
+	Seed               *uint64        `json:"seed,omitempty"`
+	ShuffleSeed        *uint64        `json:"shuffle_seed,omitempty"`
+	ResumedFrom        string         `json:"resumed_from,omitempty"`
+	Seconds            float64        `json:"seconds"`
 }
 
 func runStream(cmd *cobra.Command, _ []string) error {
@@ -525,7 +525,10 @@ func summarise(l *stream.Learner, dim int, resumed string) streamSummary {
 	sum := streamSummary{
 		Dim: dim, Config: l.Config(), Observed: s.Observed, Requested: s.Requested,
 		Labels: s.Labelled, Updates: s.Updates, Releases: s.Updates,
-		NonPrivate: l.Config().NonPrivate, Ledger: l.Ledger(), Seed: learnerSeed(l), ResumedFrom: resumed,
+		NonPrivate: l.Config().NonPrivate, Seed: learnerSeed(l), ResumedFrom: resumed,
+	}
+	if led := l.Ledger(); led != nil {
+		sum.Ledger, _ = led.Report("")
 	}
 	if !sum.NonPrivate {
 		eps, sel := s.MaxEpsilonPerRecord, s.EpsSelect
@@ -563,9 +566,8 @@ func printStreamSummary(cmd *cobra.Command, sum *streamSummary) error {
 		}
 		fmt.Fprintf(w, ", update eps_g %v)\n", c.EpsGrad)
 		fmt.Fprintln(w, "  ledger")
-		for _, g := range sum.Ledger.Groups() {
-			eps, _ := sum.Ledger.Spent(g)
-			fmt.Fprintf(w, "    %-18s eps = %.4f\n", g, eps)
+		for _, g := range sum.Ledger.Groups {
+			fmt.Fprintf(w, "    %-18s eps = %.4f\n", g.Group, g.Epsilon)
 		}
 	}
 	if sum.Seed != nil {

@@ -316,7 +316,7 @@ func TestStreamEventsBudgetStops(t *testing.T) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	m["ledger"].(map[string]any)["budget"].(map[string]any)["epsilon"] = 1.0
+	m["ledger"].(map[string]any)["meta"].(map[string]any)["budget"].(map[string]any)["epsilon"] = 1.0
 	b, _ = json.Marshal(m)
 	if err := os.WriteFile(state, b, 0o600); err != nil {
 		t.Fatal(err)

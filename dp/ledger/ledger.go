@@ -503,3 +503,33 @@ func (l *Ledger) UnmarshalJSON(b []byte) error {
 	l.meta, l.store, l.groups, l.once, l.seq, l.now = nl.meta, nl.store, nl.groups, nl.once, nl.seq, nl.now
 	return nil
 }
+
+// Report is what a privacy officer reads: the settings, every entry and
+// every group's spend against the budget. `dpal ledger show --json` and
+// the service print it.
+type Report struct {
+	Meta    Meta           `json:"meta"`
+	Entries []Entry        `json:"entries"`
+	Groups  []GroupSummary `json:"groups"`
+}
+
+// Report returns the ledger's report, optionally restricted to the entries
+// and the summary of one group ("" for all).
+func (l *Ledger) Report(group string) (*Report, error) {
+	entries, err := l.Entries()
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Meta: l.Meta(), Entries: []Entry{}, Groups: []GroupSummary{}}
+	for _, e := range entries {
+		if group == "" || slices.Contains(e.Groups, group) {
+			r.Entries = append(r.Entries, e)
+		}
+	}
+	for _, g := range l.Summary() {
+		if group == "" || g.Group == group {
+			r.Groups = append(r.Groups, g)
+		}
+	}
+	return r, nil
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/groupsearch"
 	"github.com/dpal-dev/dpal/repro/figure"
@@ -294,8 +295,8 @@ func newRunner(in *Instance, kind groupsearch.Kind, eps float64, r *rng.Rand, op
 }
 
 // oracle returns a fresh oracle with its own ledger (one per run).
-func (ru *runner) oracle() (groupsearch.Oracle, *account.Ledger, error) {
-	l, err := account.NewLedger(account.Budget{Epsilon: 1e9})
+func (ru *runner) oracle() (groupsearch.Oracle, *ledger.Ledger, error) {
+	l, err := ledger.New(account.Budget{Epsilon: 1e9})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -539,7 +540,7 @@ func (h *harness) fig4(r *rng.Rand) error {
 					if !ru.hit(h.cfg.Top) {
 						miss[j]++
 					}
-					risk[j] += ru.s.EpsilonSpent()
+					risk[j] += o.Spent()
 				}
 				h.tick()
 			}
