@@ -72,6 +72,7 @@ func init() {
 	f.Uint64("seed", 0, "seed for reproducible experiments (default: secure randomness)")
 	f.String("posterior-out", "", "also write the final posterior f_T as index,probability lines to this file (# header lines record the oracle, queries and seed)")
 	f.Bool("json", false, "print one JSON object")
+	f.String("ledger", "", "durable ledger file: created with --budget if new; later runs continue it and stop when its budget is spent (default: in memory)")
 	rootCmd.AddCommand(searchCmd)
 }
 
@@ -255,10 +256,11 @@ func runSearch(cmd *cobra.Command, _ []string) error {
 	if err := checkSearchScores(path, sf, p, subsets); err != nil {
 		return err
 	}
-	led, err := ledger.New(account.Budget{Epsilon: h.Budget})
+	led, err := searchLedger(cmd, &h.Budget, &budgetDefault)
 	if err != nil {
 		return err
 	}
+	defer led.Close()
 	if budgetDefault {
 		slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)).Warn("search: no --budget given; using the default",
 			"budget", h.Budget, "max_answers", defaultBudgetAnswers, "worst_case_epsilon", h.Budget)
@@ -329,8 +331,10 @@ func searchOne(out *searchOutput, sf *scoreFile, kind groupsearch.Kind, p groups
 		return err
 	}
 	res, err := s.Run(o, h, top)
-	if err != nil && !errors.Is(err, account.ErrBudgetExceeded) {
-		return err
+	if err != nil && (!errors.Is(err, account.ErrBudgetExceeded) || res.Queries == 0) {
+		// Not one answer could be paid for: the "top set" would be noise
+		// of the searcher's own making, so say so instead of printing it.
+		return fmt.Errorf("no query answered: %w", err)
 	}
 	if err != nil {
 		out.BudgetError = err.Error()
@@ -419,4 +423,27 @@ func printSearchText(w io.Writer, out *searchOutput) {
 	if out.Seed != nil {
 		fmt.Fprintf(w, "seed %d\n", *out.Seed)
 	}
+}
+
+// searchLedger opens --ledger FILE (a durable ledger that later runs
+// continue), or makes an in-memory one, with budget *b per individual. An
+// existing file keeps its own budget: without --budget, *b becomes it and
+// *isDefault false; a --budget above it is refused.
+func searchLedger(cmd *cobra.Command, b *float64, isDefault *bool) (*ledger.Ledger, error) {
+	path, _ := cmd.Flags().GetString("ledger")
+	if path == "" {
+		return ledger.New(account.Budget{Epsilon: *b})
+	}
+	want := account.Budget{Epsilon: *b}
+	if _, err := os.Stat(path); err == nil && *isDefault {
+		want = account.Budget{}
+	}
+	led, err := openLedgerFile(path, want)
+	if err != nil {
+		return nil, fmt.Errorf("--ledger: %w", err)
+	}
+	if want == (account.Budget{}) {
+		*b, *isDefault = led.Budget().Epsilon, false
+	}
+	return led, nil
 }

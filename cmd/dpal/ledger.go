@@ -1,0 +1,179 @@
+package main
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
+)
+
+func init() {
+	ledgerCmd := &cobra.Command{
+		Use:   "ledger",
+		Short: "Inspect a durable privacy ledger (written by --ledger FILE)",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	show := &cobra.Command{
+		Use:   "show",
+		Short: "Print every entry of a ledger, then each group's spend, budget and what is left",
+		Long: `show reads a ledger file written by 'dpal stream --ledger FILE' or
+'dpal search --ledger FILE' and prints its entries (sequence number, time,
+groups, mechanism, loss, note), then for every group the ε it has spent at
+--delta (default: the ledger's own δ), the budget and what is left.
+
+--json prints {"meta":…,"entries":[…],"groups":[…]}; --csv prints the entries
+as CSV, a blank line, then the groups as CSV. The file is opened exclusively:
+a run that is writing to it must finish first.`,
+		Args: cobra.NoArgs,
+		RunE: runLedgerShow,
+	}
+	f := show.Flags()
+	f.String("store", "", "ledger file (required)")
+	f.String("group", "", "show only the entries and the spend of this group")
+	f.Float64("delta", 0, "report each group's ε at this total δ (default: the ledger's budget δ)")
+	f.Bool("json", false, "print one JSON object")
+	f.Bool("csv", false, "print CSV: the entries, a blank line, then the groups")
+	ledgerCmd.AddCommand(show)
+	rootCmd.AddCommand(ledgerCmd)
+}
+
+func runLedgerShow(cmd *cobra.Command, _ []string) error {
+	f := cmd.Flags()
+	path, _ := f.GetString("store")
+	group, _ := f.GetString("group")
+	asJSON, _ := f.GetBool("json")
+	asCSV, _ := f.GetBool("csv")
+	if path == "" {
+		return errors.New("--store FILE is required")
+	}
+	if asJSON && asCSV {
+		return errors.New("--json and --csv exclude each other")
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("--store: %w", err)
+	}
+	led, err := openLedgerFile(path, account.Budget{})
+	if err != nil {
+		return err
+	}
+	defer led.Close()
+	rep, err := led.Report(group)
+	if err != nil {
+		return err
+	}
+	if f.Changed("delta") {
+		d, _ := f.GetFloat64("delta")
+		if err := reportAtDelta(led, rep, d); err != nil {
+			return err
+		}
+	}
+	if group != "" && len(rep.Groups) == 0 {
+		return fmt.Errorf("--group %q: no such group in %s (groups: %s)", group, path, strings.Join(led.Groups(), ", "))
+	}
+	w := cmd.OutOrStdout()
+	switch {
+	case asJSON:
+		return printJSON(w, rep)
+	case asCSV:
+		return writeLedgerCSV(w, rep)
+	}
+	printLedgerText(w, path, rep)
+	return nil
+}
+
+// openLedgerFile opens (or creates, with budget b) the durable ledger at
+// path. A zero b keeps the stored budget; a larger one is refused.
+func openLedgerFile(path string, b account.Budget) (*ledger.Ledger, error) {
+	st, err := ledger.OpenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	led, err := ledger.Open(st, b)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return led, nil
+}
+
+// reportAtDelta recomputes each group's ε at total δ = delta.
+func reportAtDelta(led *ledger.Ledger, rep *ledger.Report, delta float64) error {
+	if err := account.ValidateDelta(delta); err != nil {
+		return fmt.Errorf("--delta: %w", err)
+	}
+	for i, g := range rep.Groups {
+		eps, err := led.Loss(g.Group).EpsilonAt(delta, rep.Meta.Conversion)
+		if err != nil {
+			return fmt.Errorf("--delta: group %q: %w", g.Group, err)
+		}
+		rep.Groups[i].Epsilon, rep.Groups[i].Delta = eps, delta
+		rep.Groups[i].Remaining = max(0, g.Budget-eps)
+	}
+	return nil
+}
+
+func printLedgerText(w io.Writer, path string, rep *ledger.Report) {
+	b := rep.Meta.Budget
+	fmt.Fprintf(w, "ledger %s: budget ε = %g, δ = %g per group (%s conversion), created %s\n",
+		path, b.Epsilon, b.Delta, rep.Meta.Conversion, rep.Meta.Created.Format(time.RFC3339))
+	fmt.Fprintf(w, "%d entries\n", len(rep.Entries))
+	for _, e := range rep.Entries {
+		fmt.Fprintf(w, "  #%-5d %s  %-28s %-44s %s\n", e.Seq, e.Time.Format(time.RFC3339),
+			strings.Join(e.Groups, ","), e.Loss.Mechanism, describeLoss(e.Loss))
+		if e.Note != "" {
+			fmt.Fprintf(w, "         note: %s\n", e.Note)
+		}
+	}
+	fmt.Fprintln(w, "groups")
+	for _, g := range rep.Groups {
+		fmt.Fprintf(w, "  %-28s ε = %.6g (δ = %g) of %g, %.6g left, %d charges\n",
+			g.Group, g.Epsilon, g.Delta, g.Budget, g.Remaining, g.Charges)
+	}
+}
+
+// describeLoss writes a loss's non-zero parts.
+func describeLoss(l account.Loss) string {
+	var parts []string
+	if l.Epsilon > 0 || !l.HasRDP() {
+		parts = append(parts, "ε="+strconv.FormatFloat(l.Epsilon, 'g', 6, 64))
+	}
+	if l.Delta > 0 {
+		parts = append(parts, "δ="+strconv.FormatFloat(l.Delta, 'g', 3, 64))
+	}
+	if l.Rho > 0 {
+		parts = append(parts, "ρ="+strconv.FormatFloat(l.Rho, 'g', 6, 64))
+	}
+	if len(l.Orders) > 0 {
+		parts = append(parts, fmt.Sprintf("RDP curve (%d orders)", len(l.Orders)))
+	}
+	return strings.Join(parts, " ")
+}
+
+func writeLedgerCSV(w io.Writer, rep *ledger.Report) error {
+	cw := csv.NewWriter(w)
+	ff := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	_ = cw.Write([]string{"seq", "time", "groups", "mechanism", "kind", "epsilon", "delta", "rho", "rdp_orders", "once", "note"})
+	for _, e := range rep.Entries {
+		l := e.Loss
+		_ = cw.Write([]string{strconv.FormatUint(e.Seq, 10), e.Time.Format(time.RFC3339Nano), strings.Join(e.Groups, ";"),
+			l.Mechanism, l.Kind(), ff(l.Epsilon), ff(l.Delta), ff(l.Rho), strconv.Itoa(len(l.Orders)), e.Once, e.Note})
+	}
+	cw.Flush()
+	fmt.Fprintln(w)
+	_ = cw.Write([]string{"group", "epsilon", "delta", "charges", "budget", "remaining"})
+	for _, g := range rep.Groups {
+		_ = cw.Write([]string{g.Group, ff(g.Epsilon), ff(g.Delta), strconv.Itoa(g.Charges), ff(g.Budget), ff(g.Remaining)})
+	}
+	cw.Flush()
+	return cw.Error()
+}

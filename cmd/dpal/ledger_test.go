@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpal-dev/dpal/dp/account"
+)
+
+// TestSearchDurableLedger: runs against one --ledger file continue its
+// ledger, stop with an error once its budget is spent, and cannot raise
+// its budget; `dpal ledger show` prints what they spent.
+func TestSearchDurableLedger(t *testing.T) {
+	scores := writeScores(t, 200, 17, false)
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	search := func(extra ...string) (string, error) {
+		args := append([]string{"--scores", scores, "--t-low", "1", "--t-high", "2", "--epsilon", "1",
+			"--halt-posterior", "0", "--ledger", path, "--seed", "1", "--json"}, extra...)
+		return runSearchCLI(t, args...)
+	}
+	spent := func(out string) float64 {
+		var v struct {
+			EpsilonSpent float64 `json:"epsilon_spent"`
+		}
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("%v in %s", err, out)
+		}
+		return v.EpsilonSpent
+	}
+	out, err := search("--budget", "5", "--max-queries", "3")
+	if err != nil || spent(out) != 3 {
+		t.Fatalf("first run: %v, spent %v", err, out)
+	}
+	out, err = search("--max-queries", "10")
+	if err != nil || spent(out) != 5 {
+		t.Fatalf("second run (stored budget 5): %v\n%s", err, out)
+	}
+	if _, err := search(); !errors.Is(err, account.ErrBudgetExceeded) {
+		t.Fatalf("third run: %v, want ErrBudgetExceeded", err)
+	}
+	if _, err := search("--budget", "50"); err == nil || !strings.Contains(err.Error(), "cannot be raised") {
+		t.Fatalf("raised budget: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"text", nil, []string{"5 entries", "search", "ε = 5 (δ = 0) of 5, 0 left, 5 charges"}},
+		{"json", []string{"--json"}, []string{`"groups": [`, `"remaining": 0`, `"seq": 5`}},
+		{"csv", []string{"--csv"}, []string{"seq,time,groups,mechanism", "\n\ngroup,epsilon,delta,charges,budget,remaining\nsearch,5,0,5,5,0\n"}},
+		{"group", []string{"--group", "search", "--delta", "1e-6"}, []string{"(δ = 1e-06)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := runCLI(t, "", append([]string{"ledger", "show", "--store", path}, tc.args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+	for name, args := range map[string][]string{
+		"missing file":  {"--store", path + ".missing"},
+		"no store":      {},
+		"unknown group": {"--store", path, "--group", "nope"},
+		"json and csv":  {"--store", path, "--json", "--csv"},
+		"bad delta":     {"--store", path, "--delta", "2"},
+	} {
+		t.Run("refuses "+name, func(t *testing.T) {
+			if _, _, err := runCLI(t, "", append([]string{"ledger", "show"}, args...)...); err == nil {
+				t.Error("want an error")
+			}
+		})
+	}
+}
