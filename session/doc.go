@@ -1,0 +1,11 @@
+// Package session owns how a private stream learner is driven: the loop
+// that feeds it a dataset with a simulated oracle, the event protocol of
+// event mode (the meta, request, release and rejected lines, and the rule
+// that a rejected event says only that it was rejected), and the checks
+// that keep a resumed learner from replaying records its ledger has
+// already charged. The CLI (`dpal stream`), the reproductions (`dpal repro
+// stream`) and the service all run learners through it, so these rules
+// live in one place.
+//
+// It sits above active/stream and data, and below cmd/dpal and repro.
+package session
