@@ -1,8 +1,10 @@
 package mech
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"math/big"
 
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/rng"
@@ -24,8 +26,10 @@ import (
 // whose probability q can be anything in [qMin, qMax] as the record
 // changes: the larger of the log-ratios for s = 1, ln(qMax/qMin), and for
 // s = 0, ln((1−qMin)/(1−qMax)). Both are attained by a pair of neighbouring
-// records at the ends of the range, so this is the true ε, not a bound.
-// Arguments are log-probabilities so that tiny probabilities stay exact.
+// records at the ends of the range, so this is the true ε, not a bound
+// (up to the rounding of this float64 evaluation; ExpSelector.Epsilon
+// rounds it up). Arguments are log-probabilities so that tiny
+// probabilities stay exact.
 func SelectionEpsilon(logQMin, logQMax float64) float64 {
 	sel := logQMax - logQMin
 	// ln(1 − q) = ln(−expm1(ln q)), accurate for q near 0 and near 1.
@@ -37,7 +41,9 @@ func SelectionEpsilon(logQMin, logQMax float64) float64 {
 // q = exp(−κ·max{b, d}) of eq. 7 over d ∈ [0, M]: q ranges over
 // [exp(−κM), exp(−κb)]. With κ = ε/(M − b) the s = 1 ratio is exactly ε;
 // the s = 0 ratio is at most ε only when exp(−bκ) is small enough, which
-// is the condition of Lemma 2 (and its proof's bound ln 2 ≤ ε).
+// is the condition of Lemma 2 (and its proof's bound ln 2 ≤ ε). It is a
+// float64 evaluation, within a few ulps of the exact value and possibly
+// below it; ExpSelector.Epsilon is the certified upper bound.
 func ExpSelectorEpsilon(kappa, b, m float64) float64 {
 	return SelectionEpsilon(-kappa*m, -kappa*b)
 }
@@ -241,13 +247,17 @@ func (c *Calibration) UnmarshalText(b []byte) (err error) {
 // sampled exactly by BernoulliExpFloat at the float64 γ = κ·max{b, d}. The
 // paper's scale is κ = ε/Δ with Δ = (1 − b/M)·M = M − b (PaperScale);
 // CalibrateScale and CalibrateSlab choose κ or b so that the true ε_s is
-// the target (see Calibration).
+// the target (see Calibration). A distance above M (it can only be float
+// rounding: |⟨w, x⟩|/‖w‖ ≤ ‖x‖ ≤ M in exact arithmetic) or NaN is used as
+// M, so the sampled γ always lies in [fl(κb), fl(κM)].
 //
 // Guarantee: ε_s-DP with ε_s = Epsilon(): the larger of the s = 1 log-ratio
 // γ_M − γ_b, which is ε for the paper's scale (eq. 12), and the s = 0
 // log-ratio ln((1 − e^{−γ_M})/(1 − e^{−γ_b})) (eq. 13), which Lemma 2
-// bounds by ε only under its condition exp(−bε/Δ) ≤ 1/2; Epsilon() is
-// ExpSelectorEpsilon(κ, b, M).
+// bounds by ε only under its condition exp(−bε/Δ) ≤ 1/2. Epsilon() is
+// computed from the two float64 γ's the sampler can actually be given and
+// rounded up until it is certified in extended-precision arithmetic, so it
+// bounds the released bit's privacy exactly, like SlabRR's rounded p.
 type ExpSelector struct {
 	target, kappa, b, m, eps float64
 	cal                      Calibration
@@ -287,15 +297,20 @@ func NewExpSelector(eps, b, m float64, cal Calibration) (*ExpSelector, error) {
 	default:
 		return nil, fmt.Errorf("exponential selector: unknown calibration %d", int(cal))
 	}
-	s.eps = ExpSelectorEpsilon(s.kappa, s.b, m)
-	if math.IsNaN(s.eps) || math.IsInf(s.eps, 0) {
-		return nil, fmt.Errorf("exponential selector with b = %v, M = %v, κ = %v: true ε_s is not finite (%v)", s.b, m, s.kappa, s.eps)
+	e, err := expSelectorEpsilonUp(s.kappa, s.b, m)
+	if err != nil {
+		return nil, fmt.Errorf("exponential selector with b = %v, M = %v, κ = %v: %w", s.b, m, s.kappa, err)
 	}
+	s.eps = e
 	return s, nil
 }
 
-// gamma is the exponent γ = κ·max{b, d} passed to the sampler.
+// gamma is the exponent γ = κ·max{b, d} passed to the sampler, with d
+// above M (or NaN) used as M.
 func (s *ExpSelector) gamma(d float64) float64 {
+	if !(d <= s.m) {
+		d = s.m
+	}
 	return s.kappa * math.Max(s.b, d)
 }
 
@@ -310,9 +325,9 @@ func (s *ExpSelector) Select(r *rng.Rand, d float64) bool {
 	return BernoulliExpFloat(r, s.gamma(d))
 }
 
-// Epsilon is the true ε_s of one selection (see ExpSelector):
+// Epsilon is the true ε_s of one selection, rounded up (see ExpSelector):
 // under PaperScale it may exceed the target ε; calibrated, it equals the
-// target up to the calibration's relative tolerance 1e-12.
+// target up to the calibration's relative tolerance 1e-12 and rounding.
 func (s *ExpSelector) Epsilon() float64 { return s.eps }
 
 // Kappa is the scale κ of q = exp(−κ·max{b, d}).
@@ -330,4 +345,100 @@ func (s *ExpSelector) Loss() account.Loss {
 	l.Params = map[string]float64{"kappa": s.kappa, "b": s.b, "m": s.m,
 		"target_epsilon": s.target, "calibration": float64(s.cal)}
 	return l
+}
+
+// expSelectorEpsilonUp returns an ε that bounds, in exact arithmetic, both
+// log-ratios of the probabilities exp(−γ) the sampler is given for
+// γ ∈ [γ_b, γ_M] = [fl(κb), fl(κM)]: ExpSelectorEpsilon(κ, b, M) itself
+// when that already does (so the value is unchanged wherever it was
+// right), else the next float64 above it that does. The float64 estimate
+// is within a few ulps, so a few steps suffice; more than 64 is an error.
+func expSelectorEpsilonUp(kappa, b, m float64) (float64, error) {
+	gb, gm := kappa*b, kappa*m
+	eps := ExpSelectorEpsilon(kappa, b, m)
+	if math.IsNaN(eps) || math.IsInf(eps, 0) || math.IsInf(gm, 0) {
+		return 0, fmt.Errorf("true ε_s is not finite (%v)", eps)
+	}
+	for range 64 {
+		if selectionCovered(gb, gm, eps) {
+			return eps, nil
+		}
+		eps = math.Nextafter(eps, math.Inf(1))
+	}
+	return 0, errors.New("cannot certify the true ε_s")
+}
+
+// bigPrec is the working precision of selectionCovered: its results are
+// within a relative 2^−280 or so, far inside the 2^−200 margin it keeps.
+const bigPrec = 320
+
+// selectionCovered reports whether a selection with probability in
+// [exp(−gm), exp(−gb)], 0 ≤ gb ≤ gm finite, is eps-DP: gm − gb ≤ eps
+// (s = 1; exact) and 1 − e^{−gm} ≤ (1 − e^{−gb})·e^{eps} (s = 0; in
+// bigPrec-bit arithmetic with a relative margin of 2^−200, so a true answer
+// is certain and a false one costs at most an ulp of eps).
+func selectionCovered(gb, gm, eps float64) bool {
+	diff := new(big.Float).SetPrec(53).SetMode(big.ToPositiveInf)
+	diff.Sub(big.NewFloat(gm), big.NewFloat(gb)) // ⌈gm − gb⌉ in float64
+	if d, _ := diff.Float64(); d > eps {
+		return false
+	}
+	// e^{−x} < 2^−1400 for x > 1000: 1 − e^{−gm} ≤ 1, and capping gb and eps
+	// at 1000 only lowers the right-hand side.
+	lhs := new(big.Float).SetPrec(bigPrec).SetInt64(1)
+	if gm <= 1000 {
+		lhs = oneMinusExpNeg(gm)
+	}
+	rhs := oneMinusExpNeg(min(gb, 1000))
+	rhs.Mul(rhs, bigExp(min(eps, 1000)))
+	margin := new(big.Float).SetPrec(bigPrec).SetMantExp(lhs, -200)
+	return lhs.Add(lhs, margin).Cmp(rhs) <= 0
+}
+
+// oneMinusExpNeg returns 1 − e^{−x} for 0 ≤ x ≤ 1000 to bigPrec bits: by
+// its alternating series below 1 (relative accuracy for tiny x), else as
+// 1 − 1/e^x.
+func oneMinusExpNeg(x float64) *big.Float {
+	if x >= 1 {
+		inv := new(big.Float).SetPrec(bigPrec).Quo(new(big.Float).SetPrec(bigPrec).SetInt64(1), bigExp(x))
+		return inv.Sub(new(big.Float).SetPrec(bigPrec).SetInt64(1), inv)
+	}
+	xb := new(big.Float).SetPrec(bigPrec).SetFloat64(x)
+	sum := new(big.Float).SetPrec(bigPrec).Set(xb)
+	term := new(big.Float).SetPrec(bigPrec).Set(xb) // x^n/n!
+	for n := int64(2); x > 0; n++ {
+		term.Mul(term, xb)
+		term.Quo(term, new(big.Float).SetPrec(bigPrec).SetInt64(n))
+		if term.MantExp(nil) < sum.MantExp(nil)-bigPrec-8 {
+			break
+		}
+		if n%2 == 0 {
+			sum.Sub(sum, term)
+		} else {
+			sum.Add(sum, term)
+		}
+	}
+	return sum
+}
+
+// bigExp returns e^x for 0 ≤ x ≤ 1000 to about bigPrec − 20 bits: the
+// Taylor series of e^(x/2^k) with x/2^k < 1/2, squared k ≤ 11 times.
+func bigExp(x float64) *big.Float {
+	k := 0
+	for r := x; r >= 0.5; r /= 2 {
+		k++
+	}
+	y := new(big.Float).SetPrec(bigPrec).SetMantExp(new(big.Float).SetPrec(bigPrec).SetFloat64(x), -k)
+	sum := new(big.Float).SetPrec(bigPrec).SetInt64(1)
+	term := new(big.Float).SetPrec(bigPrec).SetInt64(1)
+	tiny := new(big.Float).SetMantExp(big.NewFloat(1), -bigPrec-8)
+	for n := int64(1); term.Cmp(tiny) > 0; n++ {
+		term.Mul(term, y)
+		term.Quo(term, new(big.Float).SetPrec(bigPrec).SetInt64(n))
+		sum.Add(sum, term)
+	}
+	for range k {
+		sum.Mul(sum, sum)
+	}
+	return sum
 }

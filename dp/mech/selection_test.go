@@ -279,6 +279,112 @@ func TestSlabRRRatioExact(t *testing.T) {
 	}
 }
 
+// TestExpSelectorEpsilonCertified: the float64 estimate ExpSelectorEpsilon
+// can fall below the exact ε_s (cancellation between the two logarithms of
+// the s = 0 ratio); Epsilon() never does, and it is the smallest float64
+// certified, or the estimate itself when that is already an upper bound.
+func TestExpSelectorEpsilonCertified(t *testing.T) {
+	t.Run("known undercount", func(t *testing.T) {
+		// κ = 1: γ_b = b, γ_M = m. The exact ε_s (the s = 0 ratio), to 40
+		// digits by an independent 400-bit computation (mpmath), lies 31
+		// ulps above the float64 estimate.
+		const b, m = 0.66407584835847733, 0.7230890252151041
+		exact, _, err := big.ParseFloat("0.0590131768566859375161502666406257734624942", 10, 200, big.ToNearestEven)
+		if err != nil {
+			t.Fatal(err)
+		}
+		est := ExpSelectorEpsilon(1, b, m)
+		if new(big.Float).SetFloat64(est).Cmp(exact) >= 0 {
+			t.Fatalf("estimate %v is not below the exact ε_s %v; pick another case", est, exact)
+		}
+		up, err := expSelectorEpsilonUp(1, b, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if new(big.Float).SetFloat64(up).Cmp(exact) < 0 {
+			t.Errorf("certified ε_s %v is below the exact %v", up, exact)
+		}
+		if prev := math.Nextafter(up, 0); new(big.Float).SetFloat64(prev).Cmp(exact) >= 0 {
+			t.Errorf("certified ε_s %v is not the smallest float64 above %v", up, exact)
+		}
+	})
+	r := rng.Seeded(4)
+	raised := 0
+	for i := range 500 {
+		eps := math.Exp(6*r.Float64() - 3)
+		m := math.Exp(4*r.Float64() - 2)
+		b := m * r.Float64()
+		cal := Calibration(r.Uint64N(3))
+		s, err := NewExpSelector(eps, b, m, cal)
+		if err != nil {
+			continue // unreachable calibrations
+		}
+		est := ExpSelectorEpsilon(s.Kappa(), s.B(), s.M())
+		e := s.Epsilon()
+		gb, gm := s.gamma(0), s.gamma(s.M())
+		switch {
+		case e < est:
+			t.Errorf("case %d: Epsilon() %v below the estimate %v", i, e, est)
+		case !selectionCovered(gb, gm, e):
+			t.Errorf("case %d: Epsilon() %v does not cover γ ∈ [%v, %v]", i, e, gb, gm)
+		case e != est && selectionCovered(gb, gm, math.Nextafter(e, 0)):
+			t.Errorf("case %d: Epsilon() %v is not the smallest certified value", i, e)
+		case e-est > 1e-13*e:
+			t.Errorf("case %d: Epsilon() %v is far above the estimate %v", i, e, est)
+		}
+		if e != est {
+			raised++
+		}
+	}
+	t.Logf("%d of 500 estimates were raised", raised)
+}
+
+// TestExpSelectorClampsDistance is the review finding "the exponential
+// selector's ε can exceed its nominal value by an ulp when d rounds above
+// M": d = |⟨w, x⟩|/‖w‖ with ‖x‖ = M can round above M, and κ·d then
+// leaves [κb, κM], so the s = 1 ratio exceeds the ε charged. Every
+// distance above M (and NaN) must be sampled as M, and Epsilon() must
+// cover, exactly, the exponents the sampler is handed.
+func TestExpSelectorClampsDistance(t *testing.T) {
+	for _, tc := range []struct {
+		eps, b, m float64
+		cal       Calibration
+	}{
+		{1, 0.5, 1, PaperScale}, // Lemma 2 holds: the s = 1 ratio is ε_s
+		{1, 0.2, 1, PaperScale},
+		{1, 0.2, 1, CalibrateSlab},
+		{1, 0.3, 1, CalibrateScale},
+		{2, 0.1, 3, CalibrateSlab},
+	} {
+		t.Run(fmt.Sprintf("%v/%v/%v/%v", tc.eps, tc.b, tc.m, tc.cal), func(t *testing.T) {
+			s, err := NewExpSelector(tc.eps, tc.b, tc.m, tc.cal)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gb := s.gamma(0)
+			for _, d := range []float64{math.Nextafter(tc.m, 2*tc.m), tc.m * (1 + 1e-15), tc.m * (1 + 4e-16), 2 * tc.m, math.Inf(1), math.NaN()} {
+				if s.gamma(d) != s.gamma(tc.m) || s.Prob(d) != s.Prob(tc.m) {
+					t.Errorf("d = %v: γ = %v, q = %v; want those of d = M, %v, %v", d, s.gamma(d), s.Prob(d), s.gamma(tc.m), s.Prob(tc.m))
+				}
+				if !selectionCovered(gb, s.gamma(d), s.Epsilon()) {
+					t.Errorf("d = %v: ε_s %v does not cover γ ∈ [%v, %v]", d, s.Epsilon(), gb, s.gamma(d))
+				}
+				r0, r1 := rng.Seeded(3), rng.Seeded(3)
+				for range 100 {
+					if s.Select(r0, d) != s.Select(r1, tc.m) {
+						t.Fatalf("d = %v: Select differs from d = M at the same seed", d)
+					}
+				}
+			}
+			for _, d := range []float64{-1, 0, tc.b / 2} {
+				if s.gamma(d) != gb {
+					t.Errorf("d = %v: γ = %v, want γ_b = %v", d, s.gamma(d), gb)
+				}
+			}
+		})
+	}
+}
+
 // TestSelectorsRandomness: Select draws exactly as the stream learner did,
 // one BernoulliFloat (slab RR) or BernoulliExpFloat (exponential) call on
 // the same arguments, leaving the source in the same state.
@@ -411,29 +517,4 @@ func TestCalibrationText(t *testing.T) {
 	if _, err := ParseCalibration("Paper"); err == nil {
 		t.Error("ParseCalibration accepted \"Paper\"")
 	}
-}
-
-// bigPrec is bigExp's working precision.
-const bigPrec = 320
-
-// bigExp returns e^x for 0 ≤ x ≤ 1000 to about bigPrec − 20 bits: the
-// Taylor series of e^(x/2^k) with x/2^k < 1/2, squared k ≤ 11 times.
-func bigExp(x float64) *big.Float {
-	k := 0
-	for r := x; r >= 0.5; r /= 2 {
-		k++
-	}
-	y := new(big.Float).SetPrec(bigPrec).SetMantExp(new(big.Float).SetPrec(bigPrec).SetFloat64(x), -k)
-	sum := new(big.Float).SetPrec(bigPrec).SetInt64(1)
-	term := new(big.Float).SetPrec(bigPrec).SetInt64(1)
-	tiny := new(big.Float).SetMantExp(big.NewFloat(1), -bigPrec-8)
-	for n := int64(1); term.Cmp(tiny) > 0; n++ {
-		term.Mul(term, y)
-		term.Quo(term, new(big.Float).SetPrec(bigPrec).SetInt64(n))
-		sum.Add(sum, term)
-	}
-	for range k {
-		sum.Mul(sum, sum)
-	}
-	return sum
 }
