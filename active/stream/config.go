@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/model"
 )
 
@@ -43,22 +44,22 @@ const (
 	FLMB
 )
 
-// Calibration says how the exponential selector's scale is set. Lemma 2
-// assumes exp(−bε/Δ) ≤ 1/2, which the paper's own §5 settings (b = 0.2,
-// ε = 1, M = 1) violate; then the non-selection event leaks more than ε.
-type Calibration int
+// Calibration says how the exponential selector's scale is set (see
+// mech.Calibration). Lemma 2 assumes exp(−bε/Δ) ≤ 1/2, which the paper's
+// own §5 settings (b = 0.2, ε = 1, M = 1) violate; then the non-selection
+// event leaks more than ε.
+type Calibration = mech.Calibration
 
+// The calibrations of the exponential selector.
 const (
-	// PaperScale uses eq. 7 as written (scale ε/Δ, Δ = M − b) and charges
-	// the selector's true ε_s, which may exceed EpsSelect.
-	PaperScale Calibration = iota
-	// CalibrateScale solves for the scale κ in q = exp(−κ·max{b, d}) so that
-	// the true ε_s equals EpsSelect with b fixed; New fails, naming the
-	// smallest reachable ε_s, when no scale does.
-	CalibrateScale
-	// CalibrateSlab keeps eq. 7's scale EpsSelect/(M − b′) and widens the
-	// slab to the smallest b′ ≥ B whose true ε_s equals EpsSelect.
-	CalibrateSlab
+	// PaperScale uses eq. 7 as written and charges the selector's true ε_s,
+	// which may exceed EpsSelect.
+	PaperScale = mech.PaperScale
+	// CalibrateScale solves for the scale so that the true ε_s equals
+	// EpsSelect with b fixed.
+	CalibrateScale = mech.CalibrateScale
+	// CalibrateSlab widens the slab so that the true ε_s equals EpsSelect.
+	CalibrateSlab = mech.CalibrateSlab
 )
 
 // Config holds a learner's parameters. DefaultConfig gives the paper's §5
@@ -205,7 +206,6 @@ var (
 	normModeNames  = []string{"clip", "reject"}
 	selectorNames  = []string{"bernoulli", "exponential"}
 	policyNames    = []string{"flsw", "flmb"}
-	calibrateNames = []string{"paper", "scale", "slab"}
 )
 
 func enumString(names []string, v int) string {
@@ -233,8 +233,6 @@ func (s SelectorKind) String() string { return enumString(selectorNames, int(s))
 // String returns "flsw" or "flmb".
 func (p PolicyKind) String() string { return enumString(policyNames, int(p)) }
 
-// String returns "paper", "scale" or "slab".
-func (c Calibration) String() string { return enumString(calibrateNames, int(c)) }
 
 // ParseNormMode parses "clip" or "reject".
 func ParseNormMode(s string) (NormMode, error) {
@@ -255,10 +253,7 @@ func ParsePolicy(s string) (PolicyKind, error) {
 }
 
 // ParseCalibration parses "paper", "scale" or "slab".
-func ParseCalibration(s string) (Calibration, error) {
-	v, err := enumParse("calibration", calibrateNames, s)
-	return Calibration(v), err
-}
+func ParseCalibration(s string) (Calibration, error) { return mech.ParseCalibration(s) }
 
 // MarshalText encodes the mode by name.
 func (m NormMode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
@@ -281,11 +276,21 @@ func (p PolicyKind) MarshalText() ([]byte, error) { return []byte(p.String()), n
 // UnmarshalText decodes a policy name.
 func (p *PolicyKind) UnmarshalText(b []byte) (err error) { *p, err = ParsePolicy(string(b)); return }
 
-// MarshalText encodes the calibration by name.
-func (c Calibration) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
-// UnmarshalText decodes a calibration name.
-func (c *Calibration) UnmarshalText(b []byte) (err error) {
-	*c, err = ParseCalibration(string(b))
-	return
+// RecordEpsilon returns the ε a record pays under cfg at most: the true
+// ε_s of one selection decision (for the exponential selector it can
+// exceed EpsSelect, see Calibration) plus ε_g. It is the budget a ledger
+// needs for one learner; +Inf for the non-private baseline.
+func (cfg Config) RecordEpsilon() (float64, error) {
+	if err := cfg.validate(); err != nil {
+		return 0, err
+	}
+	sel, err := newSelector(cfg)
+	if err != nil {
+		return 0, err
+	}
+	if cfg.NonPrivate {
+		return math.Inf(1), nil
+	}
+	return sel.eps + cfg.EpsGrad, nil
 }

@@ -375,10 +375,8 @@ func (l *Learner) draw(d float64) bool {
 	switch {
 	case l.cfg.NonPrivate:
 		return d <= l.slab() // Tong–Koller: c(t) ≥ τ, deterministic
-	case l.sel.kind == Exponential:
-		return mech.BernoulliExpFloat(l.r, l.sel.kappa*math.Max(l.sel.b, d))
 	default:
-		return mech.BernoulliFloat(l.r, l.sel.prob(d, l.slab()))
+		return l.sel.draw(l.r, d, l.slab())
 	}
 }
 
@@ -502,7 +500,7 @@ func (l *Learner) chargeSelection() error {
 	}
 	c := ledger.Charge{
 		Groups: []string{GroupObserved, GroupBatched},
-		Loss:   account.Pure("stream "+l.cfg.Selector.String()+" selection", l.sel.eps),
+		Loss:   l.sel.mechanism().Loss(),
 		Once:   l.runKey("selection"),
 		Note:   "each record is screened once: parallel composition over the stream",
 	}
