@@ -8,6 +8,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // The durable store is a bbolt file (go.etcd.io/bbolt: a single-file,
@@ -41,7 +42,7 @@ type FileStore struct {
 // wrapping ErrLocked.
 func OpenFile(path string) (*FileStore, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("ledger %s: %w", path, ErrLocked)
 	}
 	if err != nil {

@@ -249,9 +249,10 @@ func (l *Ledger) Charge(m account.Mechanism, groups ...string) (Entry, error) {
 // Record appends c to the log if every group stays within the budget, and
 // returns the committed entry; when it returns nil the entry is in the
 // store (durably, for a durable store). It fails, recording nothing, when
-// c is invalid, when a group would exceed the budget (errors.Is(err,
-// account.ErrBudgetExceeded)) or when the store fails. A charge whose Once
-// was already recorded returns that entry and records nothing new.
+// c is invalid or charges no loss at all, when a group would exceed the
+// budget (errors.Is(err, account.ErrBudgetExceeded)) or when the store
+// fails. A charge whose Once was already recorded returns that entry and
+// records nothing new.
 func (l *Ledger) Record(c Charge) (Entry, error) {
 	if err := checkGroups(c.Groups); err != nil {
 		return Entry{}, fmt.Errorf("ledger: %w", err)
@@ -259,6 +260,11 @@ func (l *Ledger) Record(c Charge) (Entry, error) {
 	loss, err := account.Compose(c.Loss) // validates, and copies the caller's slices
 	if err != nil {
 		return Entry{}, fmt.Errorf("ledger: %w", err)
+	}
+	if loss.IsZero() {
+		// A mechanism that reports no loss at all is misconfigured (its ε
+		// unset); a truly free computation needs no ledger.
+		return Entry{}, fmt.Errorf("ledger: %s reports no privacy loss", loss.Mechanism)
 	}
 	c.Loss = loss
 	l.mu.Lock()
