@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 )
 
 // ErrBudgetExceeded is returned (wrapped) when a charge would take a group
@@ -237,7 +238,8 @@ func combine(name string, losses []Loss, op func(a, b float64) float64) (Loss, e
 	}
 	out := losses[0].clone()
 	if len(losses) > 1 {
-		out.Mechanism, out.Params = fmt.Sprintf("%s of %d", name, len(losses)), nil
+		// Not fmt: the ledger composes on every charge.
+		out.Mechanism, out.Params = name+" of "+strconv.Itoa(len(losses)), nil
 	}
 	for _, l := range losses[1:] {
 		if err := out.absorb(l, op); err != nil {

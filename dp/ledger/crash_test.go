@@ -57,9 +57,6 @@ func TestCrashChild(t *testing.T) {
 // times, and checks after each kill that the file opens, holds every
 // release the process reported and its log is whole.
 func TestCrash(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash test: kills a child process 100 times")
-	}
 	if os.Getenv(crashPathEnv) != "" {
 		t.Skip("in the child")
 	}

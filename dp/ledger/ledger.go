@@ -142,6 +142,7 @@ type Charge struct {
 type Ledger struct {
 	mu     sync.Mutex
 	meta   Meta
+	budget account.Budget // in force: the stored one, or a lower one given to Open
 	store  Store
 	groups map[string]*total
 	once   map[string]uint64
@@ -171,9 +172,10 @@ func New(b account.Budget, opts ...Option) (*Ledger, error) {
 }
 
 // Open returns the ledger kept in store. A new store is created with
-// budget b; an existing one keeps the budget it was created with, and b
-// must not exceed it (a zero b means "the stored one"): a ledger's budget
-// can only be lowered by making a new ledger, never raised by reopening.
+// budget b. An existing one keeps the budget it was created with: a zero b
+// means that one, a lower b is enforced for this Ledger only (the stored
+// budget is unchanged), and a higher one is refused: reopening never
+// raises a budget.
 func Open(store Store, b account.Budget, opts ...Option) (*Ledger, error) {
 	meta, ok, err := store.Meta()
 	if err != nil {
@@ -193,7 +195,11 @@ func Open(store Store, b account.Budget, opts ...Option) (*Ledger, error) {
 	} else if err := checkReopen(meta, b); err != nil {
 		return nil, err
 	}
-	l := &Ledger{meta: meta, store: store, groups: map[string]*total{}, once: map[string]uint64{}, now: time.Now}
+	budget := meta.Budget
+	if b != (account.Budget{}) {
+		budget = b // checkReopen made sure it is not above the stored one
+	}
+	l := &Ledger{meta: meta, budget: budget, store: store, groups: map[string]*total{}, once: map[string]uint64{}, now: time.Now}
 	if err := store.Scan(l.replay); err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
@@ -238,8 +244,12 @@ func (l *Ledger) Meta() Meta {
 	return l.meta
 }
 
-// Budget returns the per-group budget.
-func (l *Ledger) Budget() account.Budget { return l.Meta().Budget }
+// Budget returns the per-group budget in force (see Open).
+func (l *Ledger) Budget() account.Budget {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.budget
+}
 
 // Charge records one release of m's loss against groups; see Record.
 func (l *Ledger) Charge(m account.Mechanism, groups ...string) (Entry, error) {
@@ -302,7 +312,7 @@ func (l *Ledger) apply(groups []string, loss account.Loss) ([]*total, error) {
 
 // after is group's total once it pays loss, checked against the budget.
 func (l *Ledger) after(group string, loss account.Loss) (*total, error) {
-	b := l.meta.Budget
+	b := l.budget
 	if loss.HasRDP() && b.Delta == 0 {
 		return nil, fmt.Errorf("ledger: group %q: %s has a Rényi loss, which needs a budget with delta > 0", group, loss.Mechanism)
 	}
@@ -332,11 +342,11 @@ func (l *Ledger) spent(loss account.Loss) (eps, delta float64) {
 	if !loss.HasRDP() {
 		return loss.Epsilon, loss.Delta
 	}
-	eps, err := loss.EpsilonAt(l.meta.Budget.Delta, l.meta.Conversion)
+	eps, err := loss.EpsilonAt(l.budget.Delta, l.meta.Conversion)
 	if err != nil {
-		return posInf, l.meta.Budget.Delta
+		return posInf, l.budget.Delta
 	}
-	return eps, l.meta.Budget.Delta
+	return eps, l.budget.Delta
 }
 
 // commitCache installs the new totals of an appended entry.
@@ -460,7 +470,7 @@ func (l *Ledger) Summary() []GroupSummary {
 	out := make([]GroupSummary, 0, len(l.groups))
 	for name, t := range l.groups {
 		out = append(out, GroupSummary{Group: name, Epsilon: t.eps, Delta: t.delta, Charges: t.charges,
-			Budget: l.meta.Budget.Epsilon, Remaining: max(0, l.meta.Budget.Epsilon-t.eps)})
+			Budget: l.budget.Epsilon, Remaining: max(0, l.budget.Epsilon-t.eps)})
 	}
 	slices.SortFunc(out, func(a, b GroupSummary) int { return strings.Compare(a.Group, b.Group) })
 	return out
@@ -506,7 +516,7 @@ func (l *Ledger) UnmarshalJSON(b []byte) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.meta, l.store, l.groups, l.once, l.seq, l.now = nl.meta, nl.store, nl.groups, nl.once, nl.seq, nl.now
+	l.meta, l.budget, l.store, l.groups, l.once, l.seq, l.now = nl.meta, nl.budget, nl.store, nl.groups, nl.once, nl.seq, nl.now
 	return nil
 }
 

@@ -93,9 +93,14 @@ func TestFileReopen(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// A ledger keeps the settings it was created with.
-			if l.Meta() != meta || l.Budget() != budget {
-				t.Errorf("settings %+v, want %+v", l.Meta(), meta)
+			// A ledger keeps the settings it was created with; a lower
+			// budget is enforced for this session only.
+			inForce := budget
+			if tc.budget != (account.Budget{}) {
+				inForce = tc.budget
+			}
+			if l.Meta() != meta || l.Budget() != inForce {
+				t.Errorf("settings %+v in force %+v, want %+v, %+v", l.Meta(), l.Budget(), meta, inForce)
 			}
 			got := checkLog(t, l, 3)
 			for i := range got {
@@ -103,7 +108,7 @@ func TestFileReopen(t *testing.T) {
 					t.Errorf("entry %d: %+v, want %+v", i+1, got[i], entries[i])
 				}
 			}
-			if !reflect.DeepEqual(l.Summary(), summary) || !l.Charged("select") {
+			if inForce == budget && !reflect.DeepEqual(l.Summary(), summary) || !l.Charged("select") {
 				t.Errorf("summary %+v, want %+v", l.Summary(), summary)
 			}
 		})
@@ -258,4 +263,27 @@ func TestStoreAppendOrder(t *testing.T) {
 			t.Error("a second Init succeeded")
 		}
 	})
+}
+
+// TestLowerBudgetEnforced: reopening with a lower budget enforces it for
+// that ledger, while the stored budget stays.
+func TestLowerBudgetEnforced(t *testing.T) {
+	st := ledger.NewMemStore()
+	l, err := ledger.Open(st, account.Budget{Epsilon: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Record(ledger.Charge{Groups: []string{"g"}, Loss: account.Pure("m", 2)}); err != nil {
+		t.Fatal(err)
+	}
+	low, err := ledger.Open(st, account.Budget{Epsilon: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := low.Record(ledger.Charge{Groups: []string{"g"}, Loss: account.Pure("m", 2)}); !errors.Is(err, account.ErrBudgetExceeded) {
+		t.Fatalf("charge past the lower budget: %v", err)
+	}
+	if low.Meta().Budget.Epsilon != 10 || low.Remaining("g") != 1 {
+		t.Errorf("stored budget %v, remaining %v; want 10 and 1", low.Meta().Budget, low.Remaining("g"))
+	}
 }
