@@ -111,3 +111,32 @@ func bruteSelectionEps(q func(d float64) float64, m float64) float64 {
 	}
 	return worst
 }
+
+// TestSelectionChargeCoversBruteForce: the ε the ledger records for the
+// selection bounds an independent brute-force ε of the probabilities the
+// learner actually uses, for each rule and calibration.
+func TestSelectionChargeCoversBruteForce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*Config)
+	}{
+		{"bernoulli", func(c *Config) {}},
+		{"exponential paper", func(c *Config) { c.Selector = Exponential }},
+		{"exponential slab", func(c *Config) { c.Selector, c.Calibration = Exponential, CalibrateSlab }},
+		{"exponential scale", func(c *Config) { c.Selector, c.Calibration, c.B = Exponential, CalibrateScale, 0.6 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig(2)
+			tc.set(&cfg)
+			l := mustNew(t, cfg, 1)
+			if _, err := l.Observe([]float64{0.1, 0.2}); err != nil {
+				t.Fatal(err)
+			}
+			charged := l.Ledger().Loss(GroupObserved).Epsilon
+			brute := bruteSelectionEps(func(d float64) float64 { return l.sel.prob(d, l.slab()) }, cfg.M)
+			if charged != l.Stats().EpsSelect || charged < brute {
+				t.Errorf("ledger charged %v, stats say %v, brute force %v", charged, l.Stats().EpsSelect, brute)
+			}
+		})
+	}
+}
