@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/dpal-dev/dpal/model"
+	"github.com/dpal-dev/dpal/vec"
 )
 
 // Dataset is a labelled table of preprocessed feature rows.
@@ -74,7 +74,7 @@ func (d *Dataset) Describe() Description {
 		}
 	}
 	for _, x := range d.X {
-		out.MaxNorm = math.Max(out.MaxNorm, model.Norm(x))
+		out.MaxNorm = math.Max(out.MaxNorm, vec.Norm(x))
 	}
 	if d.Class != nil && len(d.ClassNames) > 0 {
 		counts := make([]int, len(d.ClassNames))
@@ -139,7 +139,7 @@ func (d *Dataset) Validate() error {
 	return nil
 }
 
-// ProjectUnitBall scales x in place onto the unit ℓ2 ball (model.ProjectBall
+// ProjectUnitBall scales x in place onto the unit ℓ2 ball (vec.ProjectBall
 // with radius 1): rows already inside are unchanged, and a projected row's
 // computed norm is at most 1 exactly.
-func ProjectUnitBall(x []float64) { model.ProjectBall(x, 1) }
+func ProjectUnitBall(x []float64) { vec.ProjectBall(x, 1) }

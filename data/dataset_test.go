@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/dpal-dev/dpal/model"
+	"github.com/dpal-dev/dpal/vec"
 )
 
 func TestProjectUnitBall(t *testing.T) {
@@ -43,9 +43,9 @@ func TestProjectUnitBallNeverAboveOne(t *testing.T) {
 		for i := range x {
 			x[i] = r.NormFloat64() * math.Pow(10, float64(r.IntN(6)))
 		}
-		before := model.Norm(x)
+		before := vec.Norm(x)
 		ProjectUnitBall(x)
-		if n := model.Norm(x); n > 1 || (before > 1 && n < 1-1e-12) {
+		if n := vec.Norm(x); n > 1 || (before > 1 && n < 1-1e-12) {
 			t.Fatalf("norm %v after projection (dim %d)", n, len(x))
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpal-dev/dpal/model"
+	"github.com/dpal-dev/dpal/vec"
 )
 
 const kddGood = "0,tcp,http,SF,181,5450,0,0,0,0,0,1,0,0,0,0,0,0,0,0,0,0,8,8,0.00,0.00,0.00,0.00,1.00,0.00,0.00,9,9,1.00,0.00,0.11,0.00,0.00,0.00,0.00,0.00,normal."
@@ -182,7 +182,7 @@ func TestLoadKDDSynthetic(t *testing.T) {
 	}
 	for _, ds := range []*Dataset{tr, te} {
 		for i, x := range ds.X {
-			if n := model.Norm(x); n > 1 {
+			if n := vec.Norm(x); n > 1 {
 				t.Fatalf("%s row %d norm %v", ds.Name, i, n)
 			}
 		}

@@ -1,6 +1,9 @@
-// Package model owns dpal's learners' shared pieces: linear scores, the
-// losses of Ghassemi et al. (2016) eq. 2–3 (hinge, and logistic as the
-// smooth alternative), and the non-private baselines the papers compare to.
+// Package model owns dpal's learners' shared pieces: the sign of a linear
+// score, the losses of Ghassemi et al. (2016) eq. 2–3 (hinge, and logistic
+// as the smooth alternative), and the non-private baselines the papers
+// compare to. The vector arithmetic it shares with the data loaders (inner
+// product, norm, projection onto a ball) lives in package vec, so that data
+// does not depend on model.
 package model
 
 import "math"
@@ -64,39 +67,6 @@ func LossByName(name string) (Loss, bool) {
 		return Logistic{}, true
 	}
 	return nil, false
-}
-
-// Dot returns ⟨a, b⟩ over the common length.
-func Dot(a, b []float64) float64 {
-	var s float64
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
-}
-
-// Norm returns the Euclidean norm ‖a‖.
-func Norm(a []float64) float64 { return math.Sqrt(Dot(a, a)) }
-
-// ProjectBall scales w in place onto the ℓ2 ball of the given radius
-// (the projection Π of eq. 10); a w inside the ball is left unchanged.
-// Afterwards Norm(w) ≤ radius holds exactly as computed (plain scaling can
-// leave radius·(1 + 2⁻⁵²)), so a strict bound check downstream, such as a
-// learner's reject mode, never refuses a projected vector.
-func ProjectBall(w []float64, radius float64) {
-	n := Norm(w)
-	if n <= radius || n == 0 {
-		return
-	}
-	s := radius / n
-	for i := range w {
-		w[i] *= s
-	}
-	for Norm(w) > radius {
-		for i := range w {
-			w[i] *= 1 - 0x1p-52
-		}
-	}
 }
 
 // Sign returns +1 for s ≥ 0 and −1 otherwise: the prediction sgn⟨w, x⟩,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/dpal-dev/dpal/vec"
 )
 
 // SVMOptions configures TrainLinearSVM. Zero values select the defaults
@@ -92,7 +94,7 @@ func (s *dcdSolver) run(tol float64, maxEpochs int, r *rand.Rand) {
 	qii := make([]float64, n)
 	active := make([]int, n)
 	for i, x := range s.X {
-		qii[i] = Dot(x, x)
+		qii[i] = vec.Dot(x, x)
 		active[i] = i
 	}
 	// pgMaxOld/pgMinOld are the previous pass's projected-gradient extremes,
@@ -104,7 +106,7 @@ func (s *dcdSolver) run(tol float64, maxEpochs int, r *rand.Rand) {
 		pgMax, pgMin := math.Inf(-1), math.Inf(1)
 		for k := 0; k < nActive; k++ {
 			i := active[k]
-			g := s.Y[i]*Dot(s.w, s.X[i]) - 1
+			g := s.Y[i]*vec.Dot(s.w, s.X[i]) - 1
 			pg, shrink := projectedGradient(g, s.alpha[i], s.C, pgMaxOld, pgMinOld)
 			if shrink {
 				nActive--
@@ -170,9 +172,9 @@ func SVMObjective(w []float64, X [][]float64, Y []float64, lambda float64) float
 	var loss float64
 	h := Hinge{}
 	for i, x := range X {
-		loss += h.Value(Y[i] * Dot(w, x))
+		loss += h.Value(Y[i] * vec.Dot(w, x))
 	}
-	return lambda/2*Dot(w, w) + loss/float64(len(X))
+	return lambda/2*vec.Dot(w, w) + loss/float64(len(X))
 }
 
 // ErrorRate returns the fraction of rows that sgn⟨w, x⟩ (Sign, ties to +1)
@@ -183,7 +185,7 @@ func ErrorRate(w []float64, X [][]float64, Y []float64) float64 {
 	}
 	wrong := 0
 	for i, x := range X {
-		if Sign(Dot(w, x)) != Y[i] {
+		if Sign(vec.Dot(w, x)) != Y[i] {
 			wrong++
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/dpal-dev/dpal/vec"
 )
 
 // noisyLinear returns n points in the unit ball of R^d labelled by a fixed
@@ -23,9 +25,9 @@ func noisyLinear(n, d int, flip float64, seed uint64) ([][]float64, []float64) {
 		for j := range x {
 			x[j] = r.NormFloat64()
 		}
-		ProjectBall(x, 1)
+		vec.ProjectBall(x, 1)
 		X[i] = x
-		Y[i] = Sign(Dot(u, x))
+		Y[i] = Sign(vec.Dot(u, x))
 		if r.Float64() < flip {
 			Y[i] = -Y[i]
 		}
@@ -51,10 +53,10 @@ func TestTrainLinearSVMSeparable(t *testing.T) {
 func dualityGap(s *dcdSolver) float64 {
 	var hinge, sumAlpha float64
 	for i, x := range s.X {
-		hinge += math.Max(0, 1-s.Y[i]*Dot(s.w, x))
+		hinge += math.Max(0, 1-s.Y[i]*vec.Dot(s.w, x))
 		sumAlpha += s.alpha[i]
 	}
-	ww := Dot(s.w, s.w)
+	ww := vec.Dot(s.w, s.w)
 	primal := ww/2 + s.C*hinge
 	dual := sumAlpha - ww/2
 	return (primal - dual) / math.Max(1, math.Abs(primal))
@@ -80,7 +82,7 @@ func pegasos(X [][]float64, Y []float64, lambda float64, iters int) []float64 {
 	for t := 1; t <= iters; t++ {
 		i := r.IntN(len(X))
 		eta := 1 / (lambda * float64(t))
-		m := Y[i] * Dot(w, X[i])
+		m := Y[i] * vec.Dot(w, X[i])
 		for j := range w {
 			w[j] *= 1 - eta*lambda
 		}
@@ -89,7 +91,7 @@ func pegasos(X [][]float64, Y []float64, lambda float64, iters int) []float64 {
 				w[j] += eta * Y[i] * X[i][j]
 			}
 		}
-		ProjectBall(w, 1/math.Sqrt(lambda))
+		vec.ProjectBall(w, 1/math.Sqrt(lambda))
 		if t > iters/2 {
 			for j := range avg {
 				avg[j] += w[j] / float64(iters-iters/2)

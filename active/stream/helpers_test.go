@@ -6,6 +6,7 @@ import (
 
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/model"
+	"github.com/dpal-dev/dpal/vec"
 )
 
 // synthStream returns n points inside the unit ball of dimension d with
@@ -23,12 +24,12 @@ func synthStream(n, d int, noise float64, seed uint64) ([][]float64, []float64) 
 		for i := range x {
 			x[i] = r.NormFloat64()
 		}
-		s := (0.2 + 0.8*r.Float64()) / model.Norm(x)
+		s := (0.2 + 0.8*r.Float64()) / vec.Norm(x)
 		for i := range x {
 			x[i] *= s
 		}
 		X[t] = x
-		Y[t] = model.Sign(model.Dot(wStar, x))
+		Y[t] = model.Sign(vec.Dot(wStar, x))
 		if r.Float64() < noise {
 			Y[t] = -Y[t]
 		}

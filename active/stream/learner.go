@@ -17,6 +17,7 @@ import (
 	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/model"
+	"github.com/dpal-dev/dpal/vec"
 )
 
 // Ledger groups the learner charges. Records are observed once, so a
@@ -316,7 +317,7 @@ func (l *Learner) Step(x []float64, oracle Oracle) (Decision, error) {
 }
 
 // check validates x and returns the factor that clips it onto the ball of
-// radius M (1 when it is inside). The norm is model.Norm, the one norm the
+// radius M (1 when it is inside). The norm is vec.Norm, the one norm the
 // data loaders' projection uses too, so that a projected event passes
 // Reject mode. Errors wrap ErrInvalidEvent.
 func (l *Learner) check(x []float64) (float64, error) {
@@ -324,12 +325,12 @@ func (l *Learner) check(x []float64) (float64, error) {
 		return 0, fmt.Errorf("%w: dimension %d, want %d", ErrInvalidEvent, len(x), l.cfg.Dim)
 	}
 	// Fast path: gonum's vectorised dot product rounds differently from
-	// model.Norm, but far less than insideMargin, so an event this far
-	// inside the ball is inside by model.Norm too (NaN and Inf fall through).
+	// vec.Norm, but far less than insideMargin, so an event this far
+	// inside the ball is inside by vec.Norm too (NaN and Inf fall through).
 	if floats.Dot(x, x) <= l.insideSq {
 		return 1, nil
 	}
-	n := model.Norm(x)
+	n := vec.Norm(x)
 	if math.IsNaN(n) || math.IsInf(n, 0) {
 		// Slow path: name the bad feature, or recompute an overflowing norm.
 		if i := firstNonFinite(x); i >= 0 {
@@ -562,8 +563,8 @@ func (l *Learner) update() error {
 	for i, wi := range l.w {
 		l.w[i] = wi - eta*(l.cfg.Lambda*wi+g[i]*invB)
 	}
-	model.ProjectBall(l.w, l.cfg.Radius)
-	l.wNorm = model.Norm(l.w)
+	vec.ProjectBall(l.w, l.cfg.Radius)
+	l.wNorm = vec.Norm(l.w)
 	l.updates++
 	for _, p := range l.batch {
 		l.free = append(l.free, p.x)
@@ -593,7 +594,7 @@ func (l *Learner) Weights() []float64 { return slices.Clone(l.w) }
 
 // Score returns ⟨w, x⟩ under the published model; sgn of it is the
 // prediction (model.Sign).
-func (l *Learner) Score(x []float64) float64 { return model.Dot(l.w, x) }
+func (l *Learner) Score(x []float64) float64 { return vec.Dot(l.w, x) }
 
 // Releases returns the release log (T_i, w_{T_i}) in order. The slice is
 // new but each W is shared with the learner and must not be modified.

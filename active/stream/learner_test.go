@@ -14,6 +14,7 @@ import (
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/model"
+	"github.com/dpal-dev/dpal/vec"
 )
 
 // TestBadInput feeds a table of bad events and labels between good ones and
@@ -467,10 +468,10 @@ func TestStep(t *testing.T) {
 	t.Fatal("no label request in 100 events")
 }
 
-// TestRejectAgreesWithModelNorm: Reject mode measures ‖x‖ with model.Norm,
+// TestRejectAgreesWithVecNorm: Reject mode measures ‖x‖ with vec.Norm,
 // the norm the loaders project with, so events projected onto the unit
 // ball pass even where gonum's dot product rounds their norm above 1.
-func TestRejectAgreesWithModelNorm(t *testing.T) {
+func TestRejectAgreesWithVecNorm(t *testing.T) {
 	const dim = 116
 	cfg := DefaultConfig(dim)
 	cfg.NormMode = Reject
@@ -482,11 +483,11 @@ func TestRejectAgreesWithModelNorm(t *testing.T) {
 		for i := range x {
 			x[i] = r.NormFloat64()
 		}
-		n := model.Norm(x)
+		n := vec.Norm(x)
 		for i := range x {
 			x[i] /= n
 		}
-		for model.Norm(x) > 1 {
+		for vec.Norm(x) > 1 {
 			for i := range x {
 				x[i] *= 1 - 0x1p-52
 			}

@@ -6,12 +6,12 @@ import (
 
 	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
-	"github.com/dpal-dev/dpal/model"
+	"github.com/dpal-dev/dpal/vec"
 )
 
 func setW(l *Learner, w []float64) {
 	copy(l.w, w)
-	l.wNorm = model.Norm(l.w)
+	l.wNorm = vec.Norm(l.w)
 }
 
 func TestDistanceZeroModel(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
-	"github.com/dpal-dev/dpal/model"
+	"github.com/dpal-dev/dpal/vec"
 )
 
 // stateVersion is bumped whenever savedState changes incompatibly.
@@ -164,7 +164,7 @@ func (l *Learner) load(s *savedState) error {
 		return err
 	}
 	copy(l.w, s.W)
-	l.wNorm = model.Norm(l.w)
+	l.wNorm = vec.Norm(l.w)
 	l.observed, l.requested, l.labelled, l.updates = s.Observed, s.Requested, s.Labelled, s.Updates
 	l.nextClose = s.NextClose
 	ids := make(map[uint64]bool, len(s.Pending)+len(s.Batch))
@@ -189,7 +189,7 @@ func checkVector(what string, v []float64, bound float64) error {
 	if i := firstNonFinite(v); i >= 0 {
 		return fmt.Errorf("%s: coordinate %d is not finite: %v", what, i, v[i])
 	}
-	if n := model.Norm(v); !(n <= bound*(1+normSlack)) {
+	if n := vec.Norm(v); !(n <= bound*(1+normSlack)) {
 		return fmt.Errorf("%s: norm %v exceeds the bound %v", what, n, bound)
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
-	"github.com/dpal-dev/dpal/model"
+	"github.com/dpal-dev/dpal/vec"
 )
 
 // savedMidStream returns the state of a seeded learner (dimension 3) after
@@ -143,9 +143,9 @@ func checkInvariants(t *testing.T, l *Learner) {
 	t.Helper()
 	c := l.cfg
 	bad := func(v []float64, bound float64) bool {
-		return len(v) != c.Dim || firstNonFinite(v) >= 0 || !(model.Norm(v) <= bound*(1+normSlack))
+		return len(v) != c.Dim || firstNonFinite(v) >= 0 || !(vec.Norm(v) <= bound*(1+normSlack))
 	}
-	if bad(l.w, c.Radius) || l.wNorm != model.Norm(l.w) {
+	if bad(l.w, c.Radius) || l.wNorm != vec.Norm(l.w) {
 		t.Fatalf("model %v (norm %v)", l.w, l.wNorm)
 	}
 	if l.observed < 0 || l.requested > l.observed || l.labelled+len(l.pending) > l.requested ||

@@ -66,3 +66,13 @@ func seedFlag(cmd *cobra.Command) (*uint64, error) {
 	}
 	return &s, nil
 }
+
+// progressOut returns where a command's progress bar goes: stderr, or nil
+// under --no-progress. The progress package draws nothing on a writer that
+// is not a terminal, so this is the only choice a command makes.
+func progressOut(cmd *cobra.Command) io.Writer {
+	if off, _ := cmd.Flags().GetBool("no-progress"); off {
+		return nil
+	}
+	return cmd.ErrOrStderr()
+}

@@ -55,9 +55,7 @@ func runReproSearch(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	cfg.Seed = seed
-	if noBar, _ := f.GetBool("no-progress"); !noBar {
-		cfg.Progress = cmd.ErrOrStderr()
-	}
+	cfg.Progress = progressOut(cmd)
 	sum, err := searchrepro.Run(cfg)
 	if err != nil {
 		return err

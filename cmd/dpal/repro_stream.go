@@ -74,9 +74,7 @@ func runReproStream(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	opt.Seed = seed
-	if noBar, _ := f.GetBool("no-progress"); !noBar {
-		opt.Progress = cmd.ErrOrStderr()
-	}
+	opt.Progress = progressOut(cmd)
 	names, _ := f.GetStringSlice("datasets")
 	if len(names) == 0 {
 		names = []string{"kdd99", "mnist09"}

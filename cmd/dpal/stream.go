@@ -16,15 +16,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/model"
+	"github.com/dpal-dev/dpal/progress"
 )
 
 var streamCmd = &cobra.Command{
@@ -455,7 +454,13 @@ func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 // is the saved one).
 func streamDataset(cmd *cobra.Command, l *stream.Learner, train *data.Dataset, order []int) error {
 	done := min(l.Stats().Observed, len(order))
-	bar := newBar(cmd, len(order)-done, "stream")
+	todo := len(order) - done
+	var bar *progress.Bar
+	if todo >= minBarRows {
+		bar = progress.New(progressOut(cmd), todo, "stream")
+	}
+	// Deferred so that an error is printed on a cleared line.
+	defer bar.Finish()
 	for k, i := range order[done:] {
 		dec, err := l.Observe(train.X[i])
 		if err != nil {
@@ -466,12 +471,9 @@ func streamDataset(cmd *cobra.Command, l *stream.Learner, train *data.Dataset, o
 				return fmt.Errorf("%s row %d: %w", train.Name, i, err)
 			}
 		}
-		if bar != nil && k%1024 == 0 {
-			_ = bar.Add(min(1024, len(order)-done-k))
+		if k%1024 == 0 {
+			bar.Add(min(1024, todo-k))
 		}
-	}
-	if bar != nil {
-		_ = bar.Finish()
 	}
 	return l.Flush()
 }
@@ -497,18 +499,9 @@ func streamOrder(cmd *cobra.Command, n int, seed *uint64) ([]int, *uint64) {
 	return order, nil
 }
 
-// newBar returns a progress bar on stderr for a long run in a terminal.
-func newBar(cmd *cobra.Command, n int, what string) *progressbar.ProgressBar {
-	if off, _ := cmd.Flags().GetBool("no-progress"); off || n < 20000 {
-		return nil
-	}
-	fh, ok := cmd.ErrOrStderr().(*os.File)
-	if !ok || !term.IsTerminal(int(fh.Fd())) {
-		return nil
-	}
-	return progressbar.NewOptions(n, progressbar.OptionSetWriter(fh), progressbar.OptionSetDescription(what),
-		progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
-}
+// minBarRows is the shortest dataset stream that gets a progress bar: a
+// shorter one is over before a bar would tell the user anything.
+const minBarRows = 20000
 
 // learnerSeed returns the seed driving l (for a resumed learner the
 // saved one), or nil for secure randomness.
@@ -787,7 +780,9 @@ func (run *eventRun) begin() (eventMeta, error) {
 func (run *eventRun) loop(events, labels *stream.LineReader) error {
 	var x []float64
 	seen := false
-	bar := newBar(run.cmd, math.MaxInt32, "events")
+	// The number of events is unknown (the input may be a pipe): a spinner.
+	bar := progress.New(progressOut(run.cmd), 0, "events")
+	defer bar.Finish()
 	for {
 		line, lineNo, err := events.Next()
 		if errors.Is(err, io.EOF) {
@@ -802,12 +797,9 @@ func (run *eventRun) loop(events, labels *stream.LineReader) error {
 			}
 			return err
 		}
-		if bar != nil && lineNo%1024 == 0 {
-			_ = bar.Add(1024)
+		if lineNo%1024 == 0 {
+			bar.Add(1024)
 		}
-	}
-	if bar != nil {
-		_ = bar.Finish()
 	}
 	return nil
 }

@@ -16,13 +16,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/groupsearch"
+	"github.com/dpal-dev/dpal/progress"
 	"github.com/dpal-dev/dpal/repro/figure"
 )
 
@@ -44,7 +43,8 @@ type Config struct {
 	Top int `json:"top"`
 	// Alpha is the default halting level of τ = 1(max f > α) (paper: 0.5).
 	Alpha float64 `json:"alpha"`
-	// Progress receives a progress bar when non-nil.
+	// Progress receives a progress bar when it is a terminal (see package
+	// progress); nil or any other writer gets none.
 	Progress io.Writer `json:"-"`
 }
 
@@ -217,15 +217,13 @@ func Run(cfg Config) (*Summary, error) {
 		}
 		sum.Pair = append(sum.Pair, in)
 	}
-	h.bar = newBar(cfg, h.totalRuns())
+	h.bar = progress.New(cfg.Progress, h.totalRuns(), "repro search")
+	defer h.bar.Finish()
 	steps := []func(*rng.Rand) error{h.fig1, h.fig2, h.fig3, h.fig4, h.prop3}
 	for _, step := range steps {
 		if err := step(master.Split()); err != nil {
 			return nil, err
 		}
-	}
-	if h.bar != nil {
-		_ = h.bar.Finish()
 	}
 	sum.Privacy = privacyCheck(append(slices.Clone(sum.NABUsed), sum.Pair...))
 	sum.Seconds = time.Since(start).Seconds()
@@ -238,21 +236,7 @@ func Run(cfg Config) (*Summary, error) {
 type harness struct {
 	cfg Config
 	sum *Summary
-	bar *progressbar.ProgressBar
-}
-
-func newBar(cfg Config, total int) *progressbar.ProgressBar {
-	if cfg.Progress == nil {
-		return nil
-	}
-	return progressbar.NewOptions(total,
-		progressbar.OptionSetWriter(cfg.Progress),
-		progressbar.OptionSetDescription("repro search"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionThrottle(200*time.Millisecond),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(cfg.Progress) }),
-	)
+	bar *progress.Bar
 }
 
 // totalRuns counts the searches of every figure, for the progress bar.
@@ -267,9 +251,7 @@ func (h *harness) totalRuns() int {
 }
 
 func (h *harness) tick() {
-	if h.bar != nil {
-		_ = h.bar.Add(1)
-	}
+	h.bar.Add(1)
 }
 
 // runner runs repeated searches of one instance with one oracle at one ε.

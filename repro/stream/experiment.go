@@ -6,13 +6,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/model"
+	"github.com/dpal-dev/dpal/progress"
 )
 
 // experiment is one dataset's share of Run.
@@ -21,13 +21,11 @@ type experiment struct {
 	set       Dataset
 	permSeeds []uint64
 	seed      uint64
-	bar       *progressbar.ProgressBar
+	bar       *progress.Bar
 }
 
 func (e *experiment) tick() {
-	if e.bar != nil {
-		_ = e.bar.Add(1)
-	}
+	e.bar.Add(1)
 }
 
 // runResult is what the figures need from one run, computed as soon as

@@ -10,12 +10,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/progress"
 	"github.com/dpal-dev/dpal/repro/figure"
 )
 
@@ -70,7 +69,8 @@ type Options struct {
 	// linear classifier without bias confined to the unit ball cannot do
 	// better than the constant +1 (see docs/repro-stream.md).
 	Centre bool
-	// Progress, when set, receives a progress bar.
+	// Progress receives a progress bar when it is a terminal (see package
+	// progress); nil or any other writer gets none.
 	Progress io.Writer
 }
 
@@ -177,7 +177,8 @@ func Run(opt Options, sets []Dataset) (*Summary, error) {
 	for range opt.Perms {
 		sum.PermSeeds = append(sum.PermSeeds, master.Uint64())
 	}
-	bar := newBar(&opt, sets)
+	bar := progress.New(opt.Progress, len(sets)*workUnits(&opt), "repro stream")
+	defer bar.Finish()
 	for _, set := range sets {
 		// The dataset's own seed depends on its name only, so its results
 		// do not change with the other datasets chosen.
@@ -188,32 +189,11 @@ func Run(opt Options, sets []Dataset) (*Summary, error) {
 		}
 		sum.Datasets = append(sum.Datasets, *ds)
 	}
-	if bar != nil {
-		_ = bar.Finish()
-	}
 	sum.Seconds = time.Since(start).Seconds()
 	if err := figure.WriteJSON(filepath.Join(opt.OutDir, "summary.json"), sum); err != nil {
 		return nil, err
 	}
 	return sum, nil
-}
-
-func newBar(opt *Options, sets []Dataset) *progressbar.ProgressBar {
-	if opt.Progress == nil {
-		return nil
-	}
-	total := 0
-	for range sets {
-		total += workUnits(opt)
-	}
-	return progressbar.NewOptions(total,
-		progressbar.OptionSetWriter(opt.Progress),
-		progressbar.OptionSetDescription("repro stream"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionThrottle(200*time.Millisecond),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(opt.Progress) }),
-	)
 }
 
 // workUnits counts one dataset's runs and fits, for the progress bar.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/model"
+	"github.com/dpal-dev/dpal/vec"
 )
 
 // synthetic returns a linearly separable set in the unit ball of R^d with
@@ -23,7 +24,7 @@ func synthetic(name string, n, d int, seed uint64) *data.Dataset {
 		for j := range x {
 			x[j] = r.Float64()*2 - 1
 		}
-		model.ProjectBall(x, 1)
+		vec.ProjectBall(x, 1)
 		s := x[0] + x[1]
 		if math.Abs(s) < 0.1 {
 			continue
