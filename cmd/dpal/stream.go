@@ -2,8 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -20,10 +20,12 @@ import (
 
 	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/data"
+	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/model"
 	"github.com/dpal-dev/dpal/progress"
+	"github.com/dpal-dev/dpal/session"
 )
 
 var streamCmd = &cobra.Command{
@@ -99,6 +101,8 @@ func init() {
 	f.Uint64("seed", 0, "seed for reproducible experiments (default: secure randomness)")
 	f.Bool("json", false, "print one JSON summary object")
 	f.Bool("no-progress", false, "never draw a progress bar")
+	f.String("ledger", "", "durable ledger file (see 'dpal ledger show'): charges are committed to it before each release; later runs continue it and stop when its budget is spent (default: in memory, saved with --save-state)")
+	f.Float64("budget", 0, "with --ledger: the per-record ε budget of a new ledger file (default: this learner's eps_s + eps_g)")
 	rootCmd.AddCommand(streamCmd)
 }
 
@@ -190,8 +194,57 @@ func newStreamLearner(cmd *cobra.Command, dim int, seed *uint64) (*stream.Learne
 	if err != nil {
 		return nil, "", err
 	}
-	l, err := stream.New(cfg, rng.New(seed), nil)
+	led, err := streamLedger(cmd, cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	l, err := stream.New(cfg, rng.New(seed), led)
+	if err != nil && led != nil {
+		led.Close()
+	}
 	return l, "", err
+}
+
+// streamLedger opens --ledger FILE for a learner with configuration cfg,
+// or returns nil (the learner keeps an in-memory ledger with budget
+// exactly its per-record ε). A new file gets --budget, by default the
+// learner's per-record ε (cfg.RecordEpsilon), so that a second learner on
+// the same records finds it spent; an existing file keeps its own budget
+// (a lower --budget holds for this run, a higher one is refused).
+func streamLedger(cmd *cobra.Command, cfg stream.Config) (*ledger.Ledger, error) {
+	f := cmd.Flags()
+	path, _ := f.GetString("ledger")
+	if path == "" {
+		if f.Changed("budget") {
+			return nil, errors.New("--budget sets the budget of a --ledger FILE; without one the learner's ledger holds exactly its per-record ε")
+		}
+		return nil, nil
+	}
+	if cfg.NonPrivate {
+		return nil, errors.New("--ledger: the non-private baseline spends no budget")
+	}
+	b := account.Budget{}
+	if eps, _ := f.GetFloat64("budget"); f.Changed("budget") {
+		b.Epsilon = eps
+	} else if _, err := os.Stat(path); err != nil {
+		if b.Epsilon, err = cfg.RecordEpsilon(); err != nil {
+			return nil, err
+		}
+	}
+	led, err := openLedgerFile(path, b)
+	if err != nil {
+		return nil, fmt.Errorf("--ledger: %w", err)
+	}
+	return led, nil
+}
+
+// closeLedger closes a learner's ledger (a durable file is unlocked).
+func closeLedger(l *stream.Learner) {
+	if led := l.Ledger(); led != nil {
+		if err := led.Close(); err != nil {
+			slog.Warn("dpal stream: closing the ledger", "err", err)
+		}
+	}
 }
 
 // resumeStreamLearner restores --resume and applies --answers.
@@ -205,12 +258,24 @@ func resumeStreamLearner(cmd *cobra.Command, path string, dim int, seed *uint64)
 	if len(set) > 0 {
 		return nil, fmt.Errorf("--resume takes the configuration saved in %s; remove %s", path, strings.Join(set, ", "))
 	}
-	fh, err := os.Open(path)
+	state, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--resume: %w", err)
 	}
-	defer fh.Close()
-	l, err := stream.Restore(bufio.NewReader(fh), rng.New(seed), nil)
+	var head struct {
+		Config stream.Config `json:"config"`
+	}
+	if err := json.Unmarshal(state, &head); err != nil {
+		return nil, fmt.Errorf("--resume %s: %w", path, err)
+	}
+	led, err := streamLedger(cmd, head.Config)
+	if err != nil {
+		return nil, err
+	}
+	l, err := stream.Restore(bytes.NewReader(state), rng.New(seed), led)
+	if err != nil && led != nil {
+		led.Close()
+	}
 	if errors.Is(err, stream.ErrSeedMismatch) {
 		return nil, fmt.Errorf("--resume %s: %w (pass the saved --seed, or omit --seed for fresh secure randomness)", path, err)
 	}
@@ -226,74 +291,6 @@ func resumeStreamLearner(cmd *cobra.Command, path string, dim int, seed *uint64)
 	return l, nil
 }
 
-// streamInfo describes the stream a learner consumed; it is saved with
-// the state (stream.Learner.SetStreamInfo) so that a resume can check it
-// continues the same stream. In dataset mode the order is the dataset
-// (identified by a fingerprint) and its permutation; --events only cuts
-// the order short, so a resume may change it.
-type streamInfo struct {
-	Mode        string  `json:"mode"` // "dataset" or "events"
-	Dataset     string  `json:"dataset,omitempty"`
-	Rows        int     `json:"rows,omitempty"`
-	Fingerprint string  `json:"fingerprint,omitempty"`
-	Permutation *uint64 `json:"permutation,omitempty"` // absent: file order
-	Events      int     `json:"events,omitempty"`      // --events of the run that saved (0 = all)
-}
-
-// savedStreamInfo decodes a restored learner's stream info (nil if none).
-func savedStreamInfo(l *stream.Learner) (*streamInfo, error) {
-	raw := l.StreamInfo()
-	if raw == nil {
-		return nil, nil
-	}
-	var info streamInfo
-	if err := json.Unmarshal(raw, &info); err != nil {
-		return nil, fmt.Errorf("stream info: %w", err)
-	}
-	return &info, nil
-}
-
-// setStreamInfo records info in l for --save-state.
-func setStreamInfo(l *stream.Learner, info streamInfo) error {
-	b, err := json.Marshal(info)
-	if err != nil {
-		return err
-	}
-	return l.SetStreamInfo(b)
-}
-
-// describeOrder names a stream order for error messages.
-func describeOrder(perm *uint64) string {
-	if perm == nil {
-		return "file order"
-	}
-	return fmt.Sprintf("the permutation of seed %d", *perm)
-}
-
-// checkResumedOrder refuses a dataset-mode resume whose stream is not the
-// saved one: skipping the first Observed events of another order would
-// feed records twice while the ledger charges each group once.
-func checkResumedOrder(l *stream.Learner, path string, now streamInfo) error {
-	was, err := savedStreamInfo(l)
-	if err != nil {
-		return fmt.Errorf("--resume %s: %w", path, err)
-	}
-	switch {
-	case was == nil:
-		return fmt.Errorf("--resume %s: the state does not record its stream order, so dataset mode cannot tell which events it has seen", path)
-	case was.Mode != now.Mode:
-		return fmt.Errorf("--resume %s: the state was written in %s mode; resume it in the same mode", path, was.Mode)
-	case was.Fingerprint != now.Fingerprint || was.Rows != now.Rows:
-		return fmt.Errorf("--resume %s: the state streamed %s (%d rows, fingerprint %s), not %s (%d rows, fingerprint %s): pass the same --dataset, --data-dir and --kdd-paper-encoding",
-			path, was.Dataset, was.Rows, was.Fingerprint, now.Dataset, now.Rows, now.Fingerprint)
-	case (was.Permutation == nil) != (now.Permutation == nil) ||
-		was.Permutation != nil && *was.Permutation != *now.Permutation:
-		return fmt.Errorf("--resume %s: the state streamed the training split in %s, this run would use %s: pass the same --shuffle (or --seed)",
-			path, describeOrder(was.Permutation), describeOrder(now.Permutation))
-	}
-	return nil
-}
-
 // applyAnswers gives a resumed learner the late labels of --answers, for
 // requests it saved as pending (the oracle answered between the runs).
 func applyAnswers(cmd *cobra.Command, l *stream.Learner) error {
@@ -306,23 +303,7 @@ func applyAnswers(cmd *cobra.Command, l *stream.Learner) error {
 		return fmt.Errorf("--answers: %w", err)
 	}
 	defer fh.Close()
-	lr := stream.NewLineReader(bufio.NewReader(fh))
-	for {
-		line, n, err := lr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("--answers: %w", err)
-		}
-		id, y, err := stream.ParseAnswer(line)
-		if err == nil {
-			err = l.Label(id, y)
-		}
-		if err != nil {
-			return fmt.Errorf("--answers %s line %d: %w", path, n, err)
-		}
-	}
+	return session.ApplyAnswers(l, stream.NewLineReader(bufio.NewReader(fh)), "--answers "+path)
 }
 
 // saveStreamState writes --save-state, if asked for.
@@ -413,15 +394,16 @@ func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 	}
 	order, shuffle := streamOrder(cmd, train.Len(), seed)
 	name, _ := f.GetString("dataset")
-	info := streamInfo{Mode: "dataset", Dataset: train.Name, Rows: train.Len(),
-		Fingerprint: datasetFingerprint(name, train), Permutation: shuffle}
+	defer closeLedger(l)
+	info := session.StreamInfo{Mode: session.ModeDataset, Dataset: train.Name, Rows: train.Len(),
+		Fingerprint: session.Fingerprint(name, train), Permutation: shuffle}
 	info.Events, _ = f.GetInt("events")
 	if resumed != "" {
-		if err := checkResumedOrder(l, resumed, info); err != nil {
+		if err := session.CheckResumedOrder(l, resumed, info); err != nil {
 			return err
 		}
 	}
-	if err := setStreamInfo(l, info); err != nil {
+	if err := session.SetInfo(l, info); err != nil {
 		return err
 	}
 	if n := info.Events; n > 0 && n < len(order) {
@@ -448,34 +430,17 @@ func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 	return printStreamSummary(cmd, &sum)
 }
 
-// streamDataset feeds the training rows in order to l, answering every
-// request with the row's label, and flushes. A resumed learner has seen
-// the first Observed events of the order (checkResumedOrder made sure it
-// is the saved one).
+// streamDataset runs the training rows in order through l (session.RunDataset:
+// the row's label answers every request), with a progress bar.
 func streamDataset(cmd *cobra.Command, l *stream.Learner, train *data.Dataset, order []int) error {
-	done := min(l.Stats().Observed, len(order))
-	todo := len(order) - done
+	todo := len(order) - min(l.Stats().Observed, len(order))
 	var bar *progress.Bar
 	if todo >= minBarRows {
 		bar = progress.New(progressOut(cmd), todo, "stream")
 	}
 	// Deferred so that an error is printed on a cleared line.
 	defer bar.Finish()
-	for k, i := range order[done:] {
-		dec, err := l.Observe(train.X[i])
-		if err != nil {
-			return fmt.Errorf("%s row %d: %w", train.Name, i, err)
-		}
-		if dec.Request {
-			if err := l.Label(dec.ID, train.Y[i]); err != nil {
-				return fmt.Errorf("%s row %d: %w", train.Name, i, err)
-			}
-		}
-		if k%1024 == 0 {
-			bar.Add(min(1024, todo-k))
-		}
-	}
-	return l.Flush()
+	return session.RunDataset(l, train, order, session.Hooks{Progress: bar.Add})
 }
 
 // streamOrder returns the order of the training stream: a permutation by
@@ -489,14 +454,7 @@ func streamOrder(cmd *cobra.Command, n int, seed *uint64) ([]int, *uint64) {
 		v := *seed
 		s = &v
 	}
-	if s != nil {
-		return data.Permutation(n, *s), s
-	}
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
-	}
-	return order, nil
+	return session.Order(n, s), s
 }
 
 // minBarRows is the shortest dataset stream that gets a progress bar: a
@@ -613,122 +571,58 @@ func baselineBatchError(cmd *cobra.Command, name string, train, test *data.Datas
 func baselineKey(name string, opt model.SVMOptions, train, test *data.Dataset) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s|%+v|%s|%d|%s|%d|%d|", name, opt, train.Name, train.Len(), test.Name, test.Len(), train.Dim())
-	hashRows(h, train)
-	hashRows(h, test)
+	session.HashRows(h, train)
+	session.HashRows(h, test)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// datasetFingerprint identifies a training split for a resume: its name,
-// size, dimension and every 97th row.
-func datasetFingerprint(name string, train *data.Dataset) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s|%s|%d|%d|", name, train.Name, train.Len(), train.Dim())
-	hashRows(h, train)
-	return hex.EncodeToString(h.Sum(nil))[:32]
-}
-
-// hashRows writes every 97th row of ds (features, then label) to h.
-func hashRows(h io.Writer, ds *data.Dataset) {
-	var buf [8]byte
-	for i := 0; i < ds.Len(); i += 97 {
-		for _, v := range ds.X[i] {
-			binary.LittleEndian.PutUint64(buf[:], math.Float64bits(v))
-			h.Write(buf[:])
-		}
-		binary.LittleEndian.PutUint64(buf[:], math.Float64bits(ds.Y[i]))
-		h.Write(buf[:])
-	}
-}
-
-// eventRecord is one line of the event-mode output. It is public: a
-// rejected event carries only its line number and the error class
-// rejectedClass; the details go to the operator log.
-type eventRecord struct {
-	Type        string    `json:"type"` // request, release, rejected
-	ID          uint64    `json:"id,omitempty"`
-	Line        int       `json:"line,omitempty"`
-	Observation int       `json:"observation,omitempty"`
-	Update      int       `json:"update,omitempty"`
-	W           []float64 `json:"w,omitempty"`
-	Error       string    `json:"error,omitempty"`
-}
-
-// rejectedClass is the public error class of a rejected event: it broke
-// the declared bounds (unparsable, wrong dimension, NaN or Inf, ‖x‖ > M in
-// reject mode). Which bound, and the offending values, are private.
-const rejectedClass = "invalid-input"
-
-// eventMeta is the first line of the event-mode output: the settings the
-// run used and, when seeded, the seed (for a resumed run the saved one).
-type eventMeta struct {
-	Type        string  `json:"type"` // "meta"
-	Seed        *uint64 `json:"seed,omitempty"`
-	Selector    string  `json:"selector"`
-	Policy      string  `json:"policy"`
-	Window      int     `json:"window"`
-	EpsSelect   float64 `json:"eps_select"`
-	EpsGrad     float64 `json:"eps_grad"`
-	LabelBudget int     `json:"label_budget"`
-	M           float64 `json:"m"`
-	NormMode    string  `json:"norm_mode"`
-	NonPrivate  bool    `json:"non_private,omitempty"`
-	ResumedFrom string  `json:"resumed_from,omitempty"`
-}
-
-func newEventMeta(cfg stream.Config, seed *uint64, resumed string) eventMeta {
-	return eventMeta{
-		Type: "meta", Seed: seed, Selector: cfg.Selector.String(), Policy: cfg.Policy.String(),
-		Window: cfg.Window, EpsSelect: cfg.EpsSelect, EpsGrad: cfg.EpsGrad, LabelBudget: cfg.LabelBudget,
-		M: cfg.M, NormMode: cfg.NormMode.String(), NonPrivate: cfg.NonPrivate, ResumedFrom: resumed,
-	}
-}
-
-// eventRun is the state of one event-mode run.
+// eventRun is the state of one event-mode run: the flags' side of it.
+// The protocol itself (lines, rejections, labels) is session.Events.
 type eventRun struct {
-	cmd      *cobra.Command
-	input    string
-	seed     *uint64
-	enc      *json.Encoder
-	log      *slog.Logger
-	l        *stream.Learner // nil until the first event (unless resumed)
-	resumed  string
-	rejected int
+	cmd  *cobra.Command
+	seed *uint64
+	ev   session.Events
 }
 
 func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 	start := time.Now()
-	run := &eventRun{cmd: cmd, input: input, seed: seed,
-		log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	run := &eventRun{cmd: cmd, seed: seed}
+	run.ev = session.Events{Input: input,
+		Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn})),
+		New: func(dim int) (*stream.Learner, error) {
+			l, _, err := newStreamLearner(cmd, dim, seed)
+			return l, err
+		}}
 	meta, err := run.begin()
 	if err != nil {
 		return err
+	}
+	if run.ev.Learner != nil {
+		defer closeLedger(run.ev.Learner)
 	}
 	in, closeIn, err := openInput(cmd, input)
 	if err != nil {
 		return err
 	}
 	defer closeIn()
-	var labels *stream.LineReader
 	if path, _ := cmd.Flags().GetString("labels"); path != "" {
 		fh, err := os.Open(path)
 		if err != nil {
 			return fmt.Errorf("--labels: %w", err)
 		}
 		defer fh.Close()
-		labels = stream.NewLineReader(bufio.NewReader(fh))
+		run.ev.Labels = stream.NewLineReader(bufio.NewReader(fh))
 	}
 	outPath, _ := cmd.Flags().GetString("out")
 	out, closeOut, err := openOutput(cmd, outPath)
 	if err != nil {
 		return err
 	}
-	run.enc = json.NewEncoder(out)
-	err = run.enc.Encode(meta)
+	enc := json.NewEncoder(out)
+	run.ev.Out = enc
+	err = enc.Encode(meta)
 	if err == nil {
-		err = run.loop(stream.NewLineReader(in), labels)
-	}
-	if err == nil && run.l == nil {
-		err = fmt.Errorf("%s: no events", input)
+		err = run.loop(stream.NewLineReader(in))
 	}
 	if err == nil {
 		err = run.finish()
@@ -739,8 +633,9 @@ func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 	if err != nil {
 		return err
 	}
-	sum := summarise(run.l, run.l.Config().Dim, run.resumed)
-	sum.Rejected = run.rejected
+	l := run.ev.Learner
+	sum := summarise(l, l.Config().Dim, run.ev.Resumed)
+	sum.Rejected = run.ev.Rejected
 	sum.Seconds = time.Since(start).Seconds()
 	if outPath == "-" {
 		// The JSON lines own stdout; the summary goes to stderr.
@@ -751,156 +646,47 @@ func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 
 // begin restores --resume at once (its settings and seed head the
 // output), or checks the flags' configuration; it returns the meta line.
-func (run *eventRun) begin() (eventMeta, error) {
+func (run *eventRun) begin() (session.Meta, error) {
 	if resume, _ := run.cmd.Flags().GetString("resume"); resume == "" {
 		if path, _ := run.cmd.Flags().GetString("answers"); path != "" {
-			return eventMeta{}, errors.New("--answers labels the pending requests of a saved state: use it with --resume")
+			return session.Meta{}, errors.New("--answers labels the pending requests of a saved state: use it with --resume")
 		}
 		cfg, err := streamConfig(run.cmd, 0)
-		return newEventMeta(cfg, run.seed, ""), err
+		return session.NewMeta(cfg, run.seed, ""), err
 	}
 	l, resumed, err := newStreamLearner(run.cmd, 0, run.seed)
 	if err != nil {
-		return eventMeta{}, err
+		return session.Meta{}, err
 	}
-	was, err := savedStreamInfo(l)
-	if err != nil {
-		return eventMeta{}, fmt.Errorf("--resume %s: %w", resumed, err)
+	info := session.StreamInfo{Mode: session.ModeEvents}
+	if err := session.CheckResumedOrder(l, resumed, info); err != nil {
+		closeLedger(l)
+		return session.Meta{}, err
 	}
-	if was != nil && was.Mode != "events" {
-		return eventMeta{}, fmt.Errorf("--resume %s: the state was written in %s mode; resume it in the same mode", resumed, was.Mode)
-	}
-	run.l, run.resumed = l, resumed
-	return newEventMeta(l.Config(), learnerSeed(l), resumed), setStreamInfo(l, streamInfo{Mode: "events"})
+	run.ev.Learner, run.ev.Resumed = l, resumed
+	return session.NewMeta(l.Config(), learnerSeed(l), resumed), session.SetInfo(l, info)
 }
 
-// loop streams the events. Bad events are rejected and the run goes on;
-// any other error (the budget, the label file, the output) stops it, and
-// --save-state is still written.
-func (run *eventRun) loop(events, labels *stream.LineReader) error {
-	var x []float64
-	seen := false
-	// The number of events is unknown (the input may be a pipe): a spinner.
+// loop streams the events through session.Events with a spinner (the
+// number of events is unknown: the input may be a pipe). An error other
+// than a rejected event stops the run, and --save-state is still written.
+func (run *eventRun) loop(events *stream.LineReader) error {
 	bar := progress.New(progressOut(run.cmd), 0, "events")
 	defer bar.Finish()
-	for {
-		line, lineNo, err := events.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err == nil {
-			err = run.event(line, lineNo, labels, &x, &seen)
-		}
-		if err != nil {
-			if run.l != nil {
-				return stopStream(run.cmd, run.l, err)
-			}
-			return err
-		}
-		if lineNo%1024 == 0 {
-			bar.Add(1024)
-		}
+	run.ev.Progress = bar.Add
+	err := run.ev.Run(events)
+	if err != nil && run.ev.Learner != nil {
+		return stopStream(run.cmd, run.ev.Learner, err)
 	}
-	return nil
-}
-
-// event handles one input line: parse, observe, request, label, release.
-func (run *eventRun) event(line []byte, lineNo int, labels *stream.LineReader, x *[]float64, seen *bool) error {
-	y, haveY, err := nextLabel(labels, run.input)
-	if err != nil {
-		return err
-	}
-	if *x, err = stream.ParseEvent(line, *x); err != nil {
-		return run.reject(lineNo, err)
-	}
-	if err := run.ensureLearner(len(*x), *seen); err != nil {
-		return err
-	}
-	*seen = true
-	dec, err := run.l.Observe(*x)
-	if errors.Is(err, stream.ErrInvalidEvent) {
-		return run.reject(lineNo, err)
-	}
-	if err != nil {
-		return fmt.Errorf("%s line %d: %w", run.input, lineNo, err)
-	}
-	if dec.Request {
-		if err := run.enc.Encode(eventRecord{Type: "request", ID: dec.ID, Line: lineNo}); err != nil {
-			return err
-		}
-		if haveY {
-			if err := run.l.Label(dec.ID, y); err != nil {
-				return fmt.Errorf("%s line %d: %w", run.input, lineNo, err)
-			}
-		}
-	}
-	return writeReleases(run.enc, run.l)
-}
-
-// ensureLearner creates the learner for the first event's dimension, or
-// checks a resumed learner's dimension against the first event's: a file
-// of another dimension is the operator's error, not a bad record.
-func (run *eventRun) ensureLearner(dim int, seen bool) error {
-	if run.l == nil {
-		l, _, err := newStreamLearner(run.cmd, dim, run.seed)
-		if err != nil {
-			return err
-		}
-		run.l = l
-		return setStreamInfo(l, streamInfo{Mode: "events"})
-	}
-	if !seen && run.l.Config().Dim != dim {
-		return fmt.Errorf("--resume %s: state has dimension %d, the events %d", run.resumed, run.l.Config().Dim, dim)
-	}
-	return nil
-}
-
-// reject writes the public rejected line and logs the details privately.
-func (run *eventRun) reject(lineNo int, err error) error {
-	run.rejected++
-	run.log.Warn("dpal stream: event rejected", "input", run.input, "line", lineNo, "err", err)
-	return run.enc.Encode(eventRecord{Type: "rejected", Line: lineNo, Error: rejectedClass})
+	return err
 }
 
 // finish flushes the last window, writes its release and the state.
 func (run *eventRun) finish() error {
-	if err := run.l.Flush(); err != nil {
-		return stopStream(run.cmd, run.l, err)
+	if err := run.ev.Finish(); err != nil {
+		return stopStream(run.cmd, run.ev.Learner, err)
 	}
-	if err := writeReleases(run.enc, run.l); err != nil {
-		return stopStream(run.cmd, run.l, err)
-	}
-	return saveStreamState(run.cmd, run.l)
-}
-
-// nextLabel reads the oracle's label for the next event line, if any.
-func nextLabel(labels *stream.LineReader, input string) (float64, bool, error) {
-	if labels == nil {
-		return 0, false, nil
-	}
-	line, lineNo, err := labels.Next()
-	if errors.Is(err, io.EOF) {
-		return 0, false, fmt.Errorf("--labels: fewer labels than events in %s", input)
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("--labels: %w", err)
-	}
-	y, err := stream.ParseLabel(line)
-	if err != nil {
-		return 0, false, fmt.Errorf("--labels line %d: %w", lineNo, err)
-	}
-	return y, true, nil
-}
-
-// writeReleases writes and forgets the learner's new releases.
-func writeReleases(enc *json.Encoder, l *stream.Learner) error {
-	for _, r := range l.Releases() {
-		if err := enc.Encode(eventRecord{Type: "release", Observation: r.Observation, Update: r.Update, W: r.W}); err != nil {
-			return err
-		}
-	}
-	l.DropReleases()
-	return nil
+	return saveStreamState(run.cmd, run.ev.Learner)
 }
 
 func openInput(cmd *cobra.Command, path string) (io.Reader, func(), error) {
