@@ -1,4 +1,4 @@
-// Package streamrepro owns the reproduction of the experiments of
+// Package stream owns the reproduction of the experiments of
 // Ghassemi, Sarwate and Wright (2016), "Differentially private online active
 // learning with applications to anomaly detection", §5 and Figs. 2–5: it
 // drives the private stream learner (active/stream) over permuted training
@@ -19,4 +19,8 @@
 //
 // Seeded randomness is used throughout: this is an experiment, and its
 // outputs record the seeds they depend on.
-package streamrepro
+//
+// Its name matches its folder; it uses the learner package of the same
+// name (active/stream), and importers that need both rename this one,
+// conventionally streamrepro.
+package stream

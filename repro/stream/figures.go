@@ -1,4 +1,4 @@
-package streamrepro
+package stream
 
 import (
 	"fmt"

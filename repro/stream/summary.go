@@ -1,4 +1,4 @@
-package streamrepro
+package stream
 
 import "github.com/dpal-dev/dpal/dp/mech"
 

@@ -1,4 +1,4 @@
-package searchrepro
+package search
 
 import (
 	"math"
