@@ -3,6 +3,7 @@ package mech
 import (
 	"testing"
 
+	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/audit"
 	"github.com/dpal-dev/dpal/dp/rng"
 )
@@ -24,11 +25,18 @@ type auditCase struct {
 	eps, delta float64
 	genuine    func() (audit.Result, error)
 	mutant     func() (audit.Result, error)
+	// m is the audited mechanism: what its Loss charges the ledger,
+	// converted by the accountant at delta, must cover the audited ε.
+	m account.Mechanism
 }
 
 func runAudits(t *testing.T, cases []auditCase) {
 	t.Helper()
 	for _, c := range cases {
+		charged, err := c.m.Loss().EpsilonAt(c.delta, account.Balle2020)
+		if err != nil || charged < c.eps*(1-1e-12) {
+			t.Errorf("%s: the ledger would charge ε=%v (%v) at δ=%v, below the audited ε=%v", c.name, charged, err, c.delta, c.eps)
+		}
 		res, err := c.genuine()
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
@@ -89,9 +97,9 @@ func TestAuditLaplaceGaussian(t *testing.T) {
 		}
 	}
 	runAudits(t, []auditCase{
-		{"laplace", 1, 0, continuousAudit(1, 0, release(lap), 0, 1), continuousAudit(2, 0, release(&lapMut), 0, 1)},
-		{"gaussian", 1, 1e-5, continuousAudit(3, 1e-5, release(gau), 0, 1), continuousAudit(4, 1e-5, release(&gauMut), 0, 1)},
-		{"gaussian-vector", 1, 1e-5, continuousAudit(5, 1e-5, vecRelease(gv), 0, 1), continuousAudit(6, 1e-5, vecRelease(&gvMut), 0, 1)},
+		{"laplace", 1, 0, continuousAudit(1, 0, release(lap), 0, 1), continuousAudit(2, 0, release(&lapMut), 0, 1), lap},
+		{"gaussian", 1, 1e-5, continuousAudit(3, 1e-5, release(gau), 0, 1), continuousAudit(4, 1e-5, release(&gauMut), 0, 1), gau},
+		{"gaussian-vector", 1, 1e-5, continuousAudit(5, 1e-5, vecRelease(gv), 0, 1), continuousAudit(6, 1e-5, vecRelease(&gvMut), 0, 1), gv},
 	})
 }
 
@@ -109,7 +117,7 @@ func TestAuditGammaVector(t *testing.T) {
 		}
 	}
 	runAudits(t, []auditCase{
-		{"gamma-vector d=2", 1, 0, continuousAudit(7, 0, proj(m), 0, 1), continuousAudit(8, 0, proj(&mut), 0, 1)},
+		{"gamma-vector d=2", 1, 0, continuousAudit(7, 0, proj(m), 0, 1), continuousAudit(8, 0, proj(&mut), 0, 1), m},
 	})
 }
 
@@ -123,7 +131,7 @@ func TestAuditRandomizedResponse(t *testing.T) {
 				func(r *rng.Rand) bool { return m.Release(r, true) }, cfg(0))
 		}
 	}
-	runAudits(t, []auditCase{{"randomized response", 1, 0, run(9, rr), run(10, mut)}})
+	runAudits(t, []auditCase{{"randomized response", 1, 0, run(9, rr), run(10, mut), rr}})
 }
 
 // selectAudit audits a selection on the neighbouring score vectors s0, s1.
@@ -162,21 +170,23 @@ func TestAuditSelection(t *testing.T) {
 	rnmSel := func(m *ReportNoisyMax) func(*rng.Rand, []float64) int {
 		return func(r *rng.Rand, s []float64) int { i, _ := m.Select(r, s); return i }
 	}
-	topk := func(eps float64) func(*rng.Rand, []float64) int {
+	topk := func(eps float64) (func(*rng.Rand, []float64) int, *NoisyTopK) {
 		m, err := NewNoisyTopK(eps, 1, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return func(r *rng.Rand, s []float64) int { i, _ := m.Select(r, s); return i[0] }
+		return func(r *rng.Rand, s []float64) int { i, _ := m.Select(r, s); return i[0] }, m
 	}
+	top1, top1m := topk(1)
+	top2, _ := topk(2)
 	runAudits(t, []auditCase{
-		{"exponential", 1, 0, selectAudit(11, expSel(exp), e0, e1), selectAudit(12, expSel(&expMut), e0, e1)},
+		{"exponential", 1, 0, selectAudit(11, expSel(exp), e0, e1), selectAudit(12, expSel(&expMut), e0, e1), exp},
 		{"report noisy max", 1, 0, selectAudit(13, rnmSel(rnm), []float64{0, 6}, []float64{1, 5}),
-			selectAudit(14, rnmSel(&rnmMut), []float64{0, 6}, []float64{1, 5})},
+			selectAudit(14, rnmSel(&rnmMut), []float64{0, 6}, []float64{1, 5}), rnm},
 		{"report noisy max monotone", 1, 0, selectAudit(15, rnmSel(mono), []float64{0, 3}, []float64{1, 3}),
-			selectAudit(16, rnmSel(&monoMut), []float64{0, 3}, []float64{1, 3})},
+			selectAudit(16, rnmSel(&monoMut), []float64{0, 3}, []float64{1, 3}), mono},
 		// The mutant doubles ε, i.e. halves the per-item noise scale.
-		{"noisy top-k", 1, 0, selectAudit(17, topk(1), []float64{0, 3}, []float64{1, 3}),
-			selectAudit(18, topk(2), []float64{0, 3}, []float64{1, 3})},
+		{"noisy top-k", 1, 0, selectAudit(17, top1, []float64{0, 3}, []float64{1, 3}),
+			selectAudit(18, top2, []float64{0, 3}, []float64{1, 3}), top1m},
 	})
 }

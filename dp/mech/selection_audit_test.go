@@ -48,10 +48,10 @@ func TestAuditStreamSelectors(t *testing.T) {
 	slab, slabMut := exp(CalibrateSlab)
 	paper, paperMut := exp(PaperScale)
 	runAudits(t, []auditCase{
-		{"slab randomized response", rr.Epsilon(), 0, rrCase(19, rr), rrCase(20, &rrMut)},
-		{"exponential selector (calibrated slab)", slab.Epsilon(), 0, expCase(21, slab), expCase(22, slabMut)},
+		{"slab randomized response", rr.Epsilon(), 0, rrCase(19, rr), rrCase(20, &rrMut), rr},
+		{"exponential selector (calibrated slab)", slab.Epsilon(), 0, expCase(21, slab), expCase(22, slabMut), slab},
 		// Charged its true ε_s ≈ 1.171 > the nominal 1 (Lemma 2 fails).
-		{"exponential selector (paper scale)", paper.Epsilon(), 0, expCase(23, paper), expCase(24, paperMut)},
+		{"exponential selector (paper scale)", paper.Epsilon(), 0, expCase(23, paper), expCase(24, paperMut), paper},
 	})
 
 	// The paper-scale selector leaks more than its nominal ε = 1 through

@@ -6,6 +6,7 @@ import (
 	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/session"
 )
 
 // method is one learner variant of the paper's figures.
@@ -96,25 +97,18 @@ func runLearner(cfg stream.Config, seed uint64, set *data.Dataset, perm []int, s
 		t.Obs = append(t.Obs, s.Observed)
 		t.Labels = append(t.Labels, labels)
 	}
-	for _, i := range perm {
-		if stop.done(t) {
-			break
-		}
-		dec, err := l.Observe(set.X[i])
-		if err != nil {
-			return nil, fmt.Errorf("%s row %d: %w", set.Name, i, err)
-		}
-		record()
-		if dec.Request {
-			labels++
-			if err := l.Label(dec.ID, set.Y[i]); err != nil {
-				return nil, fmt.Errorf("%s row %d: %w", set.Name, i, err)
+	hooks := session.Hooks{
+		Stop:     func() bool { return stop.done(t) },
+		Observed: func(stream.Decision) { record() },
+		Done: func(dec stream.Decision) {
+			if dec.Request {
+				labels++
+				record()
 			}
-			record()
-		}
-		t.LabelsAtObs = append(t.LabelsAtObs, int32(labels))
+			t.LabelsAtObs = append(t.LabelsAtObs, int32(labels))
+		},
 	}
-	if err := l.Flush(); err != nil {
+	if err := session.RunDataset(l, set, perm, hooks); err != nil {
 		return nil, err
 	}
 	record()
