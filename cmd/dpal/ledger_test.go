@@ -80,3 +80,40 @@ func TestSearchDurableLedger(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamDurableLedger: a second learner on the same --ledger file
+// finds the records' budget spent and stops; a resumed learner (same run
+// id) continues without paying twice.
+func TestStreamDurableLedger(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ledger.db")
+	state := filepath.Join(dir, "state.json")
+	args := []string{"--events", "400", "--label-budget", "20", "--seed", "1", "--no-baseline", "--ledger", path}
+	if _, _, err := runStreamCLI(t, "", append(args, "--save-state", state)...); err != nil {
+		t.Fatal(err)
+	}
+	show := func() string {
+		out, _, err := runCLI(t, "", "ledger", "show", "--store", path, "--csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want := "stream/batched,2,0,2,2,0\nstream/observed,1,0,1,2,1\n"
+	if out := show(); !strings.Contains(out, want) {
+		t.Fatalf("ledger after one run:\n%s\nwant groups\n%s", out, want)
+	}
+	resume := []string{"--events", "800", "--seed", "1", "--no-baseline", "--ledger", path, "--resume", state}
+	if _, _, err := runStreamCLI(t, "", resume...); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if out := show(); !strings.Contains(out, want) {
+		t.Fatalf("ledger after the resume:\n%s\nwant unchanged groups\n%s", out, want)
+	}
+	if _, _, err := runStreamCLI(t, "", args...); !errors.Is(err, account.ErrBudgetExceeded) {
+		t.Fatalf("second learner: %v, want ErrBudgetExceeded", err)
+	}
+	if _, _, err := runStreamCLI(t, "", "--budget", "3", "--events", "10", "--no-baseline"); err == nil {
+		t.Error("--budget without --ledger accepted")
+	}
+}

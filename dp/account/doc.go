@@ -1,10 +1,13 @@
-// Package account owns dpal's privacy accounting: pure-ε and (ε, δ)
-// composition (sequential, parallel, Poisson amplification, the optimal
-// composition of Kairouz, Oh & Viswanath and the Dwork–Rothblum–Vadhan
-// bound), the Rényi-DP accountant for the Poisson-subsampled Gaussian, the
-// Gaussian and the Laplace mechanisms with its conversion to (ε, δ), noise
-// and sampling-rate calibration, and the per-group Ledger that reports every
-// record's spend and refuses releases past the budget.
+// Package account owns dpal's privacy-loss arithmetic: the one Loss type
+// (pure ε, approximate (ε, δ), zCDP ρ and Rényi-DP curves, alone or mixed)
+// with sequential composition, parallel composition over disjoint groups,
+// Poisson amplification and conversion to (ε, δ) defined once; the
+// Mechanism interface through which every mechanism reports its Loss; the
+// optimal composition of Kairouz, Oh & Viswanath and the
+// Dwork–Rothblum–Vadhan bound; the Rényi-DP accountant for the
+// Poisson-subsampled Gaussian, the Gaussian and the Laplace mechanisms;
+// and noise and sampling-rate calibration. The ledger that records losses
+// against budgets is dp/ledger.
 //
 // The RDP accountant reproduces Opacus 1.5.4 and dp_accounting (the same
 // formulas, default orders and conversion) and is checked in its tests
