@@ -203,9 +203,9 @@ func (c Config) validateSelector() error {
 }
 
 var (
-	normModeNames  = []string{"clip", "reject"}
-	selectorNames  = []string{"bernoulli", "exponential"}
-	policyNames    = []string{"flsw", "flmb"}
+	normModeNames = []string{"clip", "reject"}
+	selectorNames = []string{"bernoulli", "exponential"}
+	policyNames   = []string{"flsw", "flmb"}
 )
 
 func enumString(names []string, v int) string {
@@ -232,7 +232,6 @@ func (s SelectorKind) String() string { return enumString(selectorNames, int(s))
 
 // String returns "flsw" or "flmb".
 func (p PolicyKind) String() string { return enumString(policyNames, int(p)) }
-
 
 // ParseNormMode parses "clip" or "reject".
 func ParseNormMode(s string) (NormMode, error) {
@@ -275,7 +274,6 @@ func (p PolicyKind) MarshalText() ([]byte, error) { return []byte(p.String()), n
 
 // UnmarshalText decodes a policy name.
 func (p *PolicyKind) UnmarshalText(b []byte) (err error) { *p, err = ParsePolicy(string(b)); return }
-
 
 // RecordEpsilon returns the ε a record pays under cfg at most: the true
 // ε_s of one selection decision (for the exponential selector it can
