@@ -206,22 +206,24 @@ func (b *oracleBase) Spent() float64 {
 	return eps
 }
 
-// begin checks q's indices and spends the answer's cost; it runs before any
-// noise is drawn, so nothing leaves unaccounted.
-func (b *oracleBase) begin(q []int32) error {
+// answer checks q's indices, then releases draw's response through
+// ledger.Release: the answer's loss is charged before any noise is drawn,
+// so nothing leaves unaccounted.
+func (b *oracleBase) answer(q []int32, draw func() (Response, error)) (Response, error) {
 	n := int32(len(b.scores))
 	for _, i := range q {
 		if i < 0 || i >= n {
-			return fmt.Errorf("query index %d outside [0, %d)", i, n)
+			return Response{}, fmt.Errorf("query index %d outside [0, %d)", i, n)
 		}
 	}
 	if len(q) > len(b.scores) {
-		return fmt.Errorf("query has %d indices for %d individuals", len(q), len(b.scores))
+		return Response{}, fmt.Errorf("query has %d indices for %d individuals", len(q), len(b.scores))
 	}
-	if _, err := b.ledger.Record(ledger.Charge{Groups: []string{b.group}, Loss: b.loss}); err != nil {
-		return fmt.Errorf("oracle answer: %w", err)
+	resp, err := ledger.Release(b.ledger, b, []string{b.group}, draw)
+	if err != nil {
+		return Response{}, fmt.Errorf("oracle answer: %w", err)
 	}
-	return nil
+	return resp, nil
 }
 
 // smallSet is an open-addressing hash set of a few indices, each mapped to

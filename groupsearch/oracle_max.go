@@ -76,9 +76,11 @@ func topIndices(xs []float64, k int) []int32 {
 // the bit 1(Y > Ȳ) when binarised. The maximum of an empty group is 0, the
 // least possible score, which no neighbour can change.
 func (o *maxOracle) Ask(q []int32) (Response, error) {
-	if err := o.begin(q); err != nil {
-		return Response{}, err
-	}
+	return o.answer(q, func() (Response, error) { return o.draw(q) })
+}
+
+// draw makes the noisy pair (or bit) for q; Ask has paid for it.
+func (o *maxOracle) draw(q []int32) (Response, error) {
 	hq, hbar := o.maxima(q)
 	y, err := o.lap.Release(o.r, hq)
 	if err != nil {

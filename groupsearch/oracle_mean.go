@@ -88,18 +88,17 @@ func (o *meanOracle) Ask(q []int32) (Response, error) {
 	if err != nil {
 		return Response{}, err
 	}
-	if err := o.begin(q); err != nil {
-		return Response{}, err
-	}
-	y, err := lap.Release(o.r, x)
-	if err != nil {
-		return Response{}, err
-	}
-	ybar, err := lapBar.Release(o.r, xbar)
-	if err != nil {
-		return Response{}, err
-	}
-	return Response{Y: y, YBar: ybar, HasPair: true}, nil
+	return o.answer(q, func() (Response, error) {
+		y, err := lap.Release(o.r, x)
+		if err != nil {
+			return Response{}, err
+		}
+		ybar, err := lapBar.Release(o.r, xbar)
+		if err != nil {
+			return Response{}, err
+		}
+		return Response{Y: y, YBar: ybar, HasPair: true}, nil
+	})
 }
 
 // sum returns the exact grid sum of the scores in q, rejecting an index out

@@ -32,12 +32,11 @@ func newRROracle(b oracleBase, anomalies []int) (*rrOracle, error) {
 // Ask releases 1(i* ∈ Q) ⊕ Bernoulli(p). With several anomalies (a subset of
 // SearchSplit) the bit is whether Q holds any of them.
 func (o *rrOracle) Ask(q []int32) (Response, error) {
-	if err := o.begin(q); err != nil {
-		return Response{}, err
-	}
-	in := false
-	for _, i := range q {
-		in = in || o.anomalies.find(i) >= 0
-	}
-	return Response{Bit: o.rr.Release(o.r, in)}, nil
+	return o.answer(q, func() (Response, error) {
+		in := false
+		for _, i := range q {
+			in = in || o.anomalies.find(i) >= 0
+		}
+		return Response{Bit: o.rr.Release(o.r, in)}, nil
+	})
 }

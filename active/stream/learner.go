@@ -124,6 +124,7 @@ type Learner struct {
 	// (update) charge" so the per-event path need not ask it; they are
 	// never saved, and Restore reads them back from the ledger.
 	selPaid, updPaid bool
+	updCharge        ledger.Charge // built by updateCharge
 
 	pending []point // requested, sorted by id
 	batch   []point // labelled, waiting for the update
@@ -512,19 +513,42 @@ func (l *Learner) chargeSelection() error {
 	return nil
 }
 
-// chargeUpdate pays ε_g for the records that enter an update (Lemma 3),
-// once per learner: each record enters at most one batch.
+// updateCharge is what an update pays: ε_g for the records that enter it
+// (Lemma 3), once per learner, since each record enters at most one batch.
+// It is built once: after the first update the ledger only looks up its
+// Once key, so an update allocates nothing for its accounting.
+func (l *Learner) updateCharge() ledger.Charge {
+	if l.updCharge.Once == "" {
+		l.updCharge = ledger.Charge{
+			Groups: []string{GroupBatched},
+			Loss:   l.noise.Loss(),
+			Once:   l.runKey("update"),
+			Note:   "each labelled record enters one mini-batch update: parallel composition over the batches",
+		}
+	}
+	return l.updCharge
+}
+
+// chargeUpdate makes the update charge (Restore uses it to re-make a
+// charge the saved counters imply).
 func (l *Learner) chargeUpdate() error {
 	if l.cfg.NonPrivate || l.updPaid {
 		return nil
 	}
-	c := ledger.Charge{
-		Groups: []string{GroupBatched},
-		Loss:   l.noise.Loss(),
-		Once:   l.runKey("update"),
-		Note:   "each labelled record enters one mini-batch update: parallel composition over the batches",
+	if _, err := l.ledger.Record(l.updateCharge()); err != nil {
+		return fmt.Errorf("update: %w", err)
 	}
-	if _, err := l.ledger.Record(c); err != nil {
+	l.updPaid = true
+	return nil
+}
+
+// addNoise adds eq. 8's noise to the batch gradient g through
+// ledger.ReleaseCharge: the update is paid for before the noise is drawn.
+func (l *Learner) addNoise(g []float64) error {
+	_, err := ledger.ReleaseCharge(l.ledger, l.updateCharge(), func() (struct{}, error) {
+		return struct{}{}, l.noise.AddTo(l.r, g)
+	})
+	if err != nil {
 		return fmt.Errorf("update: %w", err)
 	}
 	l.updPaid = true
@@ -543,9 +567,6 @@ func (l *Learner) update() error {
 	if b == 0 {
 		return nil
 	}
-	if err := l.chargeUpdate(); err != nil {
-		return err
-	}
 	g := l.grad
 	clear(g)
 	for _, p := range l.batch {
@@ -554,8 +575,8 @@ func (l *Learner) update() error {
 		}
 	}
 	if l.noise != nil {
-		if err := l.noise.AddTo(l.r, g); err != nil {
-			return fmt.Errorf("update noise: %w", err)
+		if err := l.addNoise(g); err != nil {
+			return err
 		}
 	}
 	eta := l.cfg.Eta / float64(l.updates+1)

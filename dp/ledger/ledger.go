@@ -261,9 +261,12 @@ func (l *Ledger) Charge(m account.Mechanism, groups ...string) (Entry, error) {
 // store (durably, for a durable store). It fails, recording nothing, when
 // c is invalid or charges no loss at all, when a group would exceed the
 // budget (errors.Is(err, account.ErrBudgetExceeded)) or when the store
-// fails. A charge whose Once was already recorded returns that entry and
-// records nothing new.
+// fails. A charge whose Once was already recorded records nothing new and
+// returns only that entry's Seq and Once.
 func (l *Ledger) Record(c Charge) (Entry, error) {
+	if seq, ok := l.recorded(c.Once); ok {
+		return Entry{Seq: seq, Once: c.Once}, nil
+	}
 	if err := checkGroups(c.Groups); err != nil {
 		return Entry{}, fmt.Errorf("ledger: %w", err)
 	}
@@ -279,10 +282,8 @@ func (l *Ledger) Record(c Charge) (Entry, error) {
 	c.Loss = loss
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if c.Once != "" {
-		if seq, ok := l.once[c.Once]; ok {
-			return Entry{Seq: seq, Groups: slices.Clone(c.Groups), Loss: c.Loss, Once: c.Once}, nil
-		}
+	if seq, ok := l.once[c.Once]; ok && c.Once != "" { // recorded meanwhile
+		return Entry{Seq: seq, Once: c.Once}, nil
 	}
 	next, err := l.apply(c.Groups, c.Loss)
 	if err != nil {
@@ -364,7 +365,13 @@ func (l *Ledger) commitCache(e Entry, next []*total) {
 // committed, calls draw and returns what it releases. It is the one way a
 // mechanism's output should leave: nothing is drawn when the charge fails.
 func Release[T any](l *Ledger, m account.Mechanism, groups []string, draw func() (T, error)) (T, error) {
-	if _, err := l.Charge(m, groups...); err != nil {
+	return ReleaseCharge(l, Charge{Groups: groups, Loss: m.Loss()}, draw)
+}
+
+// ReleaseCharge is Release for a prepared Charge (with a note, or a Once
+// key for a mechanism applied once per record of a partition).
+func ReleaseCharge[T any](l *Ledger, c Charge, draw func() (T, error)) (T, error) {
+	if _, err := l.Record(c); err != nil {
 		var zero T
 		return zero, err
 	}
@@ -373,10 +380,21 @@ func Release[T any](l *Ledger, m account.Mechanism, groups []string, draw func()
 
 // Charged reports whether a charge with this Once key has been recorded.
 func (l *Ledger) Charged(once string) bool {
+	_, ok := l.recorded(once)
+	return ok
+}
+
+// recorded returns the sequence number of the charge with this Once key
+// ("" never matches). It is the cheap path of a repeated Once charge: no
+// validation, no allocation.
+func (l *Ledger) recorded(once string) (uint64, bool) {
+	if once == "" {
+		return 0, false
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	_, ok := l.once[once]
-	return ok
+	seq, ok := l.once[once]
+	return seq, ok
 }
 
 // Spent returns group's ε and δ so far (zero for an unknown group). For a
