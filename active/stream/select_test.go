@@ -92,29 +92,22 @@ func TestSelectionProbabilities(t *testing.T) {
 	}
 }
 
-// bruteSelectionEps is an independent computation of a selector's ε: the
-// largest |log ratio| of P(s) over pairs of distances d, d' on a grid of
-// [0, M], for both outcomes.
-func bruteSelectionEps(q func(d float64) float64, m float64) float64 {
-	const steps = 2000
-	worst := 0.0
+// rangeEpsilon is the ε of a selector from the range of the selection
+// probabilities q(d) it actually uses over a fine grid of d ∈ [0, M] (and
+// the slab's edge): mech.SelectionEpsilon of the smallest and largest.
+func rangeEpsilon(q func(d float64) float64, m, slab float64) float64 {
+	const steps = 20000
+	lo, hi := q(slab), q(slab)
 	for i := 0; i <= steps; i++ {
-		qi := q(m * float64(i) / steps)
-		for j := 0; j <= steps; j += 7 {
-			qj := q(m * float64(j) / steps)
-			worst = math.Max(worst, math.Abs(math.Log(qi/qj)))
-			worst = math.Max(worst, math.Abs(math.Log((1-qi)/(1-qj))))
-		}
-		qj := q(m) // make sure the far end is in the grid
-		worst = math.Max(worst, math.Abs(math.Log(qi/qj)))
-		worst = math.Max(worst, math.Abs(math.Log((1-qi)/(1-qj))))
+		v := q(m * float64(i) / steps)
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
 	}
-	return worst
+	return mech.SelectionEpsilon(math.Log(lo), math.Log(hi))
 }
 
 // TestSelectionChargeCoversBruteForce: the ε the ledger records for the
-// selection bounds an independent brute-force ε of the probabilities the
-// learner actually uses, for each rule and calibration.
+// selection bounds the ε of the probabilities the learner actually uses,
+// for each rule and calibration.
 func TestSelectionChargeCoversBruteForce(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -133,7 +126,7 @@ func TestSelectionChargeCoversBruteForce(t *testing.T) {
 				t.Fatal(err)
 			}
 			charged := l.Ledger().Loss(GroupObserved).Epsilon
-			brute := bruteSelectionEps(func(d float64) float64 { return l.sel.prob(d, l.slab()) }, cfg.M)
+			brute := rangeEpsilon(func(d float64) float64 { return l.sel.prob(d, l.slab()) }, cfg.M, l.slab())
 			if charged != l.Stats().EpsSelect || charged < brute {
 				t.Errorf("ledger charged %v, stats say %v, brute force %v", charged, l.Stats().EpsSelect, brute)
 			}
