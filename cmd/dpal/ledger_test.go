@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -115,5 +116,26 @@ func TestStreamDurableLedger(t *testing.T) {
 	}
 	if _, _, err := runStreamCLI(t, "", "--budget", "3", "--events", "10", "--no-baseline"); err == nil {
 		t.Error("--budget without --ledger accepted")
+	}
+}
+
+// TestStreamEventsDurableLedger: event mode charges a --ledger file and
+// releases it at the end, so the next run can open it at once.
+func TestStreamEventsDurableLedger(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	var events strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&events, "0.1,0.1,%g\n", float64(i%3)/10)
+	}
+	for run := range 2 {
+		_, _, err := runStreamCLI(t, events.String(), "--input", "-", "--out", filepath.Join(t.TempDir(), "out.jsonl"),
+			"--seed", "2", "--ledger", path, "--budget", "4")
+		if err != nil {
+			t.Fatalf("run %d: %v", run+1, err)
+		}
+	}
+	out, _, err := runCLI(t, "", "ledger", "show", "--store", path, "--csv")
+	if err != nil || !strings.Contains(out, "stream/observed,2,0,2,4,2\n") {
+		t.Fatalf("ledger after two event runs (%v):\n%s", err, out)
 	}
 }

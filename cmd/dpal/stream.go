@@ -597,9 +597,11 @@ func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 	if err != nil {
 		return err
 	}
-	if run.ev.Learner != nil {
-		defer closeLedger(run.ev.Learner)
-	}
+	defer func() { // the learner may be created by the first event
+		if run.ev.Learner != nil {
+			closeLedger(run.ev.Learner)
+		}
+	}()
 	in, closeIn, err := openInput(cmd, input)
 	if err != nil {
 		return err
