@@ -67,15 +67,9 @@ func runLedgerShow(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	defer led.Close()
-	rep, err := led.Report(group)
+	rep, err := ledgerReport(cmd, led, group)
 	if err != nil {
 		return err
-	}
-	if f.Changed("delta") {
-		d, _ := f.GetFloat64("delta")
-		if err := reportAtDelta(led, rep, d); err != nil {
-			return err
-		}
 	}
 	if group != "" && len(rep.Groups) == 0 {
 		return fmt.Errorf("--group %q: no such group in %s (groups: %s)", group, path, strings.Join(led.Groups(), ", "))
@@ -106,20 +100,30 @@ func openLedgerFile(path string, b account.Budget) (*ledger.Ledger, error) {
 	return led, nil
 }
 
-// reportAtDelta recomputes each group's ε at total δ = delta.
-func reportAtDelta(led *ledger.Ledger, rep *ledger.Report, delta float64) error {
-	if err := account.ValidateDelta(delta); err != nil {
-		return fmt.Errorf("--delta: %w", err)
+// ledgerReport is the ledger's report for group, with each group's ε at
+// --delta when it is given.
+func ledgerReport(cmd *cobra.Command, led *ledger.Ledger, group string) (*ledger.Report, error) {
+	if !cmd.Flags().Changed("delta") {
+		return led.Report(group)
 	}
-	for i, g := range rep.Groups {
-		eps, err := led.Loss(g.Group).EpsilonAt(delta, rep.Meta.Conversion)
-		if err != nil {
-			return fmt.Errorf("--delta: group %q: %w", g.Group, err)
-		}
-		rep.Groups[i].Epsilon, rep.Groups[i].Delta = eps, delta
-		rep.Groups[i].Remaining = max(0, g.Budget-eps)
+	d, _ := cmd.Flags().GetFloat64("delta")
+	if err := account.ValidateDelta(d); err != nil {
+		return nil, fmt.Errorf("--delta: %w", err)
 	}
-	return nil
+	rep, err := led.ReportAt(group, d)
+	if err != nil {
+		return nil, fmt.Errorf("--delta: %w", err)
+	}
+	return rep, nil
+}
+
+// ledgerFileBudget is the budget to open the --ledger file at path with:
+// b when the user gave one or the file is new, else zero (the stored one).
+func ledgerFileBudget(path string, given bool, b account.Budget) account.Budget {
+	if _, err := os.Stat(path); err == nil && !given {
+		return account.Budget{}
+	}
+	return b
 }
 
 func printLedgerText(w io.Writer, path string, rep *ledger.Report) {

@@ -434,10 +434,7 @@ func searchLedger(cmd *cobra.Command, b *float64, isDefault *bool) (*ledger.Ledg
 	if path == "" {
 		return ledger.New(account.Budget{Epsilon: *b})
 	}
-	want := account.Budget{Epsilon: *b}
-	if _, err := os.Stat(path); err == nil && *isDefault {
-		want = account.Budget{}
-	}
+	want := ledgerFileBudget(path, !*isDefault, account.Budget{Epsilon: *b})
 	led, err := openLedgerFile(path, want)
 	if err != nil {
 		return nil, fmt.Errorf("--ledger: %w", err)

@@ -224,14 +224,15 @@ func streamLedger(cmd *cobra.Command, cfg stream.Config) (*ledger.Ledger, error)
 		return nil, errors.New("--ledger: the non-private baseline spends no budget")
 	}
 	b := account.Budget{}
-	if eps, _ := f.GetFloat64("budget"); f.Changed("budget") {
-		b.Epsilon = eps
-	} else if _, err := os.Stat(path); err != nil {
+	if f.Changed("budget") {
+		b.Epsilon, _ = f.GetFloat64("budget")
+	} else {
+		var err error
 		if b.Epsilon, err = cfg.RecordEpsilon(); err != nil {
 			return nil, err
 		}
 	}
-	led, err := openLedgerFile(path, b)
+	led, err := openLedgerFile(path, ledgerFileBudget(path, f.Changed("budget"), b))
 	if err != nil {
 		return nil, fmt.Errorf("--ledger: %w", err)
 	}

@@ -153,23 +153,18 @@ func seqOf(k []byte) uint64 {
 const maxEntryBytes = 1 << 20
 
 // DecodeEntry decodes and validates one stored entry.
-func DecodeEntry(b []byte, e *Entry) error {
-	if len(b) > maxEntryBytes {
-		return fmt.Errorf("entry of %d bytes exceeds %d", len(b), maxEntryBytes)
-	}
-	if err := json.Unmarshal(b, e); err != nil {
-		return fmt.Errorf("entry: %w", err)
-	}
-	return e.Validate()
-}
+func DecodeEntry(b []byte, e *Entry) error { return decode("entry", b, e) }
 
 // DecodeMeta decodes and validates stored settings.
-func DecodeMeta(b []byte, m *Meta) error {
+func DecodeMeta(b []byte, m *Meta) error { return decode("settings", b, m) }
+
+// decode bounds, decodes and validates one stored value.
+func decode[T interface{ Validate() error }](what string, b []byte, v T) error {
 	if len(b) > maxEntryBytes {
-		return fmt.Errorf("settings of %d bytes exceed %d", len(b), maxEntryBytes)
+		return fmt.Errorf("%s of %d bytes exceeds %d", what, len(b), maxEntryBytes)
 	}
-	if err := json.Unmarshal(b, m); err != nil {
-		return fmt.Errorf("settings: %w", err)
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	return m.Validate()
+	return v.Validate()
 }

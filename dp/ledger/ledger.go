@@ -412,8 +412,11 @@ func (l *Ledger) Spent(group string) (eps, delta float64) {
 // Remaining returns the ε left in group's budget (never negative).
 func (l *Ledger) Remaining(group string) float64 {
 	eps, _ := l.Spent(group)
-	return max(0, l.Budget().Epsilon-eps)
+	return remaining(l.Budget(), eps)
 }
+
+// remaining is the ε budget b leaves after spending eps (never negative).
+func remaining(b account.Budget, eps float64) float64 { return max(0, b.Epsilon-eps) }
 
 // Loss returns group's composed loss (the zero Loss for an unknown group).
 func (l *Ledger) Loss(group string) account.Loss {
@@ -483,15 +486,34 @@ type GroupSummary struct {
 
 // Summary returns every group's spend, sorted by group name.
 func (l *Ledger) Summary() []GroupSummary {
+	out, _ := l.summarise(func(t *total) (float64, float64, error) { return t.eps, t.delta, nil })
+	return out
+}
+
+// SummaryAt is Summary with every group's ε read at total δ = delta
+// instead of the budget's δ.
+func (l *Ledger) SummaryAt(delta float64) ([]GroupSummary, error) {
+	return l.summarise(func(t *total) (float64, float64, error) {
+		eps, err := t.loss.EpsilonAt(delta, l.meta.Conversion)
+		return eps, delta, err
+	})
+}
+
+// summarise builds the sorted summary with each group's (ε, δ) from at.
+func (l *Ledger) summarise(at func(*total) (eps, delta float64, err error)) ([]GroupSummary, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]GroupSummary, 0, len(l.groups))
 	for name, t := range l.groups {
-		out = append(out, GroupSummary{Group: name, Epsilon: t.eps, Delta: t.delta, Charges: t.charges,
-			Budget: l.budget.Epsilon, Remaining: max(0, l.budget.Epsilon-t.eps)})
+		eps, delta, err := at(t)
+		if err != nil {
+			return nil, fmt.Errorf("group %q: %w", name, err)
+		}
+		out = append(out, GroupSummary{Group: name, Epsilon: eps, Delta: delta, Charges: t.charges,
+			Budget: l.budget.Epsilon, Remaining: remaining(l.budget, eps)})
 	}
 	slices.SortFunc(out, func(a, b GroupSummary) int { return strings.Compare(a.Group, b.Group) })
-	return out
+	return out, nil
 }
 
 // snapshot is the JSON form of a ledger: its settings and every entry.
@@ -550,6 +572,19 @@ type Report struct {
 // Report returns the ledger's report, optionally restricted to the entries
 // and the summary of one group ("" for all).
 func (l *Ledger) Report(group string) (*Report, error) {
+	return l.report(group, l.Summary())
+}
+
+// ReportAt is Report with every group's ε read at total δ = delta.
+func (l *Ledger) ReportAt(group string, delta float64) (*Report, error) {
+	sum, err := l.SummaryAt(delta)
+	if err != nil {
+		return nil, err
+	}
+	return l.report(group, sum)
+}
+
+func (l *Ledger) report(group string, summary []GroupSummary) (*Report, error) {
 	entries, err := l.Entries()
 	if err != nil {
 		return nil, err
@@ -560,7 +595,7 @@ func (l *Ledger) Report(group string) (*Report, error) {
 			r.Entries = append(r.Entries, e)
 		}
 	}
-	for _, g := range l.Summary() {
+	for _, g := range summary {
 		if group == "" || g.Group == group {
 			r.Groups = append(r.Groups, g)
 		}
