@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,4 +49,14 @@ func resetCommand(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		resetCommand(sub)
 	}
+}
+
+// writeTemp writes body to dir/name and returns the path.
+func writeTemp(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

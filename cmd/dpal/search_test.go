@@ -167,13 +167,7 @@ func mustOpen(t *testing.T, path string) *os.File {
 
 func TestSearchCLIErrors(t *testing.T) {
 	dir := t.TempDir()
-	file := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	file := func(name, body string) string { return writeTemp(t, dir, name, body) }
 	good := file("good.csv", "0.1\n3\n0.2\n")
 	cases := []struct {
 		name string
