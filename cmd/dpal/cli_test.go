@@ -60,3 +60,16 @@ func writeTemp(t *testing.T, dir, name, body string) string {
 	}
 	return p
 }
+
+// TestUnknownSubcommand: a group command given an unknown subcommand fails
+// (cobra alone prints the help and exits 0).
+func TestUnknownSubcommand(t *testing.T) {
+	for _, group := range []string{"repro", "data", "ledger"} {
+		if _, _, err := runCLI(t, "", group, "bogus"); err == nil || !strings.Contains(err.Error(), `unknown command "bogus"`) {
+			t.Errorf("dpal %s bogus: %v", group, err)
+		}
+		if _, _, err := runCLI(t, "", group); err != nil {
+			t.Errorf("dpal %s (help): %v", group, err)
+		}
+	}
+}

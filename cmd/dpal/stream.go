@@ -383,6 +383,9 @@ func loadStreamDataset(cmd *cobra.Command) (train, test *data.Dataset, err error
 func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 	start := time.Now()
 	f := cmd.Flags()
+	if n, _ := f.GetInt("events"); n < 0 {
+		return fmt.Errorf("--events must be >= 0 (0 = the whole split), got %d", n)
+	}
 	train, test, err := loadStreamDataset(cmd)
 	if err != nil {
 		return err

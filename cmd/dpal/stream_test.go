@@ -234,6 +234,11 @@ func TestStreamBadFlags(t *testing.T) {
 		{"--selector", "exponential", "--calibration", "scale"},
 		{"--answers", "/dev/null"},
 		{"--dataset", "mnist09", "--kdd-paper-encoding"},
+		{"--events", "-1"},
+		{"--b", "NaN"},
+		{"--b", "-1"},
+		{"--window", "1000000000"},
+		{"--input", "-", "--dim", "-2"},
 	} {
 		if _, _, err := runStreamCLI(t, "", append(args, "--no-baseline", "--seed", "1")...); err == nil {
 			t.Errorf("%v: accepted", args)
