@@ -336,7 +336,7 @@ func searchOne(out *searchOutput, sf *scoreFile, kind groupsearch.Kind, p groups
 		// Not one answer could be paid for: the "top set" would be noise
 		// of the searcher's own making, so say so instead of printing it,
 		// with what the failed run spent.
-		return fmt.Errorf("search failed after %d answers (epsilon spent %g): %w", res.Queries, res.EpsilonSpent, err)
+		return fmt.Errorf("search failed after %d answers (the ledger records epsilon %g spent): %w", res.Queries, res.EpsilonSpent, err)
 	}
 	if err != nil {
 		out.BudgetError = err.Error()
@@ -382,7 +382,7 @@ func searchSplit(out *searchOutput, sf *scoreFile, kind groupsearch.Kind, p grou
 	top, subsets int, led *ledger.Ledger, r *rng.Rand) error {
 	res, err := groupsearch.SearchSplit(sf.Scores, kind, p, subsets, h, top, led, "search", r)
 	if err != nil {
-		return fmt.Errorf("search failed (epsilon spent %g per individual): %w", res.Epsilon, err)
+		return fmt.Errorf("search failed (the ledger records epsilon %g spent per individual): %w", res.Epsilon, err)
 	}
 	for _, s := range res.Subsets {
 		out.Subsets = append(out.Subsets, subsetOutput{Members: s.Members, foundOutput: foundOf(sf, s.Result)})

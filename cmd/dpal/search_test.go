@@ -246,3 +246,29 @@ func FuzzParseScores(f *testing.F) {
 		}
 	})
 }
+
+// TestSearchHugeAnomalyScore: an anomaly score of 1e300 at t_low = 1 (beyond
+// the Laplace release's range) is capped by the oracle, so the search runs
+// and its spend is the ledger's.
+func TestSearchHugeAnomalyScore(t *testing.T) {
+	scores := writeTemp(t, t.TempDir(), "big.csv", strings.Repeat("0.1\n", 30)+"1e300\n")
+	out, err := runSearchCLI(t, "--scores", scores, "--t-low", "1", "--t-high", "2", "--epsilon", "0.5", "--budget", "5", "--seed", "1", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Top          []int64 `json:"top"`
+		EpsilonSpent float64 `json:"epsilon_spent"`
+		Ledger       struct {
+			Groups []struct {
+				Epsilon float64 `json:"epsilon"`
+			} `json:"groups"`
+		} `json:"ledger"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Top[0] != 30 || res.EpsilonSpent == 0 || len(res.Ledger.Groups) != 1 || res.Ledger.Groups[0].Epsilon != res.EpsilonSpent {
+		t.Errorf("top %v, spent %v, ledger %+v", res.Top, res.EpsilonSpent, res.Ledger)
+	}
+}
