@@ -47,8 +47,12 @@ or, without it, only emits the requests. It writes JSON lines to --out: first
 a "meta" line (settings, and the seed if seeded), then "request" and "release"
 lines, and a "rejected" line (line number and the class "invalid-input") for
 each event that breaks the declared bounds; the details of a rejection are
-private and go to the operator log on stderr only. A budget or state error
-stops the run with a non-zero exit (after writing --save-state).
+private and go to the operator log on stderr only. The events' dimension is
+--dim, or that of the first valid event; a run that accepts no event fails.
+A budget, label or state error stops the run with a non-zero exit (after
+writing --save-state and printing the summary and ledger). With --out - the
+JSON lines own stdout: --json ends them with a "summary" line, and the text
+summary goes to stderr.
 
 --save-state and --resume split a run: the state records the configuration,
 the seed and, in dataset mode, the stream order (dataset and permutation).
