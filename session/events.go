@@ -120,7 +120,7 @@ func (e *Events) invalid(lineNo int, created bool, err error) error {
 		e.dropLearner()
 	} else if e.Dim == 0 && len(e.x) != e.Learner.Config().Dim && !e.hinted {
 		e.hinted = true
-		e.warn("dpal stream: the events' dimension was taken from the first valid event; declare it with --dim",
+		e.warn("dpal stream: events of another dimension than the learner's (from the first valid event, or the resumed state); declare it with --dim",
 			"input", e.Input, "dim", e.Learner.Config().Dim)
 	}
 	return e.reject(lineNo, err)

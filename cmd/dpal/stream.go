@@ -601,7 +601,7 @@ func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 	run := &eventRun{cmd: cmd, seed: seed}
 	dim, _ := cmd.Flags().GetInt("dim")
 	if dim < 0 {
-		return fmt.Errorf("--dim must be >= 1, got %d", dim)
+		return fmt.Errorf("--dim must be >= 1 (or 0: that of the first valid event), got %d", dim)
 	}
 	run.ev = session.Events{Input: input, Dim: dim,
 		Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn})),
