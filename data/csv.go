@@ -111,9 +111,13 @@ func (d *Dataset) addCSVRecord(fields []string, label int, zeroNeg bool, cr *csv
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("line %d field %d (%s): not a number: %q", line, i+1, d.FeatureNames[len(x)], f)
+			return fmt.Errorf("line %d field %d (%s): not a number: %s", line, i+1, d.FeatureNames[len(x)], Quote(f))
 		}
 		x = append(x, v)
+	}
+	if err := checkNorm(x); err != nil {
+		line, _ := cr.FieldPos(0)
+		return fmt.Errorf("line %d: %w", line, err)
 	}
 	d.X = append(d.X, x)
 	return nil
@@ -124,7 +128,7 @@ func parseLabel(s string, zeroNeg bool) (float64, error) {
 	v, err := strconv.ParseFloat(s, 64)
 	switch {
 	case err != nil:
-		return 0, fmt.Errorf("not a number: %q", s)
+		return 0, fmt.Errorf("not a number: %s", Quote(s))
 	case v == 1:
 		return 1, nil
 	case v == -1 || (v == 0 && zeroNeg):
@@ -133,7 +137,7 @@ func parseLabel(s string, zeroNeg bool) (float64, error) {
 		return 0, fmt.Errorf("label 0 is not −1 or +1 (set ZeroIsNegative, or --zero-is-negative, to read 0 as −1)")
 	}
 	if zeroNeg {
-		return 0, fmt.Errorf("%q is not −1, 0 or +1", s)
+		return 0, fmt.Errorf("%s is not −1, 0 or +1", Quote(s))
 	}
-	return 0, fmt.Errorf("%q is not −1 or +1", s)
+	return 0, fmt.Errorf("%s is not −1 or +1", Quote(s))
 }

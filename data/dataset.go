@@ -1,6 +1,7 @@
 package data
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -113,8 +114,8 @@ func (d *Dataset) Subset(idx []int) *Dataset {
 	return out
 }
 
-// Validate checks that every row has the same dimension, finite entries and
-// a label of ±1, naming the first offending row.
+// Validate checks that every row has the same dimension, finite entries, a
+// finite norm and a label of ±1, naming the first offending row.
 func (d *Dataset) Validate() error {
 	if d.Y != nil && len(d.Y) != len(d.X) {
 		return fmt.Errorf("%s: %d rows but %d labels", d.Name, len(d.X), len(d.Y))
@@ -132,9 +133,22 @@ func (d *Dataset) Validate() error {
 				return fmt.Errorf("%s row %d feature %d: not finite: %v", d.Name, i, j, v)
 			}
 		}
+		if err := checkNorm(x); err != nil {
+			return fmt.Errorf("%s row %d: %w", d.Name, i, err)
+		}
 		if d.Y != nil && d.Y[i] != 1 && d.Y[i] != -1 {
 			return fmt.Errorf("%s row %d: label %v is not ±1", d.Name, i, d.Y[i])
 		}
+	}
+	return nil
+}
+
+// checkNorm refuses a row whose norm overflows float64, though each entry
+// is finite: every norm and projection downstream (vec) would see +Inf,
+// and projecting onto a ball would silently zero the row.
+func checkNorm(x []float64) error {
+	if n := vec.Norm(x); math.IsInf(n, 0) {
+		return errors.New("the row's norm overflows float64 (entries beyond about 1e154 square to +Inf): rescale the data")
 	}
 	return nil
 }

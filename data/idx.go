@@ -107,13 +107,19 @@ func readIDX(r io.Reader) (IDXHeader, []byte, error) {
 	if err != nil {
 		return h, nil, err
 	}
-	body := make([]byte, h.Count()*h.RecordSize())
-	if n, err := io.ReadFull(r, body); err != nil {
-		return h, nil, fmt.Errorf("payload: %d of %d bytes: %w", n, len(body), err)
-	}
-	var extra [1]byte
-	if n, _ := r.Read(extra[:]); n > 0 {
-		return h, nil, fmt.Errorf("payload: data after the %d announced bytes", len(body))
+	// The buffer grows with the bytes that arrive, not with what the
+	// header announces: a corrupt or hostile header claiming 2 GiB over a
+	// short file allocates about what the file holds (the limit stops one
+	// byte past the announced length, to detect trailing data).
+	want := h.Count() * h.RecordSize()
+	body, err := io.ReadAll(io.LimitReader(r, int64(want)+1))
+	switch {
+	case err != nil:
+		return h, nil, fmt.Errorf("payload: %d of %d bytes: %w", len(body), want, err)
+	case len(body) < want:
+		return h, nil, fmt.Errorf("payload: %d of %d bytes: %w", len(body), want, io.ErrUnexpectedEOF)
+	case len(body) > want:
+		return h, nil, fmt.Errorf("payload: data after the %d announced bytes", want)
 	}
 	return h, body, nil
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -71,6 +72,23 @@ func TestReadIDXPayloadLength(t *testing.T) {
 	if _, _, err := readIDX(bytes.NewReader(idxBytes([]uint32{2}, []byte{1, 2, 3}))); err == nil ||
 		!strings.Contains(err.Error(), "data after") {
 		t.Fatalf("long payload: %v", err)
+	}
+}
+
+// TestReadIDXHugeHeader: a header announcing 2 GiB over a few bytes of
+// payload fails after allocating about what arrived, not what it claims
+// (the fuzzer once peaked at 6 GB on such inputs).
+func TestReadIDXHugeHeader(t *testing.T) {
+	in := idxBytes([]uint32{2048, 1024, 1024}, []byte{1, 2, 3})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err := readIDX(bytes.NewReader(in))
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "3 of 2147483648 bytes") {
+		t.Fatalf("error %v, want a short payload", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+		t.Errorf("allocated %d bytes for a 3-byte payload", alloc)
 	}
 }
 

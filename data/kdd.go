@@ -190,7 +190,7 @@ func (p *kddLine) parse(line []byte) *fieldError {
 		var v float64
 		if kddZeroOne[f] {
 			if len(b) != 1 || (b[0] != '0' && b[0] != '1') {
-				return &fieldError{field: f + 1, name: kddFieldNames[f], msg: fmt.Sprintf("not 0 or 1: %q", b)}
+				return &fieldError{field: f + 1, name: kddFieldNames[f], msg: fmt.Sprintf("not 0 or 1: %s", Quote(b))}
 			}
 			v = float64(b[0] - '0')
 		} else {
@@ -240,10 +240,10 @@ func parseCount(b []byte) (float64, error) {
 	}
 	v, err := strconv.ParseFloat(string(b), 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("not a number: %q", b)
+		return 0, fmt.Errorf("not a number: %s", Quote(b))
 	}
 	if v < 0 {
-		return 0, fmt.Errorf("negative: %q", b)
+		return 0, fmt.Errorf("negative: %s", Quote(b))
 	}
 	return v, nil
 }
@@ -315,11 +315,11 @@ func parseAttackTypes(r io.Reader, name string) (map[string]int8, error) {
 			continue
 		}
 		if len(f) != 2 {
-			return nil, fmt.Errorf("%s line %d: want \"attack category\", got %q", name, ln, sc.Bytes())
+			return nil, fmt.Errorf("%s line %d: want \"attack category\", got %s", name, ln, Quote(sc.Bytes()))
 		}
 		c := slices.Index(KDDClassNames[1:kddUnknownClass], string(f[1]))
 		if c < 0 {
-			return nil, fmt.Errorf("%s line %d field 2 (category): %q is not dos, probe, r2l or u2r", name, ln, f[1])
+			return nil, fmt.Errorf("%s line %d field 2 (category): %s is not dos, probe, r2l or u2r", name, ln, Quote(f[1]))
 		}
 		if string(f[0]) == "normal" {
 			return nil, fmt.Errorf("%s line %d: \"normal\" listed as an attack", name, ln)
@@ -363,7 +363,7 @@ func (p *kddParser) read(r io.Reader, name string, limit int, strict bool) (*kdd
 			}
 			class, ok := p.classOf(line.label)
 			if !ok && strict {
-				return nil, fmt.Errorf("%s line %d field 42 (label): attack %q is not in %s", name, ln, line.label, KDDAttackTypesFile)
+				return nil, fmt.Errorf("%s line %d field 42 (label): attack %s is not in %s", name, ln, Quote(line.label), KDDAttackTypesFile)
 			}
 			key := kddKey{num: line.num}
 			for i, s := range line.sym {
@@ -610,7 +610,7 @@ func CheckKDDNames(r io.Reader, name string) error {
 		}
 		field, typ, ok := bytes.Cut(line, []byte(": "))
 		if !ok {
-			return fmt.Errorf("%s line %d: want \"name: type.\", got %q", name, ln, line)
+			return fmt.Errorf("%s line %d: want \"name: type.\", got %s", name, ln, Quote(line))
 		}
 		if f >= len(kddFieldNames) {
 			return fmt.Errorf("%s line %d: more than %d features", name, ln, len(kddFieldNames))
@@ -620,7 +620,7 @@ func CheckKDDNames(r io.Reader, name string) error {
 			wantTyp = "symbolic."
 		}
 		if string(field) != kddFieldNames[f] || string(typ) != wantTyp {
-			return fmt.Errorf("%s line %d: %q, want feature %d to be \"%s: %s\"", name, ln, line, f+1, kddFieldNames[f], wantTyp)
+			return fmt.Errorf("%s line %d: %s, want feature %d to be \"%s: %s\"", name, ln, Quote(line), f+1, kddFieldNames[f], wantTyp)
 		}
 		f++
 	}

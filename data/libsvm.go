@@ -29,6 +29,7 @@ func LoadLibSVM(r io.Reader, dim int) (*Dataset, error) {
 		v float64
 	}
 	var rows [][]entry
+	var lines []int // the line of each row, for errors
 	d := &Dataset{Name: "libsvm", ClassNames: []string{"-1", "+1"}}
 	maxIdx := 0
 	limit := dim
@@ -54,21 +55,22 @@ func LoadLibSVM(r io.Reader, dim int) (*Dataset, error) {
 			}
 			is, vs, ok := bytes.Cut(tok, []byte{':'})
 			if !ok {
-				return nil, fmt.Errorf("libsvm line %d field %d: want index:value, got %q", ln, k+2, tok)
+				return nil, fmt.Errorf("libsvm line %d field %d: want index:value, got %s", ln, k+2, Quote(tok))
 			}
 			i, err := strconv.Atoi(string(is))
 			if err != nil || i <= prev || i > limit {
-				return nil, fmt.Errorf("libsvm line %d field %d (index): %q is not an integer in %d..%d (indices are 1-based and increasing)", ln, k+2, is, prev+1, limit)
+				return nil, fmt.Errorf("libsvm line %d field %d (index): %s is not an integer in %d..%d (indices are 1-based and increasing)", ln, k+2, Quote(is), prev+1, limit)
 			}
 			v, err := strconv.ParseFloat(string(vs), 64)
 			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("libsvm line %d field %d (value of %d): not a number: %q", ln, k+2, i, vs)
+				return nil, fmt.Errorf("libsvm line %d field %d (value of %d): not a number: %s", ln, k+2, i, Quote(vs))
 			}
 			row = append(row, entry{i, v})
 			prev = i
 		}
 		maxIdx = max(maxIdx, prev)
 		rows = append(rows, row)
+		lines = append(lines, ln)
 		d.Y = append(d.Y, y)
 		d.Class = append(d.Class, int(y+1)/2)
 	}
@@ -89,6 +91,9 @@ func LoadLibSVM(r io.Reader, dim int) (*Dataset, error) {
 		x := back[r*dim : (r+1)*dim : (r+1)*dim]
 		for _, e := range row {
 			x[e.i-1] = e.v
+		}
+		if err := checkNorm(x); err != nil {
+			return nil, fmt.Errorf("libsvm line %d: %w", lines[r], err)
 		}
 		d.X = append(d.X, x)
 	}

@@ -92,7 +92,7 @@ func LoadNAB(dir string) ([]Series, error) {
 		name := strings.TrimSuffix(filepath.ToSlash(rel), ".gz")
 		stamps, ok := labels[name]
 		if !ok {
-			return nil, fmt.Errorf("%s: no entry %q in %s", path, name, NABLabelsFile)
+			return nil, fmt.Errorf("%s: no entry %s in %s", path, Quote(name), NABLabelsFile)
 		}
 		s, err := readNABFile(path, name)
 		if err != nil {
@@ -104,7 +104,7 @@ func LoadNAB(dir string) ([]Series, error) {
 		if windows != nil {
 			w, ok := windows[name]
 			if !ok {
-				return nil, fmt.Errorf("%s: no entry %q in %s", path, name, NABWindowsFile)
+				return nil, fmt.Errorf("%s: no entry %s in %s", path, Quote(name), NABWindowsFile)
 			}
 			if err := s.markWindows(w); err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
@@ -166,10 +166,10 @@ func ParseNABWindows(r io.Reader) (map[string][][2]string, error) {
 			a, errA := time.Parse(nabTime, w[0])
 			b, errB := time.Parse(nabTime, w[1])
 			if err := errors.Join(errA, errB); err != nil {
-				return nil, fmt.Errorf("%q window %d: %w", k, i+1, err)
+				return nil, fmt.Errorf("%s window %d: %w", Quote(k), i+1, err)
 			}
 			if b.Before(a) {
-				return nil, fmt.Errorf("%q window %d: ends before it starts", k, i+1)
+				return nil, fmt.Errorf("%s window %d: ends before it starts", Quote(k), i+1)
 			}
 		}
 	}
@@ -204,20 +204,20 @@ func ParseNABSeries(r io.Reader, name string) (Series, error) {
 		line := bytes.TrimRight(sc.Bytes(), "\r")
 		if ln == 1 {
 			if string(line) != "timestamp,value" {
-				return s, fmt.Errorf("line 1: header %q, want \"timestamp,value\"", line)
+				return s, fmt.Errorf("line 1: header %s, want \"timestamp,value\"", Quote(line))
 			}
 			continue
 		}
 		ts, val, ok := bytes.Cut(line, []byte{','})
 		if !ok || bytes.IndexByte(val, ',') >= 0 {
-			return s, fmt.Errorf("line %d: want 2 fields: %q", ln, line)
+			return s, fmt.Errorf("line %d: want 2 fields: %s", ln, Quote(line))
 		}
 		if len(ts) == 0 {
 			return s, fmt.Errorf("line %d field 1 (timestamp): empty", ln)
 		}
 		v, err := strconv.ParseFloat(string(val), 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			return s, fmt.Errorf("line %d field 2 (value): not a number: %q", ln, val)
+			return s, fmt.Errorf("line %d field 2 (value): not a number: %s", ln, Quote(val))
 		}
 		s.Timestamps = append(s.Timestamps, string(ts))
 		s.Value = append(s.Value, v)
@@ -265,7 +265,7 @@ func (s *Series) markAnomalies(stamps []string) error {
 	for _, t := range stamps {
 		i, ok := at[t]
 		if !ok {
-			return fmt.Errorf("labelled anomaly %q matches no row", t)
+			return fmt.Errorf("labelled anomaly %s matches no row", Quote(t))
 		}
 		s.Anomaly[i] = true
 	}

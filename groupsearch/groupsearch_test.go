@@ -376,3 +376,72 @@ func TestSearchSplit(t *testing.T) {
 		t.Fatalf("found %d of 3, ε %v vs ledger %v", found, out.Epsilon, worst)
 	}
 }
+
+// TestBudgetBelowOneAnswer: a budget that buys no answer is an error, not
+// a "top set" drawn from the prior.
+func TestBudgetBelowOneAnswer(t *testing.T) {
+	xs, _ := benchScores(100, 1, 2, rng.Seeded(7))
+	p := Params{TLow: 1, THigh: 2, Epsilon: 1}
+	res, l, err := runSearch(t, NoisyMax, xs, p, 10, Halting{Budget: 0.5}, 1)
+	if !errors.Is(err, account.ErrBudgetExceeded) || res.Queries != 0 || res.HaltedBy != HaltBudget {
+		t.Errorf("Run: %+v, %v; want ErrBudgetExceeded", res, err)
+	}
+	if spent, _ := l.Spent("search"); spent != 0 {
+		t.Errorf("spent %v, want 0", spent)
+	}
+	if _, err := SearchSplit(xs, NoisyMax, p, 2, Halting{Budget: 0.5}, 1, newLedger(t, 10), "split", rng.Seeded(1)); !errors.Is(err, account.ErrBudgetExceeded) {
+		t.Errorf("SearchSplit: %v; want ErrBudgetExceeded", err)
+	}
+}
+
+// TestHugeAnomalyScore: an anomaly's score far beyond the Laplace range
+// (1e300 at t_ℓ = 1) is capped, so no charged answer fails; thresholds
+// whose cap is itself out of range are refused before any charge.
+func TestHugeAnomalyScore(t *testing.T) {
+	xs, star := benchScores(100, 1, 2, rng.Seeded(8))
+	xs[star] = 1e300
+	p := Params{TLow: 1, THigh: 2, Epsilon: 0.5}
+	for _, kind := range []Kind{NoisyMax, Binarized, Mean} {
+		t.Run(string(kind), func(t *testing.T) {
+			res, l, err := runSearch(t, kind, xs, p, 100, Halting{Posterior: 0.9, Budget: 100}, 2)
+			spent, _ := l.Spent("search")
+			if err != nil || res.Queries == 0 || res.EpsilonSpent != spent || res.Top[0] != star {
+				t.Errorf("%+v, %v (ledger %v, anomaly %d)", res, err, spent, star)
+			}
+			if _, err := NewOracle(kind, []float64{0.5, 1e300}, Params{TLow: 1, THigh: 1e300, Epsilon: 0.5}, l, "g", rng.Seeded(1)); err == nil {
+				t.Error("t_high = 1e300 at t_low = 1 accepted")
+			}
+		})
+	}
+}
+
+// failingOracle charges its ledger, then fails to release.
+type failingOracle struct {
+	fixedOracle
+	led *ledger.Ledger
+}
+
+func (f *failingOracle) Spent() float64 { s, _ := f.led.Spent("g"); return s }
+func (f *failingOracle) Ask([]int32) (Response, error) {
+	return ledger.Release(f.led, f, []string{"g"}, func() (Response, error) {
+		return Response{}, errors.New("release failed")
+	})
+}
+
+// TestSpentCountsFailedAnswer: an answer charged whose release then
+// failed counts in the result's spend, as it does in the ledger.
+func TestSpentCountsFailedAnswer(t *testing.T) {
+	o := &failingOracle{fixedOracle{size: 4, eps: 0.5}, newLedger(t, 10)}
+	lik, err := Params{TLow: 1, THigh: 2, Epsilon: 0.5}.Likelihood(NoisyMax)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSearcher(4, lik, rng.Seeded(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(o, Halting{Budget: 10}, 1)
+	if err == nil || res.HaltedBy != HaltError || res.EpsilonSpent != 0.5 || res.Queries != 0 {
+		t.Errorf("%+v, %v; want the failed answer's 0.5 counted", res, err)
+	}
+}

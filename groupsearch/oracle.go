@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
@@ -182,6 +183,35 @@ func NewOracle(kind Kind, scores []float64, p Params, led *ledger.Ledger, group 
 		return newMeanOracle(base)
 	}
 	return nil, fmt.Errorf("unknown oracle kind %q", kind)
+}
+
+// scoreCapBits sets scoreCap.
+const scoreCapBits = 32
+
+// scoreCap is the largest score an aggregating oracle (noisy max, mean)
+// uses: max(t_h, 2^32·t_ℓ/max(1, ε)). Only an anomaly exceeds t_ℓ, and one
+// capped this high still stands 2^32 noise scales above every other score,
+// so the answers stay as informative; but no score can push an aggregate
+// beyond the range the mechanism releases exactly, so no charged answer
+// fails for it. Capping changes no non-anomalous score (all ≤ t_ℓ), so the
+// neighbouring relation and the sensitivity t_ℓ are unchanged.
+func scoreCap(p Params) float64 {
+	return max(p.THigh, math.Ldexp(p.TLow, scoreCapBits)/max(1, p.Epsilon))
+}
+
+// capScores returns xs with every score above c lowered to c (a copy when
+// one is).
+func capScores(xs []float64, c float64) []float64 {
+	out := xs
+	for i, x := range xs {
+		if x > c {
+			if &out[0] == &xs[0] {
+				out = slices.Clone(xs)
+			}
+			out[i] = c
+		}
+	}
+	return out
 }
 
 // oracleBase is the state every in-process oracle shares.

@@ -2,6 +2,7 @@ package groupsearch
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/dpal-dev/dpal/dp/account"
@@ -27,8 +28,13 @@ type maxOracle struct {
 	inQ     []bool
 }
 
+// maxReleaseSteps bounds a capped score in Laplace grid steps, well inside
+// the 2^61 steps mech.Laplace releases.
+const maxReleaseSteps = 1 << 60
+
 // newMaxOracle builds the oracle with Laplace noise of scale t_ℓ/ε (the
-// audit's halved-noise mutant is built in export_test.go, test-only).
+// audit's halved-noise mutant is built in export_test.go, test-only), over
+// the scores capped at scoreCap.
 func newMaxOracle(b oracleBase, binarize bool) (*maxOracle, error) {
 	lap, err := mech.NewLaplace(b.p.Epsilon, b.p.TLow)
 	if err != nil {
@@ -39,6 +45,11 @@ func newMaxOracle(b oracleBase, binarize bool) (*maxOracle, error) {
 		name = "groupsearch binarized noisy max (eq. 9, Z=1(Y>Ȳ))"
 	}
 	b.loss = account.Pure(name, b.p.Epsilon)
+	c := scoreCap(b.p)
+	if !(c/lap.Granularity() < maxReleaseSteps) {
+		return nil, fmt.Errorf("noisy-max oracle: t_high/t_low = %v is too large for the Laplace release's range", b.p.THigh/b.p.TLow)
+	}
+	b.scores = capScores(b.scores, c)
 	top := topIndices(b.scores, topCandidates)
 	bits := make([]uint64, (len(b.scores)+63)/64)
 	for _, i := range top {

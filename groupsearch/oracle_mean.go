@@ -15,12 +15,6 @@ import (
 // so [0, t_ℓ] spans between 2^24 and 2^25 grid steps.
 const meanGridBits = 24
 
-// meanCapBits caps a score at 2^32·t_ℓ/max(1, ε) (or t_h, if larger) before
-// the mean oracle sums it; only an anomaly can reach the cap, and every
-// group mean then stays within the 2^53 grid steps the release handles
-// exactly.
-const meanCapBits = 32
-
 // maxExactSteps bounds a released mean in Laplace grid steps, so that k·g
 // is an exact float64 the mechanism rounds back to k.
 const maxExactSteps = 1 << 53
@@ -34,7 +28,7 @@ const maxExactSteps = 1 << 53
 // a sum move by more than t_ℓ, and a complement computed as total − sum_Q
 // moves with Q's scores), so the oracle works on an integer grid: each score
 // is floored to a multiple of h (which keeps [0, t_ℓ] inside [0, t_ℓ]) and
-// capped (see meanCapBits), both groups' sums are exact 128-bit integers,
+// capped (see scoreCap), both groups' sums are exact 128-bit integers,
 // and each mean is rounded exactly to the Laplace mechanism's grid g before
 // the release. One changed score then moves its group's sum by at most
 // ⌊t_ℓ/h⌋ steps, its mean by at most t_ℓ/|group| before rounding, and the
@@ -55,7 +49,9 @@ func newMeanOracle(b oracleBase) (*meanOracle, error) {
 	b.loss = account.Pure("groupsearch noisy mean pair (§4.2)", b.p.Epsilon)
 	_, e := math.Frexp(b.p.TLow)
 	exp := e - 1 - meanGridBits
-	capX := max(b.p.THigh, math.Ldexp(b.p.TLow, meanCapBits)/max(1, b.p.Epsilon))
+	// With scores capped at scoreCap, every group mean stays within the
+	// 2^53 grid steps the release handles exactly.
+	capX := scoreCap(b.p)
 	capQ := math.Floor(math.Ldexp(capX, -exp))
 	if !(capQ < 1<<62) {
 		return nil, fmt.Errorf("mean oracle: t_high/t_low = %v is too large for its exact sums", b.p.THigh/b.p.TLow)

@@ -380,7 +380,9 @@ type Result struct {
 // indices. When the oracle refuses an answer because its ledger is spent,
 // Run returns the result so far with HaltedBy "budget" together with the
 // error (errors.Is(err, account.ErrBudgetExceeded)); any other oracle error
-// is returned with HaltedBy "error".
+// is returned with HaltedBy "error". A budget b below one answer's ε is an
+// error too, wrapping account.ErrBudgetExceeded: no answer could be bought,
+// so a "top set" would be the prior's, not a finding.
 func (s *Searcher) Run(o Oracle, h Halting, top int) (Result, error) {
 	if err := h.Validate(); err != nil {
 		return Result{}, err
@@ -389,6 +391,9 @@ func (s *Searcher) Run(o Oracle, h Halting, top int) (Result, error) {
 	halted := ""
 	for halted == "" {
 		if halted = h.Check(s, o.Loss().Epsilon); halted != "" {
+			if halted == HaltBudget && s.queries == 0 {
+				err = fmt.Errorf("budget b = %v is below one answer's ε = %v: %w", h.Budget, o.Loss().Epsilon, account.ErrBudgetExceeded)
+			}
 			break
 		}
 		if err = s.Step(o); err != nil {

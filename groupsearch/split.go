@@ -1,6 +1,7 @@
 package groupsearch
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -64,6 +65,8 @@ func SearchSplit(scores []float64, kind Kind, p Params, subsets int, h Halting, 
 	}
 	perm := r.Perm(len(scores))
 	var out SplitResult
+	var budgetErr error
+	queries := 0
 	for j := range subsets {
 		lo, hi := j*len(scores)/subsets, (j+1)*len(scores)/subsets
 		members := perm[lo:hi]
@@ -72,14 +75,21 @@ func SearchSplit(scores []float64, kind Kind, p Params, subsets int, h Halting, 
 			sub[k] = scores[i]
 		}
 		res, err := searchSubset(sub, kind, p, lik, h, top, led, fmt.Sprintf("%s/%d", group, j), r)
-		if err != nil && !errors.Is(err, account.ErrBudgetExceeded) && !errors.Is(err, ErrNoAnomaly) {
+		// Every charged answer counts, a failed subset's too.
+		out.Epsilon = max(out.Epsilon, res.EpsilonSpent)
+		if errors.Is(err, account.ErrBudgetExceeded) {
+			budgetErr = cmp.Or(budgetErr, err)
+		} else if err != nil && !errors.Is(err, ErrNoAnomaly) {
 			return out, fmt.Errorf("subset %d: %w", j, err)
 		}
 		for k, i := range res.Top {
 			res.Top[k] = members[i]
 		}
 		out.Subsets = append(out.Subsets, SubsetResult{Members: len(members), Result: res})
-		out.Epsilon = max(out.Epsilon, res.EpsilonSpent)
+		queries += res.Queries
+	}
+	if queries == 0 && budgetErr != nil {
+		return out, fmt.Errorf("no subset could be queried: %w", budgetErr)
 	}
 	return out, nil
 }

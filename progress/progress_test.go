@@ -82,6 +82,11 @@ func TestDraw(t *testing.T) {
 			if !bytes.Contains(buf.Bytes(), []byte("rows")) {
 				t.Errorf("output %q lacks the label", buf.String())
 			}
+			// An unknown length is a spinner with a count, never a made-up
+			// total such as MaxInt32 (the event-mode bar once showed one).
+			if bytes.Contains(buf.Bytes(), []byte("2147483647")) {
+				t.Errorf("output %q shows a made-up total", buf.String())
+			}
 		})
 	}
 }

@@ -21,8 +21,12 @@ type Events struct {
 	// Learner is the learner; nil until the first valid event, when New
 	// creates it (a resumed run sets it before Run).
 	Learner *stream.Learner
-	// New creates the learner for the dimension of the first event.
+	// New creates the learner: for Dim, or, when Dim is 0, for the
+	// dimension of the first valid event (one the learner accepts).
 	New func(dim int) (*stream.Learner, error)
+	// Dim is the declared event dimension (--dim); 0 takes it from the
+	// first valid event, so a malformed first line cannot fix it.
+	Dim int
 	// Resumed names the state a resumed Learner came from ("" if none).
 	Resumed string
 	// Input names the event source in errors.
@@ -36,15 +40,18 @@ type Events struct {
 	// Progress, when set, is called every progressEvery lines.
 	Progress func(n int)
 
-	// Rejected counts the rejected events.
-	Rejected int
+	// Rejected counts the rejected events, Accepted those the learner
+	// observed, in this run.
+	Rejected, Accepted int
 
-	x    []float64
-	seen bool // an event has reached the learner in this run
+	x      []float64
+	seen   bool // an event has reached the learner in this run
+	hinted bool // the operator log has been told about --dim
 }
 
-// Run reads every event of in. A learner that was never created (no valid
-// event) is an error.
+// Run reads every event of in. An input whose every event was rejected,
+// or that holds none for a new learner, is an error: the run did nothing
+// its operator asked for, and must not exit as if it had.
 func (e *Events) Run(in *stream.LineReader) error {
 	for {
 		line, lineNo, err := in.Next()
@@ -61,7 +68,10 @@ func (e *Events) Run(in *stream.LineReader) error {
 			e.Progress(progressEvery)
 		}
 	}
-	if e.Learner == nil {
+	switch {
+	case e.Accepted == 0 && e.Rejected > 0:
+		return fmt.Errorf("%s: no event accepted: all %d rejected (details in the log)", e.Input, e.Rejected)
+	case e.Learner == nil:
 		return fmt.Errorf("%s: no events", e.Input)
 	}
 	return nil
@@ -76,17 +86,19 @@ func (e *Events) Event(line []byte, lineNo int) error {
 	if e.x, err = stream.ParseEvent(line, e.x); err != nil {
 		return e.reject(lineNo, err)
 	}
-	if err := e.ensureLearner(len(e.x)); err != nil {
+	created, err := e.ensureLearner(len(e.x))
+	if err != nil {
 		return err
 	}
 	e.seen = true
 	dec, err := e.Learner.Observe(e.x)
 	if errors.Is(err, stream.ErrInvalidEvent) {
-		return e.reject(lineNo, err)
+		return e.invalid(lineNo, created, err)
 	}
 	if err != nil {
 		return fmt.Errorf("%s line %d: %w", e.Input, lineNo, err)
 	}
+	e.Accepted++
 	if dec.Request {
 		if err := e.Out.Encode(Record{Type: "request", ID: dec.ID, Line: lineNo}); err != nil {
 			return err
@@ -100,6 +112,20 @@ func (e *Events) Event(line []byte, lineNo int) error {
 	return WriteReleases(e.Out, e.Learner)
 }
 
+// invalid handles an event the learner refused. A learner created for it
+// is dropped (nothing was charged: Observe checks before it spends), so
+// that the next valid event decides the dimension.
+func (e *Events) invalid(lineNo int, created bool, err error) error {
+	if created {
+		e.dropLearner()
+	} else if e.Dim == 0 && len(e.x) != e.Learner.Config().Dim && !e.hinted {
+		e.hinted = true
+		e.warn("dpal stream: events of another dimension than the learner's (from the first valid event, or the resumed state); declare it with --dim",
+			"input", e.Input, "dim", e.Learner.Config().Dim)
+	}
+	return e.reject(lineNo, err)
+}
+
 // Finish flushes the last window and writes its release.
 func (e *Events) Finish() error {
 	if err := e.Learner.Flush(); err != nil {
@@ -108,31 +134,52 @@ func (e *Events) Finish() error {
 	return WriteReleases(e.Out, e.Learner)
 }
 
-// ensureLearner creates the learner for the first event's dimension, or
-// checks a resumed learner's dimension against the first event's: a file
-// of another dimension is the operator's error, not a bad record.
-func (e *Events) ensureLearner(dim int) error {
+// ensureLearner creates the learner (for Dim, else for this event's
+// dimension; created reports which, as the learner then stands only if
+// the event is valid), or checks a resumed learner's dimension against
+// the first event's: a file of another dimension is the operator's error,
+// not a bad record.
+func (e *Events) ensureLearner(dim int) (created bool, err error) {
 	if e.Learner == nil {
+		if e.Dim > 0 {
+			dim = e.Dim
+		}
 		l, err := e.New(dim)
 		if err != nil {
-			return err
+			return false, err
 		}
 		e.Learner = l
-		return SetInfo(l, StreamInfo{Mode: ModeEvents})
+		return e.Dim == 0, SetInfo(l, StreamInfo{Mode: ModeEvents})
 	}
-	if !e.seen && e.Learner.Config().Dim != dim {
-		return fmt.Errorf("--resume %s: state has dimension %d, the events %d", e.Resumed, e.Learner.Config().Dim, dim)
+	if !e.seen && e.Dim == 0 && e.Learner.Config().Dim != dim {
+		return false, fmt.Errorf("--resume %s: state has dimension %d, the events %d", e.Resumed, e.Learner.Config().Dim, dim)
 	}
-	return nil
+	return false, nil
+}
+
+// dropLearner discards the learner, closing its ledger (a durable file
+// is unlocked).
+func (e *Events) dropLearner() {
+	if led := e.Learner.Ledger(); led != nil {
+		if err := led.Close(); err != nil {
+			e.warn("dpal stream: closing the ledger", "err", err)
+		}
+	}
+	e.Learner, e.seen = nil, false
 }
 
 // reject writes the public rejected line and logs the details privately.
 func (e *Events) reject(lineNo int, err error) error {
 	e.Rejected++
-	if e.Log != nil {
-		e.Log.Warn("dpal stream: event rejected", "input", e.Input, "line", lineNo, "err", err)
-	}
+	e.warn("dpal stream: event rejected", "input", e.Input, "line", lineNo, "err", err)
 	return e.Out.Encode(Record{Type: "rejected", Line: lineNo, Error: RejectedClass})
+}
+
+// warn writes to the operator log, if there is one.
+func (e *Events) warn(msg string, args ...any) {
+	if e.Log != nil {
+		e.Log.Warn(msg, args...)
+	}
 }
 
 // nextLabel reads the oracle's label for the next event line, if any.

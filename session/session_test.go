@@ -68,8 +68,10 @@ func TestEventsRejectSaysOnlyTheClass(t *testing.T) {
 
 func TestEventsNoValidEvent(t *testing.T) {
 	e := &Events{New: newLearner(t, 1), Input: "empty", Out: &lines{}}
-	if err := e.Run(stream.NewLineReader(strings.NewReader("x\n"))); err == nil || !strings.Contains(err.Error(), "no events") {
-		t.Errorf("got %v, want a 'no events' error", err)
+	for in, want := range map[string]string{"": "no events", "x\n": "no event accepted"} {
+		if err := e.Run(stream.NewLineReader(strings.NewReader(in))); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("input %q: got %v, want %q", in, err, want)
+		}
 	}
 }
 
@@ -156,5 +158,42 @@ func TestCheckResumedOrder(t *testing.T) {
 	}
 	if err := CheckResumedOrder(l, "s", StreamInfo{Mode: ModeEvents}); err != nil {
 		t.Errorf("event resume without saved info: %v", err)
+	}
+}
+
+// TestEventsDimension: the dimension comes from Dim, or from the first
+// event the learner accepts, never from a rejected first line; a run
+// that accepts no event fails.
+func TestEventsDimension(t *testing.T) {
+	valid := strings.Repeat("0.1,0.2\n", 20)
+	for _, tc := range []struct {
+		name     string
+		dim      int
+		in       string
+		accepted int
+		err      string
+	}{
+		{"first line out of bounds", 0, "3,3,3\n" + valid, 20, ""},
+		{"declared dimension", 2, "0.1,0.1,0.1\n" + valid, 20, ""},
+		{"declared dimension wrong", 3, valid, 0, "no event accepted: all 20 rejected"},
+		{"every event invalid", 0, "3,3\n4,4\n", 0, "no event accepted: all 2 rejected"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &Events{Dim: tc.dim, Input: "in", Out: &lines{}, New: func(dim int) (*stream.Learner, error) {
+				cfg := stream.DefaultConfig(dim)
+				cfg.NormMode = stream.Reject
+				return stream.New(cfg, rng.Seeded(1), nil)
+			}}
+			err := e.Run(stream.NewLineReader(strings.NewReader(tc.in)))
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Fatalf("got %v, want %q", err, tc.err)
+			}
+			if e.Accepted != tc.accepted {
+				t.Errorf("accepted %d, want %d", e.Accepted, tc.accepted)
+			}
+			if tc.accepted > 0 && e.Learner.Config().Dim != 2 {
+				t.Errorf("learner dimension %d, want 2", e.Learner.Config().Dim)
+			}
+		})
 	}
 }

@@ -100,7 +100,7 @@ func TestSelectionAudit(t *testing.T) {
 		return res
 	}
 	cfg := DefaultConfig(2)
-	cfg.Window = 1 << 30
+	cfg.Window = MaxWindow
 	res := run(mustNew(t, cfg, 8))
 	t.Logf("bernoulli selection audit: ε ≥ %.3f (%s)", res.Epsilon, res.Event)
 	if res.Epsilon > 1 || res.Epsilon < 0.8 {

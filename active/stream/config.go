@@ -107,6 +107,11 @@ type Config struct {
 	NonPrivate bool `json:"non_private"`
 }
 
+// MaxWindow caps Window: an FLMB batch keeps up to L labelled events in
+// memory and FLSW releases once per N events, so a larger window would
+// exhaust memory or never release before any real stream ends.
+const MaxWindow = 1 << 20
+
 // DefaultConfig returns the settings of the paper's §5 for dimension dim:
 // M = 1 with clipping, Bernoulli selection, ε_s = ε_g = 1, b = 0.2,
 // τ = e^−0.2, FLMB with a window of 5, hinge loss and unit-ball projection.
@@ -159,8 +164,13 @@ func (c Config) validate() error {
 	if c.Policy != FLSW && c.Policy != FLMB {
 		return fmt.Errorf("stream: unknown policy %d", c.Policy)
 	}
-	if c.Window < 1 {
-		return fmt.Errorf("stream: window must be >= 1, got %d", c.Window)
+	if c.Window < 1 || c.Window > MaxWindow {
+		return fmt.Errorf("stream: window must be in [1, %d], got %d", MaxWindow, c.Window)
+	}
+	// b is recorded (and restored) with every selector, so it must be a
+	// number even where the Bernoulli selector ignores it.
+	if !(c.B >= 0) || math.IsInf(c.B, 0) {
+		return fmt.Errorf("stream: b must be finite and >= 0, got %v", c.B)
 	}
 	if c.LabelBudget < 0 {
 		return fmt.Errorf("stream: label budget must be >= 0, got %d", c.LabelBudget)

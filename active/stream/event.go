@@ -9,6 +9,9 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
+
+	"github.com/dpal-dev/dpal/data"
 )
 
 // Event files hold one event per line, either a CSV row of feature values
@@ -28,16 +31,14 @@ func ParseEvent(line []byte, dst []float64) ([]float64, error) {
 		return nil, errors.New("empty event")
 	}
 	if line[0] == '{' {
-		var ev struct {
-			X []float64 `json:"x"`
-		}
-		if err := json.Unmarshal(line, &ev); err != nil {
+		var x []float64
+		if err := decodeObject(line, map[string]any{"x": &x}); err != nil {
 			return nil, fmt.Errorf("JSON event: %w", err)
 		}
-		if ev.X == nil {
+		if x == nil {
 			return nil, errors.New(`JSON event has no "x" array`)
 		}
-		return ev.X, nil
+		return x, nil
 	}
 	dst = dst[:0]
 	for i := 0; len(line) > 0 || i == 0; i++ {
@@ -50,9 +51,10 @@ func ParseEvent(line []byte, dst []float64) ([]float64, error) {
 		} else {
 			line = nil
 		}
-		v, err := strconv.ParseFloat(string(bytes.TrimSpace(field)), 64)
+		field = bytes.TrimSpace(field)
+		v, err := strconv.ParseFloat(string(field), 64)
 		if err != nil {
-			return nil, fmt.Errorf("field %d: %w", i+1, err)
+			return nil, fmt.Errorf("field %d: not a number: %s", i+1, data.Quote(field))
 		}
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("field %d: not finite: %v", i+1, v)
@@ -67,20 +69,18 @@ func ParseLabel(line []byte) (float64, error) {
 	line = bytes.TrimSpace(line)
 	var y float64
 	if len(line) > 0 && line[0] == '{' {
-		var ev struct {
-			Y *float64 `json:"y"`
-		}
-		if err := json.Unmarshal(line, &ev); err != nil {
+		var v *float64
+		if err := decodeObject(line, map[string]any{"y": &v}); err != nil {
 			return 0, fmt.Errorf("JSON label: %w", err)
 		}
-		if ev.Y == nil {
+		if v == nil {
 			return 0, errors.New(`JSON label has no "y"`)
 		}
-		y = *ev.Y
+		y = *v
 	} else {
 		v, err := strconv.ParseFloat(string(line), 64)
 		if err != nil {
-			return 0, fmt.Errorf("label: %w", err)
+			return 0, fmt.Errorf("label: not a number: %s", data.Quote(line))
 		}
 		y = v
 	}
@@ -95,33 +95,76 @@ func ParseLabel(line []byte) (float64, error) {
 func ParseAnswer(line []byte) (id uint64, y float64, err error) {
 	line = bytes.TrimSpace(line)
 	if len(line) > 0 && line[0] == '{' {
-		var a struct {
-			ID *uint64  `json:"id"`
-			Y  *float64 `json:"y"`
-		}
-		if err := json.Unmarshal(line, &a); err != nil {
+		var idp *uint64
+		var yp *float64
+		if err := decodeObject(line, map[string]any{"id": &idp, "y": &yp}); err != nil {
 			return 0, 0, fmt.Errorf("JSON answer: %w", err)
 		}
-		if a.ID == nil || a.Y == nil {
+		if idp == nil || yp == nil {
 			return 0, 0, errors.New(`JSON answer needs "id" and "y"`)
 		}
-		id, y = *a.ID, *a.Y
+		id, y = *idp, *yp
 	} else {
 		idField, yField, ok := bytes.Cut(line, []byte{','})
 		if !ok {
 			return 0, 0, errors.New("answer: want id,y")
 		}
-		if id, err = strconv.ParseUint(string(bytes.TrimSpace(idField)), 10, 64); err != nil {
-			return 0, 0, fmt.Errorf("answer id: %w", err)
+		idField, yField = bytes.TrimSpace(idField), bytes.TrimSpace(yField)
+		if id, err = strconv.ParseUint(string(idField), 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("answer id: not an unsigned integer: %s", data.Quote(idField))
 		}
-		if y, err = strconv.ParseFloat(string(bytes.TrimSpace(yField)), 64); err != nil {
-			return 0, 0, fmt.Errorf("answer label: %w", err)
+		if y, err = strconv.ParseFloat(string(yField), 64); err != nil {
+			return 0, 0, fmt.Errorf("answer label: not a number: %s", data.Quote(yField))
 		}
 	}
 	if y != 1 && y != -1 {
 		return 0, 0, fmt.Errorf("answer for event %d: label %v is not -1 or +1", id, y)
 	}
 	return id, y, nil
+}
+
+// decodeObject decodes the JSON object line into fields, which maps each
+// key it reads to a pointer; other keys are skipped. Keys match exactly:
+// encoding/json alone matches names case-insensitively and keeps the last
+// of repeated keys, so {"X": …} would pass for "x" and a duplicated key in
+// a private record would pass silently. Both are errors here.
+func decodeObject(line []byte, fields map[string]any) error {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return errors.New("want a JSON object")
+	}
+	seen := make(map[string]bool, len(fields))
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		var skip json.RawMessage
+		dst, ok := fields[key]
+		switch {
+		case seen[key]:
+			return fmt.Errorf("key %s repeated", data.Quote(key))
+		case !ok:
+			for k := range fields {
+				if strings.EqualFold(k, key) {
+					return fmt.Errorf("key %s: keys are case-sensitive, want %q", data.Quote(key), k)
+				}
+			}
+			dst = &skip
+		}
+		seen[key] = true
+		if err := dec.Decode(dst); err != nil {
+			return fmt.Errorf("key %s: %w", data.Quote(key), err)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the JSON object")
+	}
+	return nil
 }
 
 // LineReader yields the non-blank, non-comment lines of an event or label

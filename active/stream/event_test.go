@@ -28,6 +28,11 @@ func TestParseEvent(t *testing.T) {
 		{`{"y": 1}`, nil, `no "x"`},
 		{`{"x": [1, "a"]}`, nil, "JSON event"},
 		{`{"x": [1e999]}`, nil, "JSON event"},
+		{`{"X": [0.1, -0.2]}`, nil, "case-sensitive"},
+		{`{"x": [0.1], "x": [0.2]}`, nil, "repeated"},
+		{`{"x": [0.1]} {"x": [0.2]}`, nil, "after the JSON object"},
+		{`{"x": [0.1], "ts": 17}`, []float64{0.1}, ""},
+		{"1," + strings.Repeat("9", 1<<20) + "x", nil, "(1048577 bytes)"},
 	} {
 		got, err := ParseEvent([]byte(tc.line), nil)
 		if tc.err != "" {
@@ -51,6 +56,7 @@ func TestParseLabel(t *testing.T) {
 		{"1", 1, true}, {"-1", -1, true}, {"+1", 1, true}, {" 1.0 ", 1, true},
 		{`{"y": -1}`, -1, true}, {`{"id": 3, "y": 1}`, 1, true},
 		{"0", 0, false}, {"2", 0, false}, {"yes", 0, false}, {`{"x": 1}`, 0, false}, {"NaN", 0, false},
+		{`{"Y": 1}`, 0, false}, {`{"y": -1, "y": 1}`, 0, false},
 	} {
 		got, err := ParseLabel([]byte(tc.line))
 		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
@@ -134,6 +140,7 @@ func TestParseAnswer(t *testing.T) {
 	}{
 		{"17,-1", 17, -1, true}, {" 3 , 1 ", 3, 1, true}, {`{"id": 9, "y": 1}`, 9, 1, true},
 		{"17", 0, 0, false}, {"-1,1", 0, 0, false}, {"4,0", 0, 0, false}, {`{"y": 1}`, 0, 0, false},
+		{`{"ID": 9, "y": 1}`, 0, 0, false}, {`{"id": 9, "id": 8, "y": 1}`, 0, 0, false},
 	} {
 		id, y, err := ParseAnswer([]byte(tc.line))
 		if (err == nil) != tc.ok || (tc.ok && (id != tc.id || y != tc.y)) {

@@ -56,7 +56,7 @@ func TestSelectionProbabilities(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig(dim)
-			cfg.Window = 1 << 30 // FLMB that never updates: w stays fixed
+			cfg.Window = MaxWindow // FLMB that never updates: w stays fixed
 			if tc.cfg != nil {
 				tc.cfg(&cfg)
 			}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,5 +48,28 @@ func resetCommand(c *cobra.Command) {
 	c.PersistentFlags().VisitAll(reset)
 	for _, sub := range c.Commands() {
 		resetCommand(sub)
+	}
+}
+
+// writeTemp writes body to dir/name and returns the path.
+func writeTemp(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestUnknownSubcommand: a group command given an unknown subcommand fails
+// (cobra alone prints the help and exits 0).
+func TestUnknownSubcommand(t *testing.T) {
+	for _, group := range []string{"repro", "data", "ledger"} {
+		if _, _, err := runCLI(t, "", group, "bogus"); err == nil || !strings.Contains(err.Error(), `unknown command "bogus"`) {
+			t.Errorf("dpal %s bogus: %v", group, err)
+		}
+		if _, _, err := runCLI(t, "", group); err != nil {
+			t.Errorf("dpal %s (help): %v", group, err)
+		}
 	}
 }

@@ -13,10 +13,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-var dataCmd = &cobra.Command{
-	Use:   "data",
-	Short: "Inspect the datasets dpal can load",
-}
+var dataCmd = groupCommand("data", "Inspect the datasets dpal can load")
 
 var dataDescribeCmd = &cobra.Command{
 	Use:   "describe",

@@ -75,6 +75,11 @@ func TestDataDescribeErrors(t *testing.T) {
 		{[]string{"describe", "--dataset", "kdd99", "--data-dir", "/nonexistent"}, "no kddcup.data_10_percent.gz in /nonexistent"},
 		{[]string{"describe", "--dataset", "nab", "--data-dir", "/nonexistent"}, "no labels/combined_labels.json"},
 		{[]string{"describe", "extra"}, "unknown command"},
+		{[]string{"bogus"}, `unknown command "bogus" for "dpal data"`},
+		{[]string{"describe", "--dataset", "csv", "--file", writeTemp(t, t.TempDir(), "inf.csv", "1e308,1e308,1\n0.5,0.5,-1\n"), "--json"},
+			"inf.csv line 1: the row's norm overflows"},
+		{[]string{"describe", "--dataset", "csv", "--file", writeTemp(t, t.TempDir(), "long.csv", "1,1\n"+strings.Repeat("x", 1<<20)+",1\n")},
+			`... (1048576 bytes)`},
 	}
 	for _, tc := range tests {
 		_, err := runData(t, tc.args...)

@@ -17,12 +17,7 @@ import (
 )
 
 func init() {
-	ledgerCmd := &cobra.Command{
-		Use:   "ledger",
-		Short: "Inspect a durable privacy ledger (written by --ledger FILE)",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	ledgerCmd := groupCommand("ledger", "Inspect a durable privacy ledger (written by --ledger FILE)")
 	show := &cobra.Command{
 		Use:   "show",
 		Short: "Print every entry of a ledger, then each group's spend, budget and what is left",

@@ -31,6 +31,14 @@ func main() {
 	}
 }
 
+// groupCommand makes a command that only groups subcommands: run bare it
+// prints its help, and an unknown subcommand is an error (cobra would
+// otherwise print the help and exit 0).
+func groupCommand(use, short string) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() }}
+}
+
 // printJSON writes v as one indented JSON object followed by a newline.
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

@@ -50,6 +50,9 @@ func runReproSearch(cmd *cobra.Command, _ []string) error {
 	cfg.OutDir, _ = f.GetString("out")
 	cfg.Runs, _ = f.GetInt("runs")
 	cfg.MaxQueries, _ = f.GetInt("max-queries")
+	if err := cfg.Validate(); err != nil { // before a seed is drawn and reported
+		return fmt.Errorf("repro search: %w", err)
+	}
 	seed, err := experimentSeed(cmd, "repro search")
 	if err != nil {
 		return err

@@ -45,3 +45,14 @@ func TestReproSearchSmoke(t *testing.T) {
 		t.Fatalf("summary: %v %+v", err, sum)
 	}
 }
+
+// TestReproSearchBadConfig: an out-of-range setting is one clear line,
+// not a printed Go struct.
+func TestReproSearchBadConfig(t *testing.T) {
+	for flag, want := range map[string]string{"--runs": "runs must be >= 1, got 0", "--max-queries": "max queries must be >= 1, got 0"} {
+		_, _, err := runCLI(t, "", "repro", "search", flag, "0", "--out", t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), want) || strings.ContainsAny(err.Error(), "{&\n") {
+			t.Errorf("%s 0: %v, want %q", flag, err, want)
+		}
+	}
+}

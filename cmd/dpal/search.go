@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
@@ -104,7 +105,7 @@ func parseScores(r io.Reader) (*scoreFile, error) {
 		}
 		fields := strings.Split(text, ",")
 		if len(fields) > 2 {
-			return nil, fmt.Errorf("line %d: want a score or index,score, got %q", line, text)
+			return nil, fmt.Errorf("line %d: want a score or index,score, got %s", line, data.Quote(text))
 		}
 		has := len(fields) == 2
 		if withIndex == -1 {
@@ -116,7 +117,7 @@ func parseScores(r io.Reader) (*scoreFile, error) {
 		if has {
 			v, err := strconv.ParseInt(strings.TrimSpace(fields[0]), 10, 64)
 			if err != nil || v < 0 {
-				return nil, fmt.Errorf("line %d: index %q is not a non-negative integer", line, fields[0])
+				return nil, fmt.Errorf("line %d: index %s is not a non-negative integer", line, data.Quote(fields[0]))
 			}
 			if prev, dup := seen[v]; dup {
 				return nil, fmt.Errorf("line %d: index %d repeats line %d", line, v, prev)
@@ -126,7 +127,7 @@ func parseScores(r io.Reader) (*scoreFile, error) {
 		x, err := strconv.ParseFloat(strings.TrimSpace(fields[len(fields)-1]), 64)
 		switch {
 		case err != nil:
-			return nil, fmt.Errorf("line %d: score %q is not a number", line, fields[len(fields)-1])
+			return nil, fmt.Errorf("line %d: score %s is not a number", line, data.Quote(fields[len(fields)-1]))
 		case math.IsNaN(x) || math.IsInf(x, 0):
 			return nil, fmt.Errorf("line %d: score %v is not finite", line, x)
 		case x < 0:
@@ -333,8 +334,9 @@ func searchOne(out *searchOutput, sf *scoreFile, kind groupsearch.Kind, p groups
 	res, err := s.Run(o, h, top)
 	if err != nil && (!errors.Is(err, account.ErrBudgetExceeded) || res.Queries == 0) {
 		// Not one answer could be paid for: the "top set" would be noise
-		// of the searcher's own making, so say so instead of printing it.
-		return fmt.Errorf("no query answered: %w", err)
+		// of the searcher's own making, so say so instead of printing it,
+		// with what the failed run spent.
+		return fmt.Errorf("search failed after %d answers (the ledger records epsilon %g spent): %w", res.Queries, res.EpsilonSpent, err)
 	}
 	if err != nil {
 		out.BudgetError = err.Error()
@@ -380,7 +382,7 @@ func searchSplit(out *searchOutput, sf *scoreFile, kind groupsearch.Kind, p grou
 	top, subsets int, led *ledger.Ledger, r *rng.Rand) error {
 	res, err := groupsearch.SearchSplit(sf.Scores, kind, p, subsets, h, top, led, "search", r)
 	if err != nil {
-		return err
+		return fmt.Errorf("search failed (the ledger records epsilon %g spent per individual): %w", res.Epsilon, err)
 	}
 	for _, s := range res.Subsets {
 		out.Subsets = append(out.Subsets, subsetOutput{Members: s.Members, foundOutput: foundOf(sf, s.Result)})

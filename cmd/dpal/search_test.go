@@ -167,13 +167,7 @@ func mustOpen(t *testing.T, path string) *os.File {
 
 func TestSearchCLIErrors(t *testing.T) {
 	dir := t.TempDir()
-	file := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	file := func(name, body string) string { return writeTemp(t, dir, name, body) }
 	good := file("good.csv", "0.1\n3\n0.2\n")
 	cases := []struct {
 		name string
@@ -194,6 +188,9 @@ func TestSearchCLIErrors(t *testing.T) {
 		{"bad oracle", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "1", "--oracle", "x"}, "unknown oracle"},
 		{"bad alpha", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "1", "--halt-posterior", "1.5"}, "α"},
 		{"zero budget", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "1", "--budget", "0"}, "--budget must be > 0"},
+		{"budget below one answer", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "1", "--budget", "0.5"}, "below one answer's ε"},
+		{"budget below one answer, subsets", []string{"--scores", file("four.csv", "0.1\n3\n0.2\n4\n"), "--t-low", "1", "--t-high", "2",
+			"--epsilon", "1", "--budget", "0.5", "--subsets", "2"}, "below one answer's ε"},
 		{"missing scores file", []string{"--scores", filepath.Join(dir, "absent.csv"), "--t-low", "1", "--t-high", "2", "--epsilon", "1"}, "--scores: open"},
 		{"posterior dir missing", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "1",
 			"--posterior-out", filepath.Join(dir, "no", "such", "dir", "f.csv")}, "--posterior-out: open"},
@@ -248,4 +245,30 @@ func FuzzParseScores(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSearchHugeAnomalyScore: an anomaly score of 1e300 at t_low = 1 (beyond
+// the Laplace release's range) is capped by the oracle, so the search runs
+// and its spend is the ledger's.
+func TestSearchHugeAnomalyScore(t *testing.T) {
+	scores := writeTemp(t, t.TempDir(), "big.csv", strings.Repeat("0.1\n", 30)+"1e300\n")
+	out, err := runSearchCLI(t, "--scores", scores, "--t-low", "1", "--t-high", "2", "--epsilon", "0.5", "--budget", "5", "--seed", "1", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Top          []int64 `json:"top"`
+		EpsilonSpent float64 `json:"epsilon_spent"`
+		Ledger       struct {
+			Groups []struct {
+				Epsilon float64 `json:"epsilon"`
+			} `json:"groups"`
+		} `json:"ledger"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Top[0] != 30 || res.EpsilonSpent == 0 || len(res.Ledger.Groups) != 1 || res.Ledger.Groups[0].Epsilon != res.EpsilonSpent {
+		t.Errorf("top %v, spent %v, ledger %+v", res.Top, res.EpsilonSpent, res.Ledger)
+	}
 }

@@ -47,8 +47,12 @@ or, without it, only emits the requests. It writes JSON lines to --out: first
 a "meta" line (settings, and the seed if seeded), then "request" and "release"
 lines, and a "rejected" line (line number and the class "invalid-input") for
 each event that breaks the declared bounds; the details of a rejection are
-private and go to the operator log on stderr only. A budget or state error
-stops the run with a non-zero exit (after writing --save-state).
+private and go to the operator log on stderr only. The events' dimension is
+--dim, or that of the first valid event; a run that accepts no event fails.
+A budget, label or state error stops the run with a non-zero exit (after
+writing --save-state and printing the summary and ledger). With --out - the
+JSON lines own stdout: --json ends them with a "summary" line, and the text
+summary goes to stderr.
 
 --save-state and --resume split a run: the state records the configuration,
 the seed and, in dataset mode, the stream order (dataset and permutation).
@@ -75,6 +79,7 @@ func init() {
 	f.Int("events", 0, "dataset mode: stop after this many training events (0 = the whole split)")
 	f.Uint64("shuffle", 0, "dataset mode: permute the training stream with this seed (default: --seed if given, else file order)")
 	f.String("input", "", "event mode: read events from FILE (CSV or JSON lines; - for stdin)")
+	f.Int("dim", 0, "event mode: the events' dimension (default: that of the first valid event)")
 	f.String("labels", "", "event mode: oracle labels, one per event line (CSV or JSON lines)")
 	f.String("out", "-", "event mode: write label requests and releases as JSON lines here")
 	f.String("answers", "", "late labels for pending requests of a resumed state: lines id,y or {\"id\": N, \"y\": 1}")
@@ -382,6 +387,9 @@ func loadStreamDataset(cmd *cobra.Command) (train, test *data.Dataset, err error
 func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 	start := time.Now()
 	f := cmd.Flags()
+	if n, _ := f.GetInt("events"); n < 0 {
+		return fmt.Errorf("--events must be >= 0 (0 = the whole split), got %d", n)
+	}
 	train, test, err := loadStreamDataset(cmd)
 	if err != nil {
 		return err
@@ -503,6 +511,9 @@ func printStreamSummary(cmd *cobra.Command, sum *streamSummary) error {
 	}
 	fmt.Fprintf(w, "  labels       %d requested of %d events observed (%d updates released)\n",
 		sum.Requested, sum.Observed, sum.Updates)
+	if sum.Rejected > 0 {
+		fmt.Fprintf(w, "  rejected     %d events (details in the log on stderr)\n", sum.Rejected)
+	}
 	if sum.TestError != nil {
 		fmt.Fprintf(w, "  test error   %.4f\n", *sum.TestError)
 	}
@@ -588,7 +599,11 @@ type eventRun struct {
 func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 	start := time.Now()
 	run := &eventRun{cmd: cmd, seed: seed}
-	run.ev = session.Events{Input: input,
+	dim, _ := cmd.Flags().GetInt("dim")
+	if dim < 0 {
+		return fmt.Errorf("--dim must be >= 1 (or 0: that of the first valid event), got %d", dim)
+	}
+	run.ev = session.Events{Input: input, Dim: dim,
 		Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn})),
 		New: func(dim int) (*stream.Learner, error) {
 			l, _, err := newStreamLearner(cmd, dim, seed)
@@ -633,18 +648,32 @@ func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 	if cerr := closeOut(); err == nil {
 		err = cerr
 	}
-	if err != nil {
+	l := run.ev.Learner
+	if l == nil {
 		return err
 	}
-	l := run.ev.Learner
+	// A failed run still says what it spent before the error.
 	sum := summarise(l, l.Config().Dim, run.ev.Resumed)
 	sum.Rejected = run.ev.Rejected
 	sum.Seconds = time.Since(start).Seconds()
-	if outPath == "-" {
-		// The JSON lines own stdout; the summary goes to stderr.
-		cmd.SetOut(cmd.ErrOrStderr())
+	return errors.Join(printEventSummary(cmd, outPath, &sum), err)
+}
+
+// printEventSummary prints an event run's summary. With --out - the JSON
+// lines own stdout: --json then ends them with a "summary" line there,
+// and the text summary goes to stderr.
+func printEventSummary(cmd *cobra.Command, outPath string, sum *streamSummary) error {
+	if outPath != "-" {
+		return printStreamSummary(cmd, sum)
 	}
-	return printStreamSummary(cmd, &sum)
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+		return json.NewEncoder(cmd.OutOrStdout()).Encode(struct {
+			Type string `json:"type"`
+			*streamSummary
+		}{"summary", sum})
+	}
+	cmd.SetOut(cmd.ErrOrStderr())
+	return printStreamSummary(cmd, sum)
 }
 
 // begin restores --resume at once (its settings and seed head the
@@ -657,7 +686,7 @@ func (run *eventRun) begin() (session.Meta, error) {
 		cfg, err := streamConfig(run.cmd, 0)
 		return session.NewMeta(cfg, run.seed, ""), err
 	}
-	l, resumed, err := newStreamLearner(run.cmd, 0, run.seed)
+	l, resumed, err := newStreamLearner(run.cmd, run.ev.Dim, run.seed)
 	if err != nil {
 		return session.Meta{}, err
 	}

@@ -89,13 +89,7 @@ func TestStreamEvents(t *testing.T) {
 		}
 		fmt.Fprintf(&labels, "%d\n", y)
 	}
-	write := func(name, s string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, s string) string { return writeTemp(t, dir, name, s) }
 	evAll := write("events.csv", "# two features\n"+events.String()+"1,NaN\n")
 	labAll := write("labels.csv", labels.String()+"1\n")
 	common := []string{"--seed", "5", "--labels"}
@@ -123,8 +117,8 @@ func TestStreamEvents(t *testing.T) {
 	if strings.Contains(out, "NaN") || !strings.Contains(errOut, "not finite") {
 		t.Errorf("rejection details leak to --out or miss the log:\nout:\n%s\nstderr:\n%s", out, errOut)
 	}
-	if sum := summaryJSON(t, errOut); sum["observed"].(float64) != 60 || sum["seed"] != 5.0 {
-		t.Errorf("summary on stderr: %v", sum)
+	if sum := eventSummary(t, out); sum["observed"].(float64) != 60 || sum["seed"] != 5.0 {
+		t.Errorf("summary line: %v", sum)
 	}
 
 	// Two halves with --save-state / --resume give the same lines.
@@ -148,7 +142,7 @@ func TestStreamEvents(t *testing.T) {
 	strip := func(s string) []string {
 		var out []string
 		for _, rec := range jsonLines(t, s) {
-			if rec["type"] == "meta" {
+			if rec["type"] == "meta" || rec["type"] == "summary" {
 				continue
 			}
 			delete(rec, "line")
@@ -177,12 +171,12 @@ func TestStreamEvents(t *testing.T) {
 		}
 	}
 	ans := write("answers.jsonl", answers.String())
-	out, errOut, err = runStreamCLI(t, "", "--input", ev2, "--resume", state, "--answers", ans, "--seed", "1", "--json")
+	out, _, err = runStreamCLI(t, "", "--input", ev2, "--resume", state, "--answers", ans, "--seed", "1", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum := summaryJSON(t, errOut); sum["labels"].(float64) != float64(strings.Count(answers.String(), "\n")) {
-		t.Errorf("after answers: %s", errOut)
+	if sum := eventSummary(t, out); sum["labels"].(float64) != float64(strings.Count(answers.String(), "\n")) {
+		t.Errorf("after answers: %v", sum)
 	}
 	if !strings.Contains(out, `"release"`) {
 		t.Errorf("no release after the answers:\n%s", out)
@@ -201,6 +195,18 @@ func jsonLines(t *testing.T, s string) []map[string]any {
 		out = append(out, rec)
 	}
 	return out
+}
+
+// eventSummary returns the last of an event run's JSON lines on stdout
+// (--out - --json), which must be its summary.
+func eventSummary(t *testing.T, out string) map[string]any {
+	t.Helper()
+	recs := jsonLines(t, out)
+	if last := recs[len(recs)-1]; last["type"] == "summary" {
+		return last
+	}
+	t.Fatalf("the last line on stdout is not the summary:\n%s", out)
+	return nil
 }
 
 // summaryJSON decodes the --json summary that follows any log lines.
@@ -228,6 +234,11 @@ func TestStreamBadFlags(t *testing.T) {
 		{"--selector", "exponential", "--calibration", "scale"},
 		{"--answers", "/dev/null"},
 		{"--dataset", "mnist09", "--kdd-paper-encoding"},
+		{"--events", "-1"},
+		{"--b", "NaN"},
+		{"--b", "-1"},
+		{"--window", "1000000000"},
+		{"--input", "-", "--dim", "-2"},
 	} {
 		if _, _, err := runStreamCLI(t, "", append(args, "--no-baseline", "--seed", "1")...); err == nil {
 			t.Errorf("%v: accepted", args)
@@ -410,5 +421,35 @@ func TestStreamCSVZeroLabels(t *testing.T) {
 	}
 	if _, _, err := runStreamCLI(t, "", append(args, "--zero-is-negative")...); err != nil {
 		t.Fatalf("with --zero-is-negative: %v", err)
+	}
+}
+
+// TestStreamEventsFailures: an event run that accepts nothing fails, the
+// dimension comes from --dim or the first valid event, and a run that
+// fails midway (labels run out) still prints what it spent.
+func TestStreamEventsFailures(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string { return writeTemp(t, dir, name, s) }
+	valid := strings.Repeat("0.1,0.2\n", 20)
+	badFirst := write("bad-first.csv", "3,3,3\n"+valid)
+	out, _, err := runStreamCLI(t, "", "--input", badFirst, "--norm-mode", "reject", "--seed", "1", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := eventSummary(t, out); sum["observed"] != 20.0 || sum["rejected"] != 1.0 || sum["dim"] != 2.0 {
+		t.Errorf("an invalid first line fixed the run: %v", sum)
+	}
+	evPath := write("ev.csv", valid)
+	if _, _, err := runStreamCLI(t, "", "--input", evPath, "--dim", "3", "--seed", "1"); err == nil ||
+		!strings.Contains(err.Error(), "no event accepted") {
+		t.Errorf("--dim 3 on 2-dimensional events: %v, want 'no event accepted'", err)
+	}
+	short := write("short.csv", "1\n1\n1\n")
+	out, _, err = runStreamCLI(t, "", "--input", evPath, "--labels", short, "--out", filepath.Join(dir, "o.jsonl"), "--seed", "1")
+	if err == nil || !strings.Contains(err.Error(), "fewer labels") {
+		t.Fatalf("short --labels: %v", err)
+	}
+	if !strings.Contains(out, "of 3 events observed") || !strings.Contains(out, "stream/observed") {
+		t.Errorf("the failed run does not say what it spent:\n%s", out)
 	}
 }

@@ -40,9 +40,11 @@
 // bounds the true ε'.
 //
 // The one approximate construction is GammaVector: its ε-DP proof covers the
-// idealised continuous mechanism, not its float assembly of radius ×
-// direction, and its Loss is named GammaVectorMechanism to say so (see its
-// doc).
+// idealised continuous mechanism, not its assembly of radius × direction
+// from integer Gaussians, and its Loss is named GammaVectorMechanism to say
+// so. Its implementation error has a stated, tested bound in grid steps,
+// and NewGammaVector refuses d·max(1, 1/ε) > MaxGammaLoad, where that bound
+// passes 1/16 grid step (see its doc for why this cap rather than a proof).
 //
 // # Selection rules of stream active learning
 //

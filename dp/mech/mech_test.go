@@ -1,8 +1,13 @@
 package mech
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"strings"
 	"testing"
+
+	"gonum.org/v1/gonum/floats"
 
 	"github.com/dpal-dev/dpal/dp/rng"
 )
@@ -530,4 +535,53 @@ func FuzzGaussianConstruct(f *testing.F) {
 			t.Errorf("Release(%v) = NaN", x)
 		}
 	})
+}
+
+// TestGammaVectorImplementationError measures the stated bound of the
+// GammaVector doc: assembled from continuous Gaussians N, N' (σ = 2^26) and
+// from their roundings (the integer draws AddTo makes), the noise in grid
+// steps differs by at most d·max(1, 1/ε)·2^-14 rms per coordinate; and
+// NewGammaVector refuses the settings where that passes 1/16 grid step.
+func TestGammaVectorImplementationError(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		eps float64
+		dim int
+	}{{1, 120}, {1, 1024}, {0.5, 512}, {4, 1000}, {0.01, 10}} {
+		t.Run(fmt.Sprintf("eps=%v/d=%d", tc.eps, tc.dim), func(t *testing.T) {
+			m, err := NewGammaVector(tc.eps, 2, tc.dim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bound := float64(tc.dim) * max(1, 1/tc.eps) / (1 << 14)
+			var sum2 float64
+			const trials = 20
+			N, n := make([]float64, 2*tc.dim), make([]float64, 2*tc.dim)
+			for range trials {
+				for i := range N {
+					N[i] = r.NormFloat64() * (1 << dirBits)
+					n[i] = math.Round(N[i])
+				}
+				ideal := m.stepScale(floats.Dot(N[:tc.dim], N[:tc.dim]), floats.Dot(N[tc.dim:], N[tc.dim:]))
+				impl := m.stepScale(floats.Dot(n[:tc.dim], n[:tc.dim]), floats.Dot(n[tc.dim:], n[tc.dim:]))
+				for i := range tc.dim {
+					e := n[i]*impl - N[i]*ideal
+					sum2 += e * e
+				}
+			}
+			rms := math.Sqrt(sum2 / float64(trials*tc.dim))
+			t.Logf("rms error %.3g grid steps, bound %.3g", rms, bound)
+			if rms > bound || bound > 1.0/16 {
+				t.Errorf("rms error %v grid steps, bound %v (cap 1/16)", rms, bound)
+			}
+		})
+	}
+	for _, bad := range []struct {
+		eps float64
+		dim int
+	}{{1, 1025}, {0.5, 513}, {1, 8000}, {0.001, 2}} {
+		if _, err := NewGammaVector(bad.eps, 2, bad.dim); err == nil || !strings.Contains(err.Error(), "1/16 grid step") {
+			t.Errorf("ε = %v, d = %d: %v, want refused", bad.eps, bad.dim, err)
+		}
+	}
 }

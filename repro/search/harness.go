@@ -51,6 +51,21 @@ type Config struct {
 	Progress io.Writer `json:"-"`
 }
 
+// Validate reports the first setting out of range.
+func (c Config) Validate() error {
+	switch {
+	case c.Runs < 1:
+		return fmt.Errorf("runs must be >= 1, got %d", c.Runs)
+	case c.Top < 1:
+		return fmt.Errorf("top must be >= 1, got %d", c.Top)
+	case c.MaxQueries < 1:
+		return fmt.Errorf("max queries must be >= 1, got %d", c.MaxQueries)
+	case !(c.Alpha > 0 && c.Alpha < 1):
+		return fmt.Errorf("alpha must lie in (0, 1), got %v", c.Alpha)
+	}
+	return nil
+}
+
 // DefaultConfig is the paper's setting: c = 100, |S| = 4, τ = 1(max f > 0.5).
 func DefaultConfig() Config {
 	return Config{DataDir: data.DefaultDir, OutDir: "repro-search", Runs: 100, MaxQueries: 2000, Top: 4, Alpha: 0.5}
@@ -199,8 +214,8 @@ type PrivacyCheck struct {
 
 // Run runs every experiment and writes the figures and summary.json.
 func Run(cfg Config) (*Summary, error) {
-	if cfg.Runs < 1 || cfg.Top < 1 || !(cfg.Alpha > 0 && cfg.Alpha < 1) || cfg.MaxQueries < 1 {
-		return nil, fmt.Errorf("repro search: need runs, top, max queries >= 1 and 0 < alpha < 1, got %+v", cfg)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("repro search: %w", err)
 	}
 	start := time.Now()
 	sum := &Summary{Config: cfg}
