@@ -1,8 +1,12 @@
 package session
 
 import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
 
@@ -17,42 +21,92 @@ import (
 // Rejection policy: the public line says only RejectedClass and the line
 // number; the parse or bound error, which can carry the record's values,
 // goes to Log (the operator's log) only.
+//
+// Crash safety (docs/event-mode.md). With Save set, no line reaches Out
+// before a checkpoint (Save of the learner's state, whose stream info
+// records the lines, the input consumed and Out's length) accounts for
+// it: lines wait in an outbox, a checkpoint saves the state, then the
+// outbox is appended to Out and Out is synced. A crash therefore loses at
+// most events whose lines never left, and a resume on the same input skips
+// by offset exactly the events the last checkpoint covers (Open), so no
+// request id or update number that left is ever issued again.
 type Events struct {
 	// Learner is the learner; nil until the first valid event, when New
-	// creates it (a resumed run sets it before Run).
+	// creates it (a resumed run sets it before Open).
 	Learner *stream.Learner
 	// New creates the learner for the dimension of the first event.
 	New func(dim int) (*stream.Learner, error)
 	// Resumed names the state a resumed Learner came from ("" if none).
 	Resumed string
-	// Input names the event source in errors.
+	// Input names the event source in errors and in the saved segments.
 	Input string
 	// Labels, when set, holds the oracle's label for each event line.
 	Labels *stream.LineReader
-	// Out receives the output lines.
-	Out Sink
+	// Out receives the output lines; Sync, when set, makes them durable.
+	Out  io.Writer
+	Sync func() error
+	// OutPath is Out's resolved path ("" for a standard stream) and
+	// OutSize its length before this run's lines; both go into the
+	// checkpoints, for RecoverOut.
+	OutPath string
+	OutSize int64
+	// Save, when set, writes the learner's state durably: the checkpoint.
+	Save func(*stream.Learner) error
+	// Every is the number of event lines between checkpoints (≤ 0: 256).
+	Every int
+	// Replay feeds a resumed learner an input it has already consumed
+	// from its start, charging its records again (stream.Learner.Rerun)
+	// instead of skipping them.
+	Replay bool
 	// Log receives the private details of rejected events.
 	Log *slog.Logger
 	// Progress, when set, is called every progressEvery lines.
 	Progress func(n int)
 
-	// Rejected counts the rejected events.
-	Rejected int
+	// Rejected counts the rejected events; Skipped the event lines of a
+	// resumed input that the state had consumed and Open skipped.
+	Rejected, Skipped int
+	// Info is the stream info saved with each checkpoint.
+	Info StreamInfo
 
-	x    []float64
-	seen bool // an event has reached the learner in this run
+	x     []float64
+	seen  bool // an event has reached the learner in this run
+	in    *stream.LineReader
+	head  []byte    // the input's first headBytes bytes
+	hash  hash.Hash // of the bytes in has consumed
+	seg   int       // index of this input's segment in Info.Segments
+	done  Segment   // this input as consumed up to the last handled event
+	box   bytes.Buffer
+	since int // event lines since the last checkpoint
 }
 
-// Run reads every event of in. A learner that was never created (no valid
-// event) is an error.
-func (e *Events) Run(in *stream.LineReader) error {
+// defaultEvery is the checkpoint interval when Events.Every is unset.
+const defaultEvery = 256
+
+// Begin writes the meta line straight to Out: it holds only settings.
+func (e *Events) Begin(meta Meta) error {
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	n, err := e.Out.Write(append(b, '\n'))
+	e.OutSize += int64(n)
+	return err
+}
+
+// Run reads every event of the input given to Open. A learner that was
+// never created (no valid event) is an error.
+func (e *Events) Run() error {
 	for {
-		line, lineNo, err := in.Next()
+		line, lineNo, err := e.in.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err == nil {
 			err = e.Event(line, lineNo)
+		}
+		if err == nil {
+			err = e.maybeCheckpoint()
 		}
 		if err != nil {
 			return err
@@ -87,8 +141,9 @@ func (e *Events) Event(line []byte, lineNo int) error {
 	if err != nil {
 		return fmt.Errorf("%s line %d: %w", e.Input, lineNo, err)
 	}
+	e.consumed(lineNo)
 	if dec.Request {
-		if err := e.Out.Encode(Record{Type: "request", ID: dec.ID, Line: lineNo}); err != nil {
+		if err := e.encode(Record{Type: "request", ID: dec.ID, Line: lineNo}); err != nil {
 			return err
 		}
 		if haveY {
@@ -97,15 +152,118 @@ func (e *Events) Event(line []byte, lineNo int) error {
 			}
 		}
 	}
-	return WriteReleases(e.Out, e.Learner)
+	return e.writeReleases()
 }
 
-// Finish flushes the last window and writes its release.
+// Finish flushes the last window, writes its release and ends the run
+// (Stop).
 func (e *Events) Finish() error {
 	if err := e.Learner.Flush(); err != nil {
 		return err
 	}
-	return WriteReleases(e.Out, e.Learner)
+	if err := e.writeReleases(); err != nil {
+		return err
+	}
+	return e.Stop()
+}
+
+// Stop ends a run, finished or failed: a last checkpoint, then, once its
+// outbox is in Out, the state again without it, so that a resume does
+// not write those lines a second time (RecoverOut).
+func (e *Events) Stop() error {
+	if err := e.Checkpoint(); err != nil {
+		return err
+	}
+	if e.Save == nil || e.Learner == nil || e.Info.Outbox == nil {
+		return nil
+	}
+	e.Info.Outbox = nil
+	if err := SetInfo(e.Learner, e.Info); err != nil {
+		return err
+	}
+	return e.Save(e.Learner)
+}
+
+// consumed records that the input up to the end of line lineNo has been
+// handled: a checkpoint covers it, and a resume skips it.
+func (e *Events) consumed(lineNo int) {
+	e.done.Bytes, e.done.Lines = e.in.Offset(), lineNo
+	e.done.Hash = hex.EncodeToString(e.hash.Sum(nil))
+	e.since++
+}
+
+func (e *Events) encode(r Record) error {
+	if e.Save == nil {
+		return json.NewEncoder(e.Out).Encode(r)
+	}
+	return json.NewEncoder(&e.box).Encode(r)
+}
+
+// writeReleases writes the learner's new releases and forgets them.
+func (e *Events) writeReleases() error {
+	for _, r := range e.Learner.Releases() {
+		if err := e.encode(Record{Type: "release", Observation: r.Observation, Update: r.Update, W: r.W}); err != nil {
+			return err
+		}
+	}
+	e.Learner.DropReleases()
+	return nil
+}
+
+func (e *Events) maybeCheckpoint() error {
+	every := e.Every
+	if every <= 0 {
+		every = defaultEvery
+	}
+	if e.since < every {
+		return nil
+	}
+	return e.Checkpoint()
+}
+
+// Checkpoint saves the learner's state, with the outbox and the input
+// consumed in its stream info, then appends the outbox to Out and syncs
+// it. Without Save it only syncs Out. Before the first valid event there
+// is no learner: the outbox then holds only rejected lines, which spend
+// nothing, and goes straight out.
+func (e *Events) Checkpoint() error {
+	e.since = 0
+	if e.Save != nil && e.Learner != nil {
+		e.Info.Mode = ModeEvents
+		if e.done.Bytes > 0 {
+			e.done.Head = e.headHash(e.done.Bytes)
+			if e.seg < 0 {
+				e.Info.Segments, e.seg = append(e.Info.Segments, Segment{}), len(e.Info.Segments)
+			}
+			e.Info.Segments[e.seg] = e.done
+		}
+		e.Info.Out, e.Info.OutStart = e.OutPath, e.OutSize
+		e.Info.Outbox = splitLines(e.box.Bytes())
+		if err := SetInfo(e.Learner, e.Info); err != nil {
+			return err
+		}
+		if err := e.Save(e.Learner); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+	}
+	n, err := e.Out.Write(e.box.Bytes())
+	e.OutSize += int64(n)
+	e.box.Reset()
+	if err == nil && e.Sync != nil {
+		err = e.Sync()
+	}
+	return err
+}
+
+// splitLines cuts an outbox into its JSON lines.
+func splitLines(b []byte) []json.RawMessage {
+	var out []json.RawMessage
+	for len(b) > 0 {
+		line, rest, _ := bytes.Cut(b, []byte{'\n'})
+		out = append(out, json.RawMessage(line))
+		b = rest
+	}
+	return out
 }
 
 // ensureLearner creates the learner for the first event's dimension, or
@@ -118,7 +276,7 @@ func (e *Events) ensureLearner(dim int) error {
 			return err
 		}
 		e.Learner = l
-		return SetInfo(l, StreamInfo{Mode: ModeEvents})
+		return nil
 	}
 	if !e.seen && e.Learner.Config().Dim != dim {
 		return fmt.Errorf("--resume %s: state has dimension %d, the events %d", e.Resumed, e.Learner.Config().Dim, dim)
@@ -132,7 +290,8 @@ func (e *Events) reject(lineNo int, err error) error {
 	if e.Log != nil {
 		e.Log.Warn("dpal stream: event rejected", "input", e.Input, "line", lineNo, "err", err)
 	}
-	return e.Out.Encode(Record{Type: "rejected", Line: lineNo, Error: RejectedClass})
+	e.consumed(lineNo)
+	return e.encode(Record{Type: "rejected", Line: lineNo, Error: RejectedClass})
 }
 
 // nextLabel reads the oracle's label for the next event line, if any.
