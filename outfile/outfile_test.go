@@ -6,15 +6,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dpal-dev/dpal/internal/crashtest"
 )
 
 func TestWriteFile(t *testing.T) {
@@ -193,12 +192,7 @@ func TestCrashAtomic(t *testing.T) {
 	if os.Getenv(crashPathEnv) != "" {
 		t.Skip("in the child")
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv(crashSeedEnv); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (%s=%d replays the kill times)", seed, crashSeedEnv, seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
+	rng := crashtest.Rand(t, crashSeedEnv)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state")
 	if err := WriteFile(path, 0o600, func(w io.Writer) error { _, err := w.Write(crashContent(0)); return err }); err != nil {
@@ -207,7 +201,9 @@ func TestCrashAtomic(t *testing.T) {
 	start := time.Now()
 	last, advanced, torn := 0, 0, 0
 	for kill := range crashKills {
-		killChild(t, path, time.Duration(2+rng.IntN(30))*time.Millisecond)
+		if !crashtest.Kill(t, crashtest.Child("TestCrashChild", crashPathEnv+"="+path), time.Duration(2+rng.IntN(30))*time.Millisecond) {
+			t.Fatal("child ended by itself")
+		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatalf("kill %d: %v", kill, err)
@@ -237,25 +233,5 @@ func TestCrashAtomic(t *testing.T) {
 	}
 	if advanced == 0 {
 		t.Error("no child wrote anything before it was killed")
-	}
-}
-
-// killChild runs TestCrashChild on path and SIGKILLs it after wait.
-func killChild(t *testing.T, path string, wait time.Duration) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashPathEnv+"="+path)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(wait)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	err := cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-		t.Fatalf("child ended by itself (%v):\n%s", err, out.Bytes())
 	}
 }

@@ -91,6 +91,10 @@ func (e *Events) Begin(meta Meta) error {
 	}
 	n, err := e.Out.Write(append(b, '\n'))
 	e.OutSize += int64(n)
+	if err == nil && e.Save != nil && e.Sync != nil {
+		// Durable before any checkpoint records OutSize past it.
+		err = e.Sync()
+	}
 	return err
 }
 
@@ -276,7 +280,10 @@ func (e *Events) ensureLearner(dim int) error {
 			return err
 		}
 		e.Learner = l
-		return nil
+		// Saved before its first charge: a crash from here on resumes
+		// this learner, whose run id a durable ledger knows, instead of
+		// starting another that would pay again.
+		return e.Checkpoint()
 	}
 	if !e.seen && e.Learner.Config().Dim != dim {
 		return fmt.Errorf("--resume %s: state has dimension %d, the events %d", e.Resumed, e.Learner.Config().Dim, dim)

@@ -434,12 +434,11 @@ func searchLedger(cmd *cobra.Command, b *float64, isDefault *bool) (*ledger.Ledg
 	if path == "" {
 		return ledger.New(account.Budget{Epsilon: *b})
 	}
-	want := ledgerFileBudget(path, !*isDefault, account.Budget{Epsilon: *b})
-	led, err := openLedgerFile(path, want)
+	led, err := openLedgerFlag(path, !*isDefault, account.Budget{Epsilon: *b})
 	if err != nil {
 		return nil, fmt.Errorf("--ledger: %w", err)
 	}
-	if want == (account.Budget{}) {
+	if *isDefault {
 		*b, *isDefault = led.Budget().Epsilon, false
 	}
 	return led, nil

@@ -237,7 +237,7 @@ func streamLedger(cmd *cobra.Command, cfg stream.Config) (*ledger.Ledger, error)
 			return nil, err
 		}
 	}
-	led, err := openLedgerFile(path, ledgerFileBudget(path, f.Changed("budget"), b))
+	led, err := openLedgerFlag(path, f.Changed("budget"), b)
 	if err != nil {
 		return nil, fmt.Errorf("--ledger: %w", err)
 	}
@@ -868,7 +868,7 @@ func (run *eventRun) openOutput(path string) (func() error, error) {
 	ev.OutPath = outfile.Resolve(path)
 	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if ev.Info.Out != "" && ev.Info.Out == ev.OutPath {
-		flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		flag = os.O_RDWR | os.O_CREATE | os.O_APPEND
 	}
 	fh, err := os.OpenFile(path, flag, 0o644)
 	if err != nil {
@@ -876,6 +876,10 @@ func (run *eventRun) openOutput(path string) (func() error, error) {
 	}
 	if fi, err := fh.Stat(); err == nil {
 		ev.OutSize = fi.Size()
+	}
+	if err := endLine(fh, ev.OutSize); err != nil {
+		fh.Close()
+		return nil, fmt.Errorf("--out: %w", err)
 	}
 	bw := bufio.NewWriter(fh)
 	ev.Out = bw
@@ -892,4 +896,18 @@ func (run *eventRun) openOutput(path string) (func() error, error) {
 		}
 		return fh.Close()
 	}, nil
+}
+
+// endLine ends an appended --out of size n with a line end if a crash cut
+// its last line short, so that the next line starts on its own.
+func endLine(fh *os.File, n int64) error {
+	if n == 0 {
+		return nil
+	}
+	last := make([]byte, 1)
+	if _, err := fh.ReadAt(last, n-1); err != nil || last[0] == '\n' {
+		return err
+	}
+	_, err := fh.Write([]byte{'\n'})
+	return err
 }
