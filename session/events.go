@@ -181,7 +181,7 @@ func (e *Events) Stop() error {
 	if e.Save == nil || e.Learner == nil || e.Info.Outbox == nil {
 		return nil
 	}
-	e.Info.Outbox = nil
+	e.Info.Outbox, e.Info.OutStart = nil, e.OutSize
 	if err := SetInfo(e.Learner, e.Info); err != nil {
 		return err
 	}

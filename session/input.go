@@ -27,8 +27,10 @@ type Segment struct {
 }
 
 // headBytes is how much of an input Open reads ahead to recognise a
-// consumed one; a resume compares min(Bytes, headBytes) bytes.
-const headBytes = 64 << 10
+// consumed one: an input whose first min(Bytes, headBytes) bytes are a
+// segment's is that input again. A short head catches a replay even when
+// the input was edited further on; an edit within it makes a new input.
+const headBytes = 4 << 10
 
 // ErrReplay is wrapped by Open's error for an input that starts with
 // events the state has consumed but then differs from what it consumed:
