@@ -196,7 +196,7 @@ func TestSearchCLIErrors(t *testing.T) {
 		{"zero budget", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "1", "--budget", "0"}, "--budget must be > 0"},
 		{"missing scores file", []string{"--scores", filepath.Join(dir, "absent.csv"), "--t-low", "1", "--t-high", "2", "--epsilon", "1"}, "--scores: open"},
 		{"posterior dir missing", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "1",
-			"--posterior-out", filepath.Join(dir, "no", "such", "dir", "f.csv")}, "--posterior-out: open"},
+			"--posterior-out", filepath.Join(dir, "no", "such", "dir", "f.csv")}, "no such file or directory"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
