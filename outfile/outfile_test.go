@@ -214,8 +214,8 @@ func TestCrashAtomic(t *testing.T) {
 			t.Errorf("kill %d: %v", kill, err)
 			continue
 		}
-		if g < last {
-			t.Fatalf("kill %d: generation %d after %d", kill, g, last)
+		if g < last { // only after a torn file made the child start over
+			t.Errorf("kill %d: generation %d after %d", kill, g, last)
 		}
 		if g > last {
 			advanced++

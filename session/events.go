@@ -126,6 +126,8 @@ func (e *Events) Run() error {
 }
 
 // Event handles one input line: parse, observe, request, label, release.
+// Run calls it for each line of the input given to Open; a caller that
+// feeds lines itself gets no resume offsets.
 func (e *Events) Event(line []byte, lineNo int) error {
 	y, haveY, err := e.nextLabel()
 	if err != nil {
@@ -191,9 +193,12 @@ func (e *Events) Stop() error {
 // consumed records that the input up to the end of line lineNo has been
 // handled: a checkpoint covers it, and a resume skips it.
 func (e *Events) consumed(lineNo int) {
+	e.since++
+	if e.in == nil { // Event called without Open: nothing to record
+		return
+	}
 	e.done.Bytes, e.done.Lines = e.in.Offset(), lineNo
 	e.done.Hash = hex.EncodeToString(e.hash.Sum(nil))
-	e.since++
 }
 
 func (e *Events) encode(r Record) error {

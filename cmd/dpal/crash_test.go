@@ -20,8 +20,8 @@ import (
 const (
 	crashArgsEnv = "DPAL_STREAM_CRASH_ARGS"
 	crashSeedEnv = "DPAL_STREAM_CRASH_SEED" // replays a run's kill times
-	crashKills   = 60
-	crashEvents  = 2000
+	crashKills   = 50
+	crashEvents  = 800
 )
 
 // TestStreamCrashChild runs `dpal stream` with the arguments of
@@ -53,7 +53,7 @@ func TestStreamCrash(t *testing.T) {
 	rng := crashtest.Rand(t, crashSeedEnv)
 	dir := t.TempDir()
 	input, labels := crashInput(t, dir)
-	config := []string{"--policy", "flsw", "--window", "4", "--checkpoint-every", "16"}
+	config := []string{"--policy", "flsw", "--window", "4", "--checkpoint-every", "32"}
 	common := []string{"--input", input, "--labels", labels, "--seed", "9"}
 
 	refOut := filepath.Join(dir, "ref.jsonl")
@@ -81,7 +81,7 @@ func TestStreamCrash(t *testing.T) {
 		for range 1 + rng.IntN(3) {
 			raw, _ := json.Marshal(args())
 			child := crashtest.Child("TestStreamCrashChild", crashArgsEnv+"="+string(raw))
-			if crashtest.Kill(t, child, time.Duration(5+rng.IntN(80))*time.Millisecond) {
+			if crashtest.Kill(t, child, time.Duration(5+rng.IntN(60))*time.Millisecond) {
 				kills++
 			}
 		}

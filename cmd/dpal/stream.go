@@ -49,14 +49,29 @@ a "meta" line (settings, and the seed if seeded), then "request" and "release"
 lines, and a "rejected" line (line number and the class "invalid-input") for
 each event that breaks the declared bounds; the details of a rejection are
 private and go to the operator log on stderr only. A budget or state error
-stops the run with a non-zero exit (after writing --save-state).
+stops the run with a non-zero exit (after a last checkpoint).
 
 --save-state and --resume split a run: the state records the configuration,
-the seed and, in dataset mode, the stream order (dataset and permutation).
-A resume takes its settings from the state, so configuration flags are
-refused; --seed must repeat the saved seed (or be omitted for fresh secure
-randomness), and dataset mode refuses a different dataset or order, which
-would replay records the ledger has already charged.
+the seed, its ledger (unless --ledger) and the stream consumed (in dataset
+mode the dataset and permutation; in event mode each input's length and
+hashes). It is written atomically and sealed with an HMAC-SHA256 whose key
+is DPAL_STATE_KEY, or the 0600 file DPAL_STATE_KEY_FILE (default: state.key
+in the user config directory, created on first use); an edited state is
+refused. A resume takes its settings from the state, so configuration flags
+are refused; --seed must repeat the saved seed (or be omitted for fresh
+secure randomness), and dataset mode refuses a different dataset or order.
+
+In event mode with --save-state, lines wait until a checkpoint (every
+--checkpoint-every event lines, and at the end) has saved the state that
+accounts for them. After a crash, rerun the command with --resume: an input
+the state has consumed (same first bytes) is skipped up to where the last
+checkpoint stopped, and the --out file is completed, so no request or update
+is issued twice; --replay instead feeds it again and charges its records
+again. See docs/event-mode.md.
+
+No output may be an input (--out, --save-state and --ledger against --input,
+--labels, --answers, symlinks followed), and every output is probed before
+the first event.
 
 Without --seed the randomness is cryptographically secure; --seed is for
 experiments and is recorded in every output it affects.`,
