@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/dp/rng"
@@ -231,5 +233,40 @@ func TestRecoverOut(t *testing.T) {
 	}
 	if rest, _ := RecoverOut(&StreamInfo{Outbox: []json.RawMessage{[]byte(box[0])}}); len(rest) != 1 {
 		t.Errorf("standard output: %d lines returned, want 1", len(rest))
+	}
+}
+
+// TestEventsLivePipe: a new run handles an event as soon as its line
+// arrives; it does not wait for the 4 KiB a resume compares.
+func TestEventsLivePipe(t *testing.T) {
+	pr, pw := io.Pipe()
+	created := make(chan struct{})
+	e := &Events{Input: "pipe", Out: &lines{}, New: func(dim int) (*stream.Learner, error) {
+		close(created)
+		return newLearner(t, 1)(dim)
+	}}
+	go func() {
+		pw.Write([]byte("0.1,0.2\n"))
+		select {
+		case <-created:
+		case <-time.After(5 * time.Second):
+		}
+		pw.Close()
+	}()
+	done := make(chan error, 1)
+	go func() {
+		if err := e.Open(pr); err != nil {
+			done <- err
+			return
+		}
+		done <- e.Run()
+	}()
+	select {
+	case <-created:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first event waited for more input")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

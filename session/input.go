@@ -39,21 +39,29 @@ var ErrReplay = errors.New("the input replays events the state has already consu
 
 // Open prepares the event source r. A resumed learner's saved segments
 // decide where it starts: an input that begins like a consumed one (same
-// first min(Bytes, 64 KiB) bytes) is that input again, and its consumed
+// first min(Bytes, 4 KiB) bytes) is that input again, and its consumed
 // events are skipped by offset (and so are their labels), after checking
 // that all Bytes bytes match; with Replay it is read from its start
 // instead and the learner is charged again (stream.Learner.Rerun). Any
 // other input is a new segment.
+//
+// Only a resume reads ahead, and only as far as the longest head it must
+// compare: on a live pipe its first event waits for those bytes (or the
+// end of the input). A new run reads nothing ahead.
 func (e *Events) Open(r io.Reader) error {
+	var want int64
+	for _, s := range e.Info.Segments {
+		want = max(want, min(s.Bytes, headBytes))
+	}
 	br := bufio.NewReaderSize(r, headBytes)
-	head, _ := br.Peek(headBytes) // short at EOF; a read error recurs in Next
-	e.head = bytes.Clone(head)
+	head, _ := br.Peek(int(want)) // short at EOF; a read error recurs in Next
 	e.hash = sha256.New()
-	e.in = stream.NewLineReaderTee(br, e.hash)
+	e.head = make([]byte, 0, headBytes)
+	e.in = stream.NewLineReaderTee(br, consumedTee{e})
 	match := -1
 	for i, s := range e.Info.Segments {
 		n := min(s.Bytes, headBytes)
-		if n > 0 && int64(len(e.head)) >= n && e.headHash(n) == s.Head &&
+		if n > 0 && int64(len(head)) >= n && hashHex(head[:n]) == s.Head &&
 			(match < 0 || s.Bytes > e.Info.Segments[match].Bytes) {
 			match = i
 		}
@@ -100,8 +108,24 @@ func (e *Events) skip(s Segment) error {
 
 // headHash is the hash of the input's first min(n, headBytes) bytes.
 func (e *Events) headHash(n int64) string {
-	h := sha256.Sum256(e.head[:min(n, int64(len(e.head)))])
+	return hashHex(e.head[:min(n, int64(len(e.head)))])
+}
+
+func hashHex(b []byte) string {
+	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
+}
+
+// consumedTee takes the bytes the line reader consumes: all go into the
+// hash, the first headBytes into the head.
+type consumedTee struct{ e *Events }
+
+func (t consumedTee) Write(b []byte) (int, error) {
+	t.e.hash.Write(b)
+	if room := headBytes - len(t.e.head); room > 0 {
+		t.e.head = append(t.e.head, b[:min(room, len(b))]...)
+	}
+	return len(b), nil
 }
 
 // RecoverOut completes the output of the run that wrote the checkpoint
