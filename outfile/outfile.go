@@ -92,26 +92,43 @@ func SyncDir(dir string) error {
 }
 
 // Probe checks, without changing path, that a run will be able to write
-// it: path is not a directory, an existing file opens for writing, and its
-// directory takes a new file (WriteFile's temporary file, or a file that
-// does not exist yet). "" and "-" (standard output) pass.
+// it: path is not a directory, an existing regular file opens for
+// writing, and a path that does not exist can be created in its
+// directory. "" and "-" (standard output) pass, and so does an existing
+// FIFO or device (opening one to probe it would block or disturb it).
 func Probe(path string) error {
 	if path == "" || path == "-" {
 		return nil
 	}
-	if fi, err := os.Stat(path); err == nil {
-		if fi.IsDir() {
-			return fmt.Errorf("%s is a directory", path)
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		f.Close()
-	} else if !errors.Is(err, os.ErrNotExist) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return probeDir(filepath.Dir(path))
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return fmt.Errorf("%s is a directory", path)
+	case !fi.Mode().IsRegular():
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
+	return f.Close()
+}
+
+// ProbeReplace checks that WriteFile can replace path: Probe, and its
+// directory takes the temporary file.
+func ProbeReplace(path string) error {
+	if err := Probe(path); err != nil || path == "" || path == "-" {
+		return err
+	}
+	return probeDir(filepath.Dir(path))
+}
+
+// probeDir checks that dir takes a new file, by making and removing one.
+func probeDir(dir string) error {
 	f, err := os.CreateTemp(dir, ".dpal-probe-*")
 	if err != nil {
 		return fmt.Errorf("cannot create files in %s: %w", dir, err)
@@ -126,7 +143,7 @@ func ProbeDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return Probe(filepath.Join(dir, ".dpal-probe"))
+	return probeDir(dir)
 }
 
 // Path is one file of a run, named by its flag for errors.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,6 +57,10 @@ func TestProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	writable := os.Getuid() != 0 // root writes anywhere
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, path string
 		ok         bool
@@ -67,11 +72,16 @@ func TestProbe(t *testing.T) {
 		{"missing directory", filepath.Join(dir, "nope", "f"), false},
 		{"read-only directory", filepath.Join(ro, "f"), !writable},
 		{"read-only file", roFile, !writable},
+		{"fifo without a reader", fifo, true},
+		{"device", os.DevNull, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Probe(tc.path)
 			if (err == nil) != tc.ok {
 				t.Errorf("Probe(%s) = %v, want ok %v", tc.path, err, tc.ok)
+			}
+			if err := ProbeReplace(tc.path); err == nil && !tc.ok {
+				t.Errorf("ProbeReplace(%s) passed", tc.path)
 			}
 			if _, err := os.Stat(filepath.Join(dir, "new")); err == nil {
 				t.Error("the probe left the file behind")

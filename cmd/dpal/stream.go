@@ -753,10 +753,16 @@ func pathFlags(cmd *cobra.Command, names ...string) map[string]outfile.Path {
 	return m
 }
 
-// probeOutputs checks that each output can be written.
+// probeOutputs checks that each output can be written; those written
+// by outfile.WriteFile (--save-state, --posterior-out) need a directory
+// that takes a temporary file.
 func probeOutputs(outs []outfile.Path) error {
 	for _, o := range outs {
-		if err := outfile.Probe(o.Path); err != nil {
+		probe := outfile.Probe
+		if o.Flag == "--save-state" || o.Flag == "--posterior-out" {
+			probe = outfile.ProbeReplace
+		}
+		if err := probe(o.Path); err != nil {
 			return fmt.Errorf("%s %s: %w", o.Flag, o.Path, err)
 		}
 	}
@@ -889,8 +895,9 @@ func (run *eventRun) openOutput(path string) (func() error, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--out: %w", err)
 	}
+	regular := false
 	if fi, err := fh.Stat(); err == nil {
-		ev.OutSize = fi.Size()
+		ev.OutSize, regular = fi.Size(), fi.Mode().IsRegular()
 	}
 	if err := endLine(fh, ev.OutSize); err != nil {
 		fh.Close()
@@ -899,8 +906,8 @@ func (run *eventRun) openOutput(path string) (func() error, error) {
 	bw := bufio.NewWriter(fh)
 	ev.Out = bw
 	ev.Sync = func() error {
-		if err := bw.Flush(); err != nil || ev.Save == nil {
-			return err
+		if err := bw.Flush(); err != nil || ev.Save == nil || !regular {
+			return err // a pipe or device cannot be synced
 		}
 		return fh.Sync()
 	}
