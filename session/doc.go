@@ -7,9 +7,9 @@
 // by offset on a resume), event mode's checkpoints (no line leaves before
 // the state that accounts for it is saved), and the state files
 // themselves: written atomically and sealed with an HMAC-SHA256.
-// docs/event-mode.md gives the rules and their threat model. The CLI (`dpal stream`), the reproductions (`dpal repro
-// stream`) and the service all run learners through it, so these rules
-// live in one place.
+// docs/event-mode.md gives the rules and their threat model. The CLI
+// (`dpal stream`), the reproductions (`dpal repro stream`) and the
+// service all run learners through it, so these rules live in one place.
 //
 // It sits above active/stream and data, and below cmd/dpal and repro.
 package session
