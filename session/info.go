@@ -33,6 +33,16 @@ type StreamInfo struct {
 	Fingerprint string  `json:"fingerprint,omitempty"`
 	Permutation *uint64 `json:"permutation,omitempty"` // absent: file order
 	Events      int     `json:"events,omitempty"`      // events of the run that saved (0 = all)
+
+	// Event mode (Events): the inputs consumed, how many times a consumed
+	// input was fed again with --replay (and charged again), and the last
+	// checkpoint's outbox with the output file (resolved path, "" for a
+	// standard stream) and its length before the outbox (RecoverOut).
+	Segments []Segment         `json:"segments,omitempty"`
+	Replays  int               `json:"replays,omitempty"`
+	Outbox   []json.RawMessage `json:"outbox,omitempty"`
+	Out      string            `json:"out,omitempty"`
+	OutStart int64             `json:"out_start,omitempty"`
 }
 
 // SavedInfo decodes a restored learner's stream info (nil if none).

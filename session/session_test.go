@@ -13,19 +13,24 @@ import (
 )
 
 // lines collects what an Events run writes.
-type lines struct{ recs []Record }
+type lines struct{ bytes.Buffer }
 
-func (s *lines) Encode(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
+// records decodes the lines written so far (the meta line too, as a
+// Record of type "meta").
+func (s *lines) records(t *testing.T) []Record {
+	t.Helper()
+	var out []Record
+	for _, l := range strings.Split(strings.TrimSpace(s.String()), "\n") {
+		if l == "" {
+			continue
+		}
+		var r Record
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		out = append(out, r)
 	}
-	var r Record
-	if err := json.Unmarshal(b, &r); err != nil {
-		return err
-	}
-	s.recs = append(s.recs, r)
-	return nil
+	return out
 }
 
 func newLearner(t *testing.T, seed uint64) func(dim int) (*stream.Learner, error) {
@@ -43,14 +48,17 @@ func TestEventsRejectSaysOnlyTheClass(t *testing.T) {
 	var logBuf bytes.Buffer
 	out := &lines{}
 	e := &Events{New: newLearner(t, 1), Input: "test", Out: out, Log: slog.New(slog.NewTextHandler(&logBuf, nil))}
-	if err := e.Run(stream.NewLineReader(strings.NewReader(in))); err != nil {
+	if err := e.Open(strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Run(); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Finish(); err != nil {
 		t.Fatal(err)
 	}
 	var rejected []int
-	for _, r := range out.recs {
+	for _, r := range out.records(t) {
 		if r.Type == "rejected" {
 			rejected = append(rejected, r.Line)
 			if r.Error != RejectedClass || r.ID != 0 || r.W != nil {
@@ -67,9 +75,12 @@ func TestEventsRejectSaysOnlyTheClass(t *testing.T) {
 }
 
 func TestEventsNoValidEvent(t *testing.T) {
-	e := &Events{New: newLearner(t, 1), Input: "empty", Out: &lines{}}
 	for in, want := range map[string]string{"": "no events", "x\n": "no event accepted"} {
-		if err := e.Run(stream.NewLineReader(strings.NewReader(in))); err == nil || !strings.Contains(err.Error(), want) {
+		e := &Events{New: newLearner(t, 1), Input: "empty", Out: &lines{}}
+		if err := e.Open(strings.NewReader(in)); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Run(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("input %q: got %v, want %q", in, err, want)
 		}
 	}
@@ -184,7 +195,10 @@ func TestEventsDimension(t *testing.T) {
 				cfg.NormMode = stream.Reject
 				return stream.New(cfg, rng.Seeded(1), nil)
 			}}
-			err := e.Run(stream.NewLineReader(strings.NewReader(tc.in)))
+			if err := e.Open(strings.NewReader(tc.in)); err != nil {
+				t.Fatal(err)
+			}
+			err := e.Run()
 			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
 				t.Fatalf("got %v, want %q", err, tc.err)
 			}

@@ -44,6 +44,12 @@ type Meta struct {
 	NormMode    string  `json:"norm_mode"`
 	NonPrivate  bool    `json:"non_private,omitempty"`
 	ResumedFrom string  `json:"resumed_from,omitempty"`
+	// Skipped counts the event lines of the input that the resumed state
+	// had consumed: they were skipped, not fed again (Events.Open).
+	Skipped int `json:"skipped_lines,omitempty"`
+	// Replay says the input was one the state had consumed, fed again
+	// from its start with --replay: its records are charged again.
+	Replay bool `json:"replay,omitempty"`
 }
 
 // NewMeta returns the meta line of a run with configuration cfg.
@@ -53,20 +59,4 @@ func NewMeta(cfg stream.Config, seed *uint64, resumed string) Meta {
 		Window: cfg.Window, EpsSelect: cfg.EpsSelect, EpsGrad: cfg.EpsGrad, LabelBudget: cfg.LabelBudget,
 		M: cfg.M, NormMode: cfg.NormMode.String(), NonPrivate: cfg.NonPrivate, ResumedFrom: resumed,
 	}
-}
-
-// Sink receives the output lines (a *json.Encoder satisfies it).
-type Sink interface {
-	Encode(v any) error
-}
-
-// WriteReleases writes the learner's new releases to out and forgets them.
-func WriteReleases(out Sink, l *stream.Learner) error {
-	for _, r := range l.Releases() {
-		if err := out.Encode(Record{Type: "release", Observation: r.Observation, Update: r.Update, W: r.W}); err != nil {
-			return err
-		}
-	}
-	l.DropReleases()
-	return nil
 }

@@ -172,14 +172,38 @@ func decodeObject(line []byte, fields map[string]any) error {
 type LineReader struct {
 	sc   *bufio.Scanner
 	line int
+	off  int64
+	tee  io.Writer
 }
 
 // NewLineReader reads lines from r.
 func NewLineReader(r io.Reader) *LineReader {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
-	return &LineReader{sc: sc}
+	return NewLineReaderTee(r, nil)
 }
+
+// NewLineReaderTee reads lines from r and writes every byte it consumes
+// (content, blank and comment lines, line ends), in order, to consumed
+// if it is not nil: a hash there identifies the input read so far.
+func NewLineReaderTee(r io.Reader, consumed io.Writer) *LineReader {
+	lr := &LineReader{sc: bufio.NewScanner(r), tee: consumed}
+	lr.sc.Buffer(make([]byte, 64<<10), maxLine)
+	lr.sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		adv, tok, err := bufio.ScanLines(data, atEOF)
+		if adv > 0 {
+			lr.off += int64(adv)
+			if lr.tee != nil {
+				lr.tee.Write(data[:adv])
+			}
+		}
+		return adv, tok, err
+	})
+	return lr
+}
+
+// Offset returns how many bytes of the input the lines returned so far
+// (and the blank and comment lines read with them) took: after Next
+// returns a line, the offset just past its line end.
+func (lr *LineReader) Offset() int64 { return lr.off }
 
 // Next returns the next content line and its number, or io.EOF. The bytes
 // are valid until the following call.

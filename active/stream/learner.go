@@ -317,6 +317,14 @@ func (l *Learner) Step(x []float64, oracle Oracle) (Decision, error) {
 	return dec, nil
 }
 
+// Check reports whether Observe would accept x's shape and values
+// (dimension, finite features, and ‖x‖ ≤ M in Reject mode); its error
+// wraps ErrInvalidEvent. It reads nothing private and spends nothing.
+func (l *Learner) Check(x []float64) error {
+	_, err := l.check(x)
+	return err
+}
+
 // check validates x and returns the factor that clips it onto the ball of
 // radius M (1 when it is inside). The norm is vec.Norm, the one norm the
 // data loaders' projection uses too, so that a projected event passes

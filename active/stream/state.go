@@ -138,6 +138,9 @@ func restore(rd io.Reader, r *rng.Rand, led *ledger.Ledger) (*Learner, error) {
 	l.run = s.Run
 	if s.Ledger != nil && led == s.Ledger {
 		l.owned = true
+		if err := l.checkOwnedBudget(); err != nil {
+			return nil, err
+		}
 	}
 	if err := l.load(&s); err != nil {
 		return nil, err
@@ -333,4 +336,29 @@ func validRunID(s string) bool {
 	}
 	_, err := hex.DecodeString(s)
 	return err == nil
+}
+
+// checkOwnedBudget refuses a saved ledger whose budget exceeds the one New
+// gives its own ledger (ε_s + ε_g per record, δ = 0): a resumed budget
+// never exceeds the original, whatever the file says.
+func (l *Learner) checkOwnedBudget() error {
+	b := l.ledger.Budget()
+	if want := l.sel.eps + l.cfg.EpsGrad; b.Epsilon > want || b.Delta > 0 {
+		return fmt.Errorf("saved ledger budget ε = %v, δ = %v exceeds this learner's ε_s + ε_g = %v, δ = 0", b.Epsilon, b.Delta, want)
+	}
+	return nil
+}
+
+// Rerun gives the learner a new run id, so that its next selection and
+// update are charged again: for records that a resumed learner is fed a
+// second time (a deliberate replay), which parallel composition no longer
+// covers. The ledger then holds both runs' charges on the same groups,
+// and the budget decides whether the replay may go on.
+func (l *Learner) Rerun() error {
+	run, err := newRunID()
+	if err != nil {
+		return err
+	}
+	l.run, l.selPaid, l.updPaid, l.updCharge = run, false, false, ledger.Charge{}
+	return nil
 }

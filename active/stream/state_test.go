@@ -94,6 +94,14 @@ func TestRestoreRejects(t *testing.T) {
 			e := m["ledger"].(map[string]any)["entries"].([]any)
 			e[1].(map[string]any)["seq"] = 7.0
 		}, "gap"},
+		{"ledger emptied, budget raised", func(m map[string]any) {
+			led := m["ledger"].(map[string]any)
+			led["entries"] = []any{}
+			led["meta"].(map[string]any)["budget"].(map[string]any)["epsilon"] = 1e9
+		}, "exceeds this learner's"},
+		{"budget with delta", func(m map[string]any) {
+			m["ledger"].(map[string]any)["meta"].(map[string]any)["budget"].(map[string]any)["delta"] = 0.5
+		}, "exceeds this learner's"},
 		{"run id", func(m map[string]any) { m["run"] = "x" }, "invalid run id"},
 		{"version", func(m map[string]any) { m["version"] = 1.0 }, "state version 1"},
 		{"config", func(m map[string]any) { m["config"].(map[string]any)["window"] = 0.0 }, "window must be"},
@@ -241,5 +249,53 @@ func TestSeedRecorded(t *testing.T) {
 	}
 	if _, ok := s.Seed(); ok {
 		t.Error("a secure learner reports a seed")
+	}
+}
+
+// TestRerunChargesAgain: after Rerun the learner pays its selection and
+// update again, on the same groups; its own ledger (budget ε_s + ε_g)
+// refuses that, a larger one records both runs.
+func TestRerunChargesAgain(t *testing.T) {
+	cfg := DefaultConfig(2)
+	cfg.Policy, cfg.Window = FLSW, 1
+	X, Y := synthStream(20, 2, 0, 4)
+	feed := func(l *Learner) error {
+		for i, x := range X {
+			if _, err := l.Step(x, func(uint64, []float64) (float64, bool) { return Y[i], true }); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	own := mustNew(t, cfg, 1)
+	if err := feed(own); err != nil {
+		t.Fatal(err)
+	}
+	if err := own.Rerun(); err != nil {
+		t.Fatal(err)
+	}
+	if err := feed(own); !errors.Is(err, account.ErrBudgetExceeded) {
+		t.Errorf("replay on the learner's own ledger: %v, want ErrBudgetExceeded", err)
+	}
+	led, err := ledger.New(account.Budget{Epsilon: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(cfg, rng.Seeded(1), led)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := feed(l); err != nil {
+		t.Fatal(err)
+	}
+	once, _ := led.Spent(GroupBatched)
+	if err := l.Rerun(); err != nil {
+		t.Fatal(err)
+	}
+	if err := feed(l); err != nil {
+		t.Fatal(err)
+	}
+	if twice, _ := led.Spent(GroupBatched); twice != 2*once || led.Len() != 4 {
+		t.Errorf("after a rerun: ε %v (once %v), %d entries; want twice, 4", twice, once, led.Len())
 	}
 }

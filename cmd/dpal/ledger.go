@@ -83,16 +83,38 @@ func runLedgerShow(cmd *cobra.Command, _ []string) error {
 // openLedgerFile opens (or creates, with budget b) the durable ledger at
 // path. A zero b keeps the stored budget; a larger one is refused.
 func openLedgerFile(path string, b account.Budget) (*ledger.Ledger, error) {
+	return openLedger(path, func(bool) account.Budget { return b })
+}
+
+// openLedgerFlag opens a run's --ledger file at path: a new file, or one
+// a crash left before its settings were stored, gets b; an existing one
+// keeps its own budget unless the user gave b (a lower one holds for
+// this run, a higher one is refused).
+func openLedgerFlag(path string, given bool, b account.Budget) (*ledger.Ledger, error) {
+	return openLedger(path, func(stored bool) account.Budget {
+		if stored && !given {
+			return account.Budget{}
+		}
+		return b
+	})
+}
+
+// openLedger opens the store at path and the ledger on it with the budget
+// budget returns, told whether the store holds its settings.
+func openLedger(path string, budget func(stored bool) account.Budget) (*ledger.Ledger, error) {
 	st, err := ledger.OpenFile(path)
 	if err != nil {
 		return nil, err
 	}
-	led, err := ledger.Open(st, b)
-	if err != nil {
-		st.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
+	_, stored, err := st.Meta()
+	if err == nil {
+		var led *ledger.Ledger
+		if led, err = ledger.Open(st, budget(stored)); err == nil {
+			return led, nil
+		}
 	}
-	return led, nil
+	st.Close()
+	return nil, fmt.Errorf("%s: %w", path, err)
 }
 
 // ledgerReport is the ledger's report for group, with each group's ε at
@@ -110,15 +132,6 @@ func ledgerReport(cmd *cobra.Command, led *ledger.Ledger, group string) (*ledger
 		return nil, fmt.Errorf("--delta: %w", err)
 	}
 	return rep, nil
-}
-
-// ledgerFileBudget is the budget to open the --ledger file at path with:
-// b when the user gave one or the file is new, else zero (the stored one).
-func ledgerFileBudget(path string, given bool, b account.Budget) account.Budget {
-	if _, err := os.Stat(path); err == nil && !given {
-		return account.Budget{}
-	}
-	return b
 }
 
 func printLedgerText(w io.Writer, path string, rep *ledger.Report) {

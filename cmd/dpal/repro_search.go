@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dpal-dev/dpal/data"
+	"github.com/dpal-dev/dpal/outfile"
 	searchrepro "github.com/dpal-dev/dpal/repro/search"
 )
 
@@ -48,6 +49,9 @@ func runReproSearch(cmd *cobra.Command, _ []string) error {
 	cfg := searchrepro.DefaultConfig()
 	cfg.DataDir, _ = f.GetString("data-dir")
 	cfg.OutDir, _ = f.GetString("out")
+	if err := outfile.ProbeDir(cfg.OutDir); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
 	cfg.Runs, _ = f.GetInt("runs")
 	cfg.MaxQueries, _ = f.GetInt("max-queries")
 	if err := cfg.Validate(); err != nil { // before a seed is drawn and reported

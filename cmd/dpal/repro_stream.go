@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dpal-dev/dpal/data"
+	"github.com/dpal-dev/dpal/outfile"
 	streamrepro "github.com/dpal-dev/dpal/repro/stream"
 )
 
@@ -59,6 +60,9 @@ func runReproStream(cmd *cobra.Command, _ []string) error {
 		opt = streamrepro.QuickOptions()
 	}
 	opt.OutDir, _ = f.GetString("out")
+	if err := outfile.ProbeDir(opt.OutDir); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
 	if figs, _ := f.GetIntSlice("figures"); len(figs) > 0 {
 		opt.Figures = figs
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/groupsearch"
+	"github.com/dpal-dev/dpal/outfile"
 )
 
 var searchCmd = &cobra.Command{
@@ -245,6 +246,16 @@ func runSearch(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	// Before anything runs: no output may clobber an input, and each
+	// must be writable.
+	paths := pathFlags(cmd, "posterior-out", "ledger", "scores")
+	outs := []outfile.Path{paths["posterior-out"], paths["ledger"]}
+	if err := outfile.CheckDistinct(outs, []outfile.Path{paths["scores"]}); err != nil {
+		return err
+	}
+	if err := probeOutputs(outs); err != nil {
+		return err
+	}
 	file, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("--scores: %w", err)
@@ -353,26 +364,21 @@ func searchOne(out *searchOutput, sf *scoreFile, kind groupsearch.Kind, p groups
 // after "#" header lines (which parsers of the scores format skip) naming
 // the oracle, the queries, the spend and the seed (or secure randomness).
 func writePosterior(path string, sf *scoreFile, f []float64, out *searchOutput) error {
-	file, err := os.Create(path)
+	err := outfile.WriteFile(path, 0o644, func(file io.Writer) error {
+		w := bufio.NewWriter(file)
+		fmt.Fprintf(w, "# dpal search posterior f_T (index,probability): oracle %s, queries %d, epsilon_spent %g\n",
+			out.Oracle, out.Queries, out.EpsilonSpent)
+		if out.Seed != nil {
+			fmt.Fprintf(w, "# seed %d\n", *out.Seed)
+		} else {
+			fmt.Fprintln(w, "# seed none (secure randomness, dp/rng.Secure)")
+		}
+		for i, v := range f {
+			fmt.Fprintf(w, "%d,%s\n", sf.Labels[i], strconv.FormatFloat(v, 'g', -1, 64))
+		}
+		return w.Flush()
+	})
 	if err != nil {
-		return fmt.Errorf("--posterior-out: %w", err)
-	}
-	w := bufio.NewWriter(file)
-	fmt.Fprintf(w, "# dpal search posterior f_T (index,probability): oracle %s, queries %d, epsilon_spent %g\n",
-		out.Oracle, out.Queries, out.EpsilonSpent)
-	if out.Seed != nil {
-		fmt.Fprintf(w, "# seed %d\n", *out.Seed)
-	} else {
-		fmt.Fprintln(w, "# seed none (secure randomness, dp/rng.Secure)")
-	}
-	for i, v := range f {
-		fmt.Fprintf(w, "%d,%s\n", sf.Labels[i], strconv.FormatFloat(v, 'g', -1, 64))
-	}
-	if err := w.Flush(); err != nil {
-		file.Close()
-		return fmt.Errorf("--posterior-out: %w", err)
-	}
-	if err := file.Close(); err != nil {
 		return fmt.Errorf("--posterior-out: %w", err)
 	}
 	return nil
@@ -436,12 +442,11 @@ func searchLedger(cmd *cobra.Command, b *float64, isDefault *bool) (*ledger.Ledg
 	if path == "" {
 		return ledger.New(account.Budget{Epsilon: *b})
 	}
-	want := ledgerFileBudget(path, !*isDefault, account.Budget{Epsilon: *b})
-	led, err := openLedgerFile(path, want)
+	led, err := openLedgerFlag(path, !*isDefault, account.Budget{Epsilon: *b})
 	if err != nil {
 		return nil, fmt.Errorf("--ledger: %w", err)
 	}
-	if want == (account.Budget{}) {
+	if *isDefault {
 		*b, *isDefault = led.Budget().Epsilon, false
 	}
 	return led, nil

@@ -193,7 +193,7 @@ func TestSearchCLIErrors(t *testing.T) {
 			"--epsilon", "1", "--budget", "0.5", "--subsets", "2"}, "below one answer's ε"},
 		{"missing scores file", []string{"--scores", filepath.Join(dir, "absent.csv"), "--t-low", "1", "--t-high", "2", "--epsilon", "1"}, "--scores: open"},
 		{"posterior dir missing", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "1",
-			"--posterior-out", filepath.Join(dir, "no", "such", "dir", "f.csv")}, "--posterior-out: open"},
+			"--posterior-out", filepath.Join(dir, "no", "such", "dir", "f.csv")}, "no such file or directory"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

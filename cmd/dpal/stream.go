@@ -24,6 +24,7 @@ import (
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/model"
+	"github.com/dpal-dev/dpal/outfile"
 	"github.com/dpal-dev/dpal/progress"
 	"github.com/dpal-dev/dpal/session"
 )
@@ -49,17 +50,32 @@ lines, and a "rejected" line (line number and the class "invalid-input") for
 each event that breaks the declared bounds; the details of a rejection are
 private and go to the operator log on stderr only. The events' dimension is
 --dim, or that of the first valid event; a run that accepts no event fails.
-A budget, label or state error stops the run with a non-zero exit (after
-writing --save-state and printing the summary and ledger). With --out - the
-JSON lines own stdout: --json ends them with a "summary" line, and the text
-summary goes to stderr.
+A budget, label or state error stops the run with a non-zero exit (after a
+last checkpoint, and after printing the summary and ledger). With --out -
+the JSON lines own stdout: --json ends them with a "summary" line, and the
+text summary goes to stderr.
 
 --save-state and --resume split a run: the state records the configuration,
-the seed and, in dataset mode, the stream order (dataset and permutation).
-A resume takes its settings from the state, so configuration flags are
-refused; --seed must repeat the saved seed (or be omitted for fresh secure
-randomness), and dataset mode refuses a different dataset or order, which
-would replay records the ledger has already charged.
+the seed, its ledger (unless --ledger) and the stream consumed (in dataset
+mode the dataset and permutation; in event mode each input's length and
+hashes). It is written atomically and sealed with an HMAC-SHA256 whose key
+is DPAL_STATE_KEY, or the 0600 file DPAL_STATE_KEY_FILE (default: state.key
+in the user config directory, created on first use); an edited state is
+refused. A resume takes its settings from the state, so configuration flags
+are refused; --seed must repeat the saved seed (or be omitted for fresh
+secure randomness), and dataset mode refuses a different dataset or order.
+
+In event mode with --save-state, lines wait until a checkpoint (every
+--checkpoint-every event lines, and at the end) has saved the state that
+accounts for them. After a crash, rerun the command with --resume: an input
+the state has consumed (same first bytes) is skipped up to where the last
+checkpoint stopped, and the --out file is completed, so no request or update
+is issued twice; --replay instead feeds it again and charges its records
+again. See docs/event-mode.md.
+
+No output may be an input (--out, --save-state and --ledger against --input,
+--labels, --answers, symlinks followed), and every output is probed before
+the first event.
 
 Without --seed the randomness is cryptographically secure; --seed is for
 experiments and is recorded in every output it affects.`,
@@ -101,7 +117,9 @@ func init() {
 	f.String("norm-mode", "clip", "events with norm > M: clip or reject")
 	f.Bool("non-private", false, "deterministic Tong-Koller baseline without noise (NOT private)")
 	f.Bool("no-baseline", false, "dataset mode: skip the non-private batch SVM")
-	f.String("save-state", "", "write the learner's state here at the end (contains private data)")
+	f.String("save-state", "", "write the learner's state here, atomically and authenticated (contains private data); event mode checkpoints it every --checkpoint-every events, before their lines leave")
+	f.Int("checkpoint-every", 256, "event mode with --save-state: event lines between checkpoints (each line waits for one before it is written)")
+	f.Bool("replay", false, "event mode with --resume: feed an input the state has already consumed again from its start, charging its records again (default: skip the consumed events)")
 	f.String("resume", "", "resume from a state written by --save-state (its settings apply: no configuration flags)")
 	f.Uint64("seed", 0, "seed for reproducible experiments (default: secure randomness)")
 	f.Bool("json", false, "print one JSON summary object")
@@ -125,6 +143,8 @@ type streamSummary struct {
 	Updates            int            `json:"updates"`
 	Releases           int            `json:"releases"`
 	Rejected           int            `json:"rejected"`
+	Skipped            int            `json:"skipped_lines,omitempty"`
+	Replays            int            `json:"replays,omitempty"`
 	TestError          *float64       `json:"test_error,omitempty"`
 	BaselineBatchError *float64       `json:"baseline_batch_error,omitempty"`
 	EpsSelectTrue      *float64       `json:"eps_select_true,omitempty"`
@@ -186,10 +206,10 @@ var streamConfigFlags = []string{
 
 // newStreamLearner creates the learner, or restores it with --resume
 // (checking its dimension against dim unless dim is 0).
-func newStreamLearner(cmd *cobra.Command, dim int, seed *uint64) (*stream.Learner, string, error) {
+func newStreamLearner(cmd *cobra.Command, dim int, seed *uint64, key []byte) (*stream.Learner, string, error) {
 	resume, _ := cmd.Flags().GetString("resume")
 	if resume != "" {
-		l, err := resumeStreamLearner(cmd, resume, dim, seed)
+		l, err := resumeStreamLearner(cmd, resume, dim, seed, key)
 		return l, resume, err
 	}
 	if path, _ := cmd.Flags().GetString("answers"); path != "" {
@@ -237,7 +257,7 @@ func streamLedger(cmd *cobra.Command, cfg stream.Config) (*ledger.Ledger, error)
 			return nil, err
 		}
 	}
-	led, err := openLedgerFile(path, ledgerFileBudget(path, f.Changed("budget"), b))
+	led, err := openLedgerFlag(path, f.Changed("budget"), b)
 	if err != nil {
 		return nil, fmt.Errorf("--ledger: %w", err)
 	}
@@ -253,8 +273,9 @@ func closeLedger(l *stream.Learner) {
 	}
 }
 
-// resumeStreamLearner restores --resume and applies --answers.
-func resumeStreamLearner(cmd *cobra.Command, path string, dim int, seed *uint64) (*stream.Learner, error) {
+// resumeStreamLearner restores --resume (authenticated with key) and
+// applies --answers.
+func resumeStreamLearner(cmd *cobra.Command, path string, dim int, seed *uint64, key []byte) (*stream.Learner, error) {
 	var set []string
 	for _, name := range streamConfigFlags {
 		if cmd.Flags().Changed(name) {
@@ -264,9 +285,14 @@ func resumeStreamLearner(cmd *cobra.Command, path string, dim int, seed *uint64)
 	if len(set) > 0 {
 		return nil, fmt.Errorf("--resume takes the configuration saved in %s; remove %s", path, strings.Join(set, ", "))
 	}
-	state, err := os.ReadFile(path)
+	fh, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("--resume: %w", err)
+	}
+	state, err := session.ReadState(bufio.NewReader(fh), key)
+	fh.Close()
+	if err != nil {
+		return nil, fmt.Errorf("--resume %s: %w", path, err)
 	}
 	var head struct {
 		Config stream.Config `json:"config"`
@@ -312,30 +338,47 @@ func applyAnswers(cmd *cobra.Command, l *stream.Learner) error {
 	return session.ApplyAnswers(l, stream.NewLineReader(bufio.NewReader(fh)), "--answers "+path)
 }
 
+// stateKeyFor returns the key of state files when --save-state or
+// --resume is given (session.StateKey), else nil.
+func stateKeyFor(cmd *cobra.Command) ([]byte, error) {
+	save, _ := cmd.Flags().GetString("save-state")
+	resume, _ := cmd.Flags().GetString("resume")
+	if save == "" && resume == "" {
+		return nil, nil
+	}
+	return session.StateKey()
+}
+
+// saveState writes the state file at path (session.SaveState: atomic,
+// authenticated with key).
+func saveState(path string, l *stream.Learner, key []byte) error {
+	if err := session.SaveState(path, l, key); err != nil {
+		return fmt.Errorf("--save-state: %w", err)
+	}
+	return nil
+}
+
 // saveStreamState writes --save-state, if asked for.
-func saveStreamState(cmd *cobra.Command, l *stream.Learner) error {
+func saveStreamState(cmd *cobra.Command, l *stream.Learner, key []byte) error {
 	path, _ := cmd.Flags().GetString("save-state")
 	if path == "" {
 		return nil
 	}
-	fh, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("--save-state: %w", err)
-	}
-	if err := l.SaveState(fh); err != nil {
-		fh.Close()
-		return err
-	}
-	return fh.Close()
+	return saveState(path, l, key)
 }
 
-// stopStream ends a run that failed with err after the learner l accepted
-// events: it still writes --save-state, so nothing accepted is lost.
-func stopStream(cmd *cobra.Command, l *stream.Learner, err error) error {
-	if saveErr := saveStreamState(cmd, l); saveErr != nil {
-		return errors.Join(err, saveErr)
+// checkDatasetPaths refuses an output that would clobber an input, and
+// probes the outputs, before the dataset is streamed.
+func checkDatasetPaths(cmd *cobra.Command) error {
+	p := pathFlags(cmd, "save-state", "ledger", "train", "test", "resume")
+	outs := []outfile.Path{p["save-state"], p["ledger"]}
+	if err := outfile.CheckDistinct(outs, []outfile.Path{p["train"], p["test"]}); err != nil {
+		return err
 	}
-	return err
+	if err := outfile.CheckDistinct([]outfile.Path{p["ledger"]}, []outfile.Path{p["resume"]}); err != nil {
+		return err
+	}
+	return probeOutputs(outs)
 }
 
 // loadStreamDataset returns the training and test splits of --dataset.
@@ -390,6 +433,13 @@ func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 	if n, _ := f.GetInt("events"); n < 0 {
 		return fmt.Errorf("--events must be >= 0 (0 = the whole split), got %d", n)
 	}
+	if err := checkDatasetPaths(cmd); err != nil {
+		return err
+	}
+	key, err := stateKeyFor(cmd)
+	if err != nil {
+		return err
+	}
 	train, test, err := loadStreamDataset(cmd)
 	if err != nil {
 		return err
@@ -397,7 +447,7 @@ func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 	if train.Len() == 0 || test.Len() == 0 {
 		return errors.New("dataset has an empty training or test split")
 	}
-	l, resumed, err := newStreamLearner(cmd, train.Dim(), seed)
+	l, resumed, err := newStreamLearner(cmd, train.Dim(), seed, key)
 	if err != nil {
 		return err
 	}
@@ -418,11 +468,10 @@ func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 	if n := info.Events; n > 0 && n < len(order) {
 		order = order[:n]
 	}
-	if err := streamDataset(cmd, l, train, order); err != nil {
-		return stopStream(cmd, l, err)
-	}
-	if err := saveStreamState(cmd, l); err != nil {
-		return err
+	// A failed run still saves its state: nothing accepted is lost.
+	err = streamDataset(cmd, l, train, order)
+	if saveErr := saveStreamState(cmd, l, key); saveErr != nil || err != nil {
+		return errors.Join(err, saveErr)
 	}
 	sum := summarise(l, train.Dim(), resumed)
 	sum.Dataset, sum.TrainSize, sum.TestSize, sum.ShuffleSeed = train.Name, train.Len(), test.Len(), shuffle
@@ -533,6 +582,12 @@ func printStreamSummary(cmd *cobra.Command, sum *streamSummary) error {
 			fmt.Fprintf(w, "    %-18s eps = %.4f\n", g.Group, g.Epsilon)
 		}
 	}
+	if sum.Skipped > 0 {
+		fmt.Fprintf(w, "  resumed      skipped the %d event lines the state had already consumed\n", sum.Skipped)
+	}
+	if sum.Replays > 0 {
+		fmt.Fprintf(w, "  replayed     consumed input fed again %d time(s) with --replay: its records were charged again\n", sum.Replays)
+	}
 	if sum.Seed != nil {
 		fmt.Fprintf(w, "  seed         %d (experiment mode)\n", *sum.Seed)
 	}
@@ -589,11 +644,14 @@ func baselineKey(name string, opt model.SVMOptions, train, test *data.Dataset) s
 }
 
 // eventRun is the state of one event-mode run: the flags' side of it.
-// The protocol itself (lines, rejections, labels) is session.Events.
+// The protocol itself (lines, rejections, labels, checkpoints, skipping
+// what a resumed state has consumed) is session.Events.
 type eventRun struct {
 	cmd  *cobra.Command
 	seed *uint64
 	ev   session.Events
+	key  []byte         // authenticates --save-state and --resume (nil if neither)
+	led  *ledger.Ledger // --ledger of a new run, opened before the first event
 }
 
 func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
@@ -604,20 +662,17 @@ func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 		return fmt.Errorf("--dim must be >= 1 (or 0: that of the first valid event), got %d", dim)
 	}
 	run.ev = session.Events{Input: input, Dim: dim,
-		Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn})),
-		New: func(dim int) (*stream.Learner, error) {
-			l, _, err := newStreamLearner(cmd, dim, seed)
-			return l, err
-		}}
+		Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	// Everything is checked before the first line is written: the flags,
+	// the paths, the state and the input's position.
+	if err := checkEventPaths(cmd, input); err != nil {
+		return err
+	}
 	meta, err := run.begin()
 	if err != nil {
 		return err
 	}
-	defer func() { // the learner may be created by the first event
-		if run.ev.Learner != nil {
-			closeLedger(run.ev.Learner)
-		}
-	}()
+	defer run.closeLedger()
 	in, closeIn, err := openInput(cmd, input)
 	if err != nil {
 		return err
@@ -631,62 +686,136 @@ func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 		defer fh.Close()
 		run.ev.Labels = stream.NewLineReader(bufio.NewReader(fh))
 	}
-	outPath, _ := cmd.Flags().GetString("out")
-	out, closeOut, err := openOutput(cmd, outPath)
+	if err := run.ev.Open(in); err != nil {
+		return fmt.Errorf("--input %s: %w", input, err)
+	}
+	recovered, err := session.RecoverOut(&run.ev.Info)
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(out)
-	run.ev.Out = enc
-	err = enc.Encode(meta)
-	if err == nil {
-		err = run.loop(stream.NewLineReader(in))
+	outPath, _ := cmd.Flags().GetString("out")
+	closeOut, err := run.openOutput(outPath)
+	if err != nil {
+		return err
+	}
+	meta.Skipped, meta.Replay = run.ev.Skipped, run.ev.Replay
+	err = run.ev.Begin(meta)
+	for _, line := range recovered {
+		if err == nil {
+			_, err = run.ev.Out.Write(append(line, '\n'))
+		}
 	}
 	if err == nil {
-		err = run.finish()
+		err = run.loop()
+	}
+	if err == nil {
+		err = run.ev.Finish()
+	}
+	if err != nil {
+		err = errors.Join(err, run.ev.Stop())
 	}
 	if cerr := closeOut(); err == nil {
 		err = cerr
 	}
-	l := run.ev.Learner
-	if l == nil {
+	if run.ev.Learner == nil {
 		return err
 	}
 	// A failed run still says what it spent before the error.
-	sum := summarise(l, l.Config().Dim, run.ev.Resumed)
-	sum.Rejected = run.ev.Rejected
-	sum.Seconds = time.Since(start).Seconds()
-	return errors.Join(printEventSummary(cmd, outPath, &sum), err)
+	return errors.Join(err, run.summary(start, outPath))
 }
 
-// printEventSummary prints an event run's summary. With --out - the JSON
-// lines own stdout: --json then ends them with a "summary" line there,
-// and the text summary goes to stderr.
-func printEventSummary(cmd *cobra.Command, outPath string, sum *streamSummary) error {
-	if outPath != "-" {
-		return printStreamSummary(cmd, sum)
+// summary prints the run's summary. With --out - the JSON lines own
+// stdout: --json then ends them with a "summary" line there, and the text
+// summary goes to stderr.
+func (run *eventRun) summary(start time.Time, outPath string) error {
+	l := run.ev.Learner
+	sum := summarise(l, l.Config().Dim, run.ev.Resumed)
+	sum.Rejected, sum.Skipped, sum.Replays = run.ev.Rejected, run.ev.Skipped, run.ev.Info.Replays
+	if sum.Replays > 0 && sum.EpsilonPerRecord != nil {
+		// Replayed records paid once per feeding: the ledger's batched
+		// group holds every one of those charges.
+		eps, _ := l.Ledger().Spent(stream.GroupBatched)
+		*sum.EpsilonPerRecord = max(*sum.EpsilonPerRecord, eps)
 	}
-	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-		return json.NewEncoder(cmd.OutOrStdout()).Encode(struct {
+	sum.Seconds = time.Since(start).Seconds()
+	if outPath != "-" {
+		return printStreamSummary(run.cmd, &sum)
+	}
+	if asJSON, _ := run.cmd.Flags().GetBool("json"); asJSON {
+		return json.NewEncoder(run.cmd.OutOrStdout()).Encode(struct {
 			Type string `json:"type"`
 			*streamSummary
-		}{"summary", sum})
+		}{"summary", &sum})
 	}
-	cmd.SetOut(cmd.ErrOrStderr())
-	return printStreamSummary(cmd, sum)
+	run.cmd.SetOut(run.cmd.ErrOrStderr())
+	return printStreamSummary(run.cmd, &sum)
 }
 
-// begin restores --resume at once (its settings and seed head the
-// output), or checks the flags' configuration; it returns the meta line.
-func (run *eventRun) begin() (session.Meta, error) {
-	if resume, _ := run.cmd.Flags().GetString("resume"); resume == "" {
-		if path, _ := run.cmd.Flags().GetString("answers"); path != "" {
-			return session.Meta{}, errors.New("--answers labels the pending requests of a saved state: use it with --resume")
-		}
-		cfg, err := streamConfig(run.cmd, 0)
-		return session.NewMeta(cfg, run.seed, ""), err
+// checkEventPaths refuses an output that would clobber an input, and
+// probes every output, before anything is read or written.
+func checkEventPaths(cmd *cobra.Command, input string) error {
+	p := pathFlags(cmd, "out", "save-state", "ledger", "labels", "answers", "resume")
+	p["input"] = outfile.Path{Flag: "--input", Path: input}
+	outs := []outfile.Path{p["out"], p["save-state"], p["ledger"]}
+	if err := outfile.CheckDistinct(outs, []outfile.Path{p["input"], p["labels"], p["answers"]}); err != nil {
+		return err
 	}
-	l, resumed, err := newStreamLearner(run.cmd, run.ev.Dim, run.seed)
+	// --save-state may be --resume: it is replaced atomically.
+	if err := outfile.CheckDistinct([]outfile.Path{p["out"], p["ledger"]}, []outfile.Path{p["resume"]}); err != nil {
+		return err
+	}
+	return probeOutputs(outs)
+}
+
+// pathFlags reads the named string flags as outfile paths.
+func pathFlags(cmd *cobra.Command, names ...string) map[string]outfile.Path {
+	m := make(map[string]outfile.Path, len(names))
+	for _, n := range names {
+		v, _ := cmd.Flags().GetString(n)
+		m[n] = outfile.Path{Flag: "--" + n, Path: v}
+	}
+	return m
+}
+
+// probeOutputs checks that each output can be written; those written
+// by outfile.WriteFile (--save-state, --posterior-out) need a directory
+// that takes a temporary file.
+func probeOutputs(outs []outfile.Path) error {
+	for _, o := range outs {
+		probe := outfile.Probe
+		if o.Flag == "--save-state" || o.Flag == "--posterior-out" {
+			probe = outfile.ProbeReplace
+		}
+		if err := probe(o.Path); err != nil {
+			return fmt.Errorf("%s %s: %w", o.Flag, o.Path, err)
+		}
+	}
+	return nil
+}
+
+// begin checks the settings and returns the meta line: it restores
+// --resume (its settings and seed head the output), or validates the
+// flags' configuration and opens --ledger, so that a bad setting fails
+// before anything is written.
+func (run *eventRun) begin() (session.Meta, error) {
+	f := run.cmd.Flags()
+	every, _ := f.GetInt("checkpoint-every")
+	replay, _ := f.GetBool("replay")
+	resume, _ := f.GetString("resume")
+	switch {
+	case every < 1:
+		return session.Meta{}, fmt.Errorf("--checkpoint-every must be >= 1, got %d", every)
+	case replay && resume == "":
+		return session.Meta{}, errors.New("--replay feeds a resumed state an input it has consumed: use it with --resume")
+	}
+	run.ev.Every, run.ev.Replay = every, replay
+	if err := run.stateFile(); err != nil {
+		return session.Meta{}, err
+	}
+	if resume == "" {
+		return run.beginNew()
+	}
+	l, resumed, err := newStreamLearner(run.cmd, run.ev.Dim, run.seed, run.key)
 	if err != nil {
 		return session.Meta{}, err
 	}
@@ -695,57 +824,136 @@ func (run *eventRun) begin() (session.Meta, error) {
 		closeLedger(l)
 		return session.Meta{}, err
 	}
-	run.ev.Learner, run.ev.Resumed = l, resumed
-	return session.NewMeta(l.Config(), learnerSeed(l), resumed), session.SetInfo(l, info)
+	if saved, err := session.SavedInfo(l); err == nil && saved != nil {
+		info = *saved
+	}
+	run.ev.Learner, run.ev.Resumed, run.ev.Info = l, resumed, info
+	return session.NewMeta(l.Config(), learnerSeed(l), resumed), nil
+}
+
+// beginNew validates a new learner's settings by building one of
+// dimension 1 (the events fix the real one) and opens --ledger.
+func (run *eventRun) beginNew() (session.Meta, error) {
+	if path, _ := run.cmd.Flags().GetString("answers"); path != "" {
+		return session.Meta{}, errors.New("--answers labels the pending requests of a saved state: use it with --resume")
+	}
+	cfg, err := streamConfig(run.cmd, 1)
+	if err != nil {
+		return session.Meta{}, err
+	}
+	if _, err := stream.New(cfg, rng.Seeded(0), nil); err != nil {
+		return session.Meta{}, err
+	}
+	led, err := streamLedger(run.cmd, cfg)
+	if err != nil {
+		return session.Meta{}, err
+	}
+	run.led = led
+	run.ev.New = func(dim int) (*stream.Learner, error) {
+		c := cfg
+		c.Dim = dim
+		return stream.New(c, rng.New(run.seed), led)
+	}
+	return session.NewMeta(cfg, run.seed, ""), nil
+}
+
+// stateFile reads the state key when --save-state or --resume needs it,
+// and makes the checkpoints write --save-state.
+func (run *eventRun) stateFile() error {
+	var err error
+	if run.key, err = stateKeyFor(run.cmd); err != nil {
+		return err
+	}
+	if path, _ := run.cmd.Flags().GetString("save-state"); path != "" {
+		run.ev.Save = func(l *stream.Learner) error { return saveState(path, l, run.key) }
+	}
+	return nil
+}
+
+// closeLedger closes the --ledger file, whether or not a learner took it.
+func (run *eventRun) closeLedger() {
+	switch {
+	case run.ev.Learner != nil:
+		closeLedger(run.ev.Learner)
+	case run.led != nil:
+		run.led.Close()
+	}
 }
 
 // loop streams the events through session.Events with a spinner (the
-// number of events is unknown: the input may be a pipe). An error other
-// than a rejected event stops the run, and --save-state is still written.
-func (run *eventRun) loop(events *stream.LineReader) error {
+// number of events is unknown: the input may be a pipe).
+func (run *eventRun) loop() error {
 	bar := progress.New(progressOut(run.cmd), 0, "events")
 	defer bar.Finish()
 	run.ev.Progress = bar.Add
-	err := run.ev.Run(events)
-	if err != nil && run.ev.Learner != nil {
-		return stopStream(run.cmd, run.ev.Learner, err)
-	}
-	return err
-}
-
-// finish flushes the last window, writes its release and the state.
-func (run *eventRun) finish() error {
-	if err := run.ev.Finish(); err != nil {
-		return stopStream(run.cmd, run.ev.Learner, err)
-	}
-	return saveStreamState(run.cmd, run.ev.Learner)
+	return run.ev.Run()
 }
 
 func openInput(cmd *cobra.Command, path string) (io.Reader, func(), error) {
 	if path == "-" {
-		return bufio.NewReader(cmd.InOrStdin()), func() {}, nil
+		return cmd.InOrStdin(), func() {}, nil
 	}
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--input: %w", err)
 	}
-	return bufio.NewReader(fh), func() { fh.Close() }, nil
+	return fh, func() { fh.Close() }, nil
 }
 
-func openOutput(cmd *cobra.Command, path string) (io.Writer, func() error, error) {
+// openOutput opens --out for the events: a resume whose last run wrote
+// the same file appends to it (after session.RecoverOut completed it);
+// otherwise the file is created or truncated. With checkpoints each one
+// ends with the file synced.
+func (run *eventRun) openOutput(path string) (func() error, error) {
+	ev := &run.ev
 	if path == "-" {
-		return cmd.OutOrStdout(), func() error { return nil }, nil
+		ev.Out = run.cmd.OutOrStdout()
+		return func() error { return nil }, nil
 	}
-	fh, err := os.Create(path)
+	ev.OutPath = outfile.Resolve(path)
+	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if ev.Info.Out != "" && ev.Info.Out == ev.OutPath {
+		flag = os.O_RDWR | os.O_CREATE | os.O_APPEND
+	}
+	fh, err := os.OpenFile(path, flag, 0o644)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--out: %w", err)
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	regular := false
+	if fi, err := fh.Stat(); err == nil {
+		ev.OutSize, regular = fi.Size(), fi.Mode().IsRegular()
+	}
+	if err := endLine(fh, ev.OutSize); err != nil {
+		fh.Close()
+		return nil, fmt.Errorf("--out: %w", err)
 	}
 	bw := bufio.NewWriter(fh)
-	return bw, func() error {
+	ev.Out = bw
+	ev.Sync = func() error {
+		if err := bw.Flush(); err != nil || ev.Save == nil || !regular {
+			return err // a pipe or device cannot be synced
+		}
+		return fh.Sync()
+	}
+	return func() error {
 		if err := bw.Flush(); err != nil {
 			fh.Close()
 			return err
 		}
 		return fh.Close()
 	}, nil
+}
+
+// endLine ends an appended --out of size n with a line end if a crash cut
+// its last line short, so that the next line starts on its own.
+func endLine(fh *os.File, n int64) error {
+	if n == 0 {
+		return nil
+	}
+	last := make([]byte, 1)
+	if _, err := fh.ReadAt(last, n-1); err != nil || last[0] == '\n' {
+		return err
+	}
+	_, err := fh.Write([]byte{'\n'})
+	return err
 }

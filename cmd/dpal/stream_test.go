@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/session"
 )
 
 // runStreamCLI runs `dpal stream args...` with stdin.
@@ -319,18 +321,13 @@ func TestStreamEventsBudgetStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Cap the saved ledger at eps_s: the first update cannot be paid for.
-	var m map[string]any
-	b, err := os.ReadFile(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	m["ledger"].(map[string]any)["meta"].(map[string]any)["budget"].(map[string]any)["epsilon"] = 1.0
-	b, _ = json.Marshal(m)
-	if err := os.WriteFile(state, b, 0o600); err != nil {
-		t.Fatal(err)
+	editState(t, state, func(m map[string]any) {
+		m["ledger"].(map[string]any)["meta"].(map[string]any)["budget"].(map[string]any)["epsilon"] = 1.0
+	})
+	// New events: the first 30 are the state's and would be skipped.
+	events.Reset()
+	for i := range 30 {
+		fmt.Fprintf(&events, "%g,%g\n", float64(i%5)/10-0.2, -0.3)
 	}
 	labPath := filepath.Join(dir, "labels")
 	if err := os.WriteFile(labPath, []byte(labels.String()), 0o600); err != nil {
@@ -344,9 +341,8 @@ func TestStreamEventsBudgetStops(t *testing.T) {
 	if strings.Contains(out, `"rejected"`) {
 		t.Errorf("budget error reported as a rejected event:\n%s", out)
 	}
-	b, _ = os.ReadFile(state)
 	var after struct{ Observed, Labelled int }
-	if err := json.Unmarshal(b, &after); err != nil || after.Observed <= 30 || after.Labelled == 0 {
+	if err := json.Unmarshal(readState(t, state), &after); err != nil || after.Observed <= 30 || after.Labelled == 0 {
 		t.Errorf("state after the error: %+v, %v (want the accepted events saved)", after, err)
 	}
 }
@@ -451,5 +447,45 @@ func TestStreamEventsFailures(t *testing.T) {
 	}
 	if !strings.Contains(out, "of 3 events observed") || !strings.Contains(out, "stream/observed") {
 		t.Errorf("the failed run does not say what it spent:\n%s", out)
+	}
+}
+
+// readState returns the learner's state inside the state file at path,
+// checking its MAC.
+func readState(t *testing.T, path string) []byte {
+	t.Helper()
+	key, err := session.StateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	b, err := session.ReadState(fh, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// editState changes the state file at path with edit and seals it again
+// with the tests' key: what an operator holding the key could do.
+func editState(t *testing.T, path string, edit func(map[string]any)) {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(readState(t, path), &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	b, _ := json.Marshal(m)
+	key, _ := session.StateKey()
+	var buf bytes.Buffer
+	if err := session.Seal(&buf, b, key); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
