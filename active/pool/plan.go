@@ -3,7 +3,6 @@ package pool
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -321,9 +320,11 @@ func (p *Plan) epsilonOf(l account.Loss) (float64, error) {
 	return l.EpsilonAt(p.Config.Delta, p.Config.Conversion)
 }
 
-// UnselectedEpsilon is the loss of a record never selected: the T
-// selections that scored it, ε_Sel under basic composition (its RDP
-// conversion at δ under RDP accounting, if smaller).
+// UnselectedEpsilon is the loss of a record never selected, as the ledger
+// reads it: the T selections that scored it, ε_Sel under basic
+// composition, their composed RDP curve converted at δ under RDP
+// accounting (which can exceed ε_Sel: the curve pays for its conversion,
+// and only pays off composed with training).
 func (p *Plan) UnselectedEpsilon() (float64, error) {
 	sel, err := p.Config.SelectionLoss()
 	if err != nil || sel.IsZero() {
@@ -333,8 +334,7 @@ func (p *Plan) UnselectedEpsilon() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	e, err := p.epsilonOf(all)
-	return math.Min(e, p.Config.EpsilonSelect), err
+	return p.epsilonOf(all)
 }
 
 // report fills p.Groups from the phases.
