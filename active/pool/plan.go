@@ -245,21 +245,25 @@ func (c Config) selections(query, round int) int {
 
 // SelectionLoss is the loss one selection charges each record it scores:
 // pure ε_Sel/T under Basic accounting, its PureRDP curve under RDP. The
-// pool loop charges exactly this, so the ledger reads what was planned.
+// pool loop charges exactly this (Select, SelectionCharge), so the ledger
+// reads what was planned.
 func (c Config) SelectionLoss() (account.Loss, error) {
-	eps := c.EpsilonSelect / float64(len(c.Queries))
-	if eps == 0 {
-		return account.Loss{Mechanism: "selection"}, nil
+	return selectionLoss("selection", c.EpsilonSelect/float64(len(c.Queries)), c.Accounting)
+}
+
+// PhaseLoss is the DP-SGD loss of phase entry e for group g (0 initial, j
+// query-j); ok is false when the group is not sampled in it. The pool loop
+// charges it to the group's records before the phase's model is released.
+func (p *Plan) PhaseLoss(e, g int) (l account.Loss, ok bool, err error) {
+	if e < 0 || e >= len(p.Phases) {
+		return account.Loss{}, false, fmt.Errorf("no phase %d", e)
 	}
-	if c.Accounting == Basic {
-		return account.Pure("selection", eps), nil
+	ph := p.Phases[e]
+	if g < 0 || g >= len(ph.Groups) || ph.Groups[g].SampleRate == 0 {
+		return account.Loss{}, false, nil
 	}
-	orders := account.DefaultOrders()
-	curve, err := account.PureRDP(eps, orders)
-	if err != nil {
-		return account.Loss{}, err
-	}
-	return account.RDPCurve("selection", orders, curve)
+	l, err = account.SubsampledGaussian([]account.Phase{{SampleRate: ph.Groups[g].SampleRate, NoiseMultiplier: ph.NoiseMultiplier, Steps: ph.Steps}})
+	return l, err == nil, err
 }
 
 // GroupLoss returns the composed loss of group index g (0 initial, j
