@@ -82,7 +82,9 @@ func (p *planner) naive() (*Plan, error) {
 		g.sel = cfg.selections(g.query, T+1)
 		s := p.minSigma(g, cfg.Epsilon, sched[g.query:])
 		if math.IsInf(s, 1) {
-			return nil, fmt.Errorf("group %s cannot reach ε = %v with any noise multiplier", g.name, cfg.Epsilon)
+			return nil, fmt.Errorf("group %s cannot train within ε = %v: its %d selections cost %v and even the "+
+				"faintest training converts to more than the rest at δ = %v; lower --epsilon-select or raise ε or δ",
+				g.name, cfg.Epsilon, g.sel, float64(g.sel)*p.epsSel, cfg.Delta)
 		}
 		sigma = math.Max(sigma, s)
 	}

@@ -201,6 +201,7 @@ func TestValidate(t *testing.T) {
 		{"no queries", func(c *Config) { c.Queries = nil }, "query"},
 		{"empty query", func(c *Config) { c.Queries = []int{10, 0} }, "query 2"},
 		{"mode", func(c *Config) { c.Mode = 9 }, "mode"},
+		{"selection leaves no room", func(c *Config) { c.Epsilon, c.EpsilonSelect = 0.5, 0.45 }, "cannot train"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := cifar(StepAmplification, Basic)
