@@ -136,6 +136,9 @@ func (p *planner) amplified(i int, active []*group, target float64) ([]Phase, er
 	if err != nil {
 		return nil, err
 	}
+	if err := p.checkReached(active, target, sigma, n); err != nil {
+		return nil, err
+	}
 	return []Phase{p.commit(i, active, n, sigma, func(g *group) float64 { return p.rate(g, target, sigma, n) })}, nil
 }
 
@@ -188,15 +191,33 @@ func (p *planner) steps(active []*group, target, sigma float64, n int) (int, err
 }
 
 // sigmaForBatch is the noise multiplier with which the rates of n steps
-// give expected batch b: the batch grows with σ (more noise, higher rates).
+// give expected batch b: the batch grows with σ (more noise, higher
+// rates). It is the smallest such σ, so that where the batch stays at b
+// over a range of σ (every rate at 1) the groups still end at target.
 func (p *planner) sigmaForBatch(active []*group, target float64, n int, sigma float64) (float64, error) {
 	b := float64(p.cfg.Batch)
-	f := func(y float64) float64 { return p.batch(active, target, math.Exp(y), n)/b - 1 }
-	y, ok := largestFeasible(f, math.Log(sigma), math.Log(1e-6), math.Log(1e6))
-	if !ok {
+	f := func(y float64) float64 { return p.batch(active, target, math.Exp(y), n)/b - 1 + rootTol }
+	below, y, ok := largestFeasible(f, math.Log(sigma), math.Log(1e-6), math.Log(1e6))
+	if !ok || y == below {
 		return 0, fmt.Errorf("no noise multiplier in [1e-6, 1e6] gives expected batch %d", p.cfg.Batch)
 	}
 	return math.Exp(y), nil
+}
+
+// checkReached errors when a group sampled at every step (rate 1) still
+// ends the round below target: the round cannot equalise the groups.
+func (p *planner) checkReached(active []*group, target, sigma float64, n int) error {
+	for _, g := range active {
+		if p.rate(g, target, sigma, n) < 1 {
+			continue
+		}
+		step := account.Phase{SampleRate: 1, NoiseMultiplier: sigma, Steps: n}
+		if slack := p.budget(g, g.best, target) - p.phaseRDP(g.best, step); slack > 1e-9*target {
+			return fmt.Errorf("group %s (%d records) stays below ε = %.6g even sampled at every step: "+
+				"too few steps for its budget (raise --epochs or lower --batch)", g.name, g.size, target)
+		}
+	}
+	return nil
 }
 
 // commit records the round's phase: each active group's rate, appended to

@@ -157,6 +157,22 @@ func TestAnyGroups(t *testing.T) {
 	}
 }
 
+// TestInitialIsBatch plans a first round that must sample every record
+// (|D_1| = b): its σ is the one that lands the group on E_1, not the
+// largest σ that keeps the batch at b.
+func TestInitialIsBatch(t *testing.T) {
+	cfg := cifar(StepAmplification, Basic)
+	cfg.Initial, cfg.Epochs, cfg.Queries = 4096, 1, []int{100000, 100}
+	p, err := Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPlan(t, cfg, p)
+	if q := p.Phases[0].Groups[0].SampleRate; q != 1 {
+		t.Errorf("round 1 rate %v, want 1", q)
+	}
+}
+
 // TestNoSelectionLoss plans random acquisition (ε_Sel = 0) and the
 // classic conversion.
 func TestNoSelectionLoss(t *testing.T) {
@@ -201,6 +217,7 @@ func TestValidate(t *testing.T) {
 		{"no queries", func(c *Config) { c.Queries = nil }, "query"},
 		{"empty query", func(c *Config) { c.Queries = []int{10, 0} }, "query 2"},
 		{"mode", func(c *Config) { c.Mode = 9 }, "mode"},
+		{"too few steps", func(c *Config) { c.Initial, c.Epochs, c.Queries = 4096, 1, []int{100, 100} }, "even sampled at every step"},
 		{"selection leaves no room", func(c *Config) { c.Epsilon, c.EpsilonSelect = 0.5, 0.45 }, "cannot train"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

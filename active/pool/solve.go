@@ -127,7 +127,7 @@ func (p *planner) rateAt(g *group, k int, target, sigma float64, n int) float64 
 	f := func(x float64) float64 {
 		return math.Log(p.phaseRDP(k, account.Phase{SampleRate: math.Exp(x), NoiseMultiplier: sigma, Steps: n})) - math.Log(b)
 	}
-	x, ok := largestFeasible(f, math.Log(g.q), -690, 0)
+	x, _, ok := largestFeasible(f, math.Log(g.q), -690, 0)
 	if !ok {
 		return 0
 	}
@@ -169,7 +169,7 @@ func (p *planner) minSigmaAt(g *group, k int, target float64, extra []account.Ph
 		}
 		return math.Log(p.phaseRDP(k, ph...)) - math.Log(b)
 	}
-	y, ok := largestFeasible(f, 0, -math.Log(1e6), math.Log(1e6))
+	y, _, ok := largestFeasible(f, 0, -math.Log(1e6), math.Log(1e6))
 	if !ok {
 		return math.Inf(1)
 	}
@@ -214,11 +214,12 @@ func climb(n, k int, f func(int) float64, better func(a, b float64) bool) (int, 
 
 // largestFeasible returns the largest x in [lo, hi] with f(x) ≤ 0, to
 // relative width rootTol, for a non-decreasing f, starting from the guess
-// x0; ok is false when f(lo) > 0. The result is always a point where f
-// was evaluated ≤ 0.
-func largestFeasible(f func(float64) float64, x0, lo, hi float64) (float64, bool) {
+// x0: a point a where f was evaluated ≤ 0, and the point b > a just past
+// the boundary where f was evaluated > 0 (b = a = hi when f(hi) ≤ 0). ok is
+// false when f(lo) > 0.
+func largestFeasible(f func(float64) float64, x0, lo, hi float64) (a, b float64, ok bool) {
 	x0 = math.Min(math.Max(x0, lo), hi)
-	a, b := x0, x0 // a feasible, b infeasible, once bracketed
+	a, b = x0, x0
 	fa, fb := f(x0), 0.0
 	if fa <= 0 {
 		for step := 1e-3; ; step *= 8 {
@@ -228,7 +229,7 @@ func largestFeasible(f func(float64) float64, x0, lo, hi float64) (float64, bool
 			}
 			a, fa = b, fb
 			if b == hi {
-				return hi, true
+				return hi, hi, true
 			}
 		}
 	} else {
@@ -240,16 +241,17 @@ func largestFeasible(f func(float64) float64, x0, lo, hi float64) (float64, bool
 			}
 			b, fb = a, fa
 			if a == lo {
-				return lo, false
+				return lo, lo, false
 			}
 		}
 	}
-	return illinois(f, a, b, fa, fb), true
+	a, b = illinois(f, a, b, fa, fb)
+	return a, b, true
 }
 
 // illinois narrows the bracket [a, b] (f(a) ≤ 0 < f(b)) by regula falsi
-// with the Illinois modification and returns its feasible end.
-func illinois(f func(float64) float64, a, b, fa, fb float64) float64 {
+// with the Illinois modification.
+func illinois(f func(float64) float64, a, b, fa, fb float64) (float64, float64) {
 	side := 0
 	for it := 0; it < 200 && b-a > rootTol*math.Max(1, math.Abs(a)); it++ {
 		c := b - fb*(b-a)/(fb-fa)
@@ -271,5 +273,5 @@ func illinois(f func(float64) float64, a, b, fa, fb float64) float64 {
 			side = 1
 		}
 	}
-	return a
+	return a, b
 }
