@@ -88,6 +88,10 @@ func (p *planner) naive() (*Plan, error) {
 		}
 		sigma = math.Max(sigma, s)
 	}
+	if sigma <= sigmaMin {
+		return nil, fmt.Errorf("ε = %v would need a noise multiplier below %v, where the planner does not search "+
+			"(the RDP accountant gets slow there); lower ε, or raise --epochs", cfg.Epsilon, sigmaMin)
+	}
 	p.sigmaNaive = sigma
 	plan := &Plan{Config: cfg}
 	for i, ph := range sched {
@@ -197,9 +201,9 @@ func (p *planner) steps(active []*group, target, sigma float64, n int) (int, err
 func (p *planner) sigmaForBatch(active []*group, target float64, n int, sigma float64) (float64, error) {
 	b := float64(p.cfg.Batch)
 	f := func(y float64) float64 { return p.batch(active, target, math.Exp(y), n)/b - 1 + rootTol }
-	below, y, ok := largestFeasible(f, math.Log(sigma), math.Log(1e-6), math.Log(1e6))
+	below, y, ok := largestFeasible(f, math.Log(sigma), math.Log(sigmaMin), math.Log(sigmaMax))
 	if !ok || y == below {
-		return 0, fmt.Errorf("no noise multiplier in [1e-6, 1e6] gives expected batch %d", p.cfg.Batch)
+		return 0, fmt.Errorf("no noise multiplier in [%v, %v] gives expected batch %d", sigmaMin, sigmaMax, p.cfg.Batch)
 	}
 	return math.Exp(y), nil
 }
@@ -212,7 +216,7 @@ func (p *planner) checkReached(active []*group, target, sigma float64, n int) er
 			continue
 		}
 		step := account.Phase{SampleRate: 1, NoiseMultiplier: sigma, Steps: n}
-		if slack := p.budget(g, g.best, target) - p.phaseRDP(g.best, step); slack > 1e-9*target {
+		if slack := p.budget(g, g.best, target) - p.rdpAt(g.best, math.Inf(1), step); slack > 1e-9*target {
 			return fmt.Errorf("group %s (%d records) stays below ε = %.6g even sampled at every step: "+
 				"too few steps for its budget (raise --epochs or lower --batch)", g.name, g.size, target)
 		}
@@ -271,7 +275,7 @@ func (p *planner) continual(i int, active []*group, prev, target float64) ([]Pha
 func (p *planner) maxSteps(g *group, target, q, sigma float64) int {
 	at := func(k int) float64 {
 		b := p.budget(g, k, target)
-		r := p.phaseRDP(k, account.Phase{SampleRate: q, NoiseMultiplier: sigma, Steps: 1})
+		r := p.rdpAt(k, math.Inf(1), account.Phase{SampleRate: q, NoiseMultiplier: sigma, Steps: 1})
 		if !(b > 0) || !(r > 0) {
 			return 0
 		}

@@ -234,13 +234,16 @@ func GroupNames(queries int) []string {
 	return out
 }
 
-// selections is how many selections group g (0 initial, j query-j) has
-// paid for before training round i: those that scored it.
+// selections is how many selections a record of group query (0 initial,
+// j query-j) has paid for before training round i: those that scored it.
+// Selection j scores the unlabelled pool, which holds query-j's records
+// until they are chosen, so they pay min(j, i−1); the initial set pays
+// only for acquisitions that score labelled records too.
 func (c Config) selections(query, round int) int {
 	if c.ScoresLabelled {
 		return round - 1
 	}
-	return query
+	return min(query, round-1)
 }
 
 // SelectionLoss is the loss one selection charges each record it scores:

@@ -262,3 +262,31 @@ func BenchmarkBuildCIFAR(b *testing.B) {
 		})
 	}
 }
+
+// FuzzBuild plans arbitrary small settings: Build must never panic, and a
+// plan it returns must keep every group within ε.
+func FuzzBuild(f *testing.F) {
+	f.Add(8.0, 2.0, 1e-5, 256, 3, 1000, 500, 100, uint8(1), false)
+	f.Add(1.0, 0.1, 1e-6, 64, 1, 64, 10, 1000, uint8(2), true)
+	f.Add(3.0, 0.0, 1e-3, 10, 30, 100, 1, 1, uint8(3), false)
+	f.Add(0.5, 0.2, 0.5, 1, 1, 1, 1, 1, uint8(0), true)
+	f.Fuzz(func(t *testing.T, eps, sel, delta float64, batch, epochs, initial, q1, q2 int, mode uint8, rdp bool) {
+		if batch > 5000 || initial > 20000 || q1 > 20000 || q2 > 20000 || epochs > 50 {
+			t.Skip("keeps each plan fast")
+		}
+		cfg := Config{Epsilon: eps, EpsilonSelect: sel, Delta: delta, Batch: batch, Epochs: epochs, Initial: initial,
+			Queries: []int{q1, q2}, Mode: Mode(mode % 4)}
+		if rdp {
+			cfg.Accounting = RDP
+		}
+		p, err := Build(cfg)
+		if err != nil {
+			return
+		}
+		for _, g := range p.Groups {
+			if !(g.EpsilonTotal <= eps*(1+1e-9)) {
+				t.Errorf("%+v: group %s at ε = %v", cfg, g.Group, g.EpsilonTotal)
+			}
+		}
+	})
+}
