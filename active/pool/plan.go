@@ -327,6 +327,17 @@ func (p *Plan) epsilonOf(l account.Loss) (float64, error) {
 	return l.EpsilonAt(p.Config.Delta, p.Config.Conversion)
 }
 
+// EpsilonUnder returns group g's final total ε with the plan's phases and
+// selections composed under acc instead of the plan's own accounting: the
+// other reading of the same plan, for comparing basic composition with
+// joint RDP accounting.
+func (p *Plan) EpsilonUnder(acc Accounting, g int) (float64, error) {
+	other := *p
+	other.Config.Accounting = acc
+	total, _, err := other.Epsilon(g, len(p.Config.Queries)+1)
+	return total, err
+}
+
 // UnselectedEpsilon is the loss of a record never selected, as the ledger
 // reads it: the T selections that scored it, ε_Sel under basic
 // composition, their composed RDP curve converted at δ under RDP

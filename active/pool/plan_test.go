@@ -290,3 +290,28 @@ func FuzzBuild(f *testing.F) {
 		}
 	})
 }
+
+// TestEpsilonUnder reads one plan both ways: a basic plan read jointly is
+// below ε for every selected group, a joint plan read by basic composition
+// is above it.
+func TestEpsilonUnder(t *testing.T) {
+	for _, acc := range []Accounting{Basic, RDP} {
+		p, err := Build(cifar(StepAmplification, acc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g := 1; g < len(p.Groups); g++ {
+			other := RDP
+			if acc == RDP {
+				other = Basic
+			}
+			e, err := p.EpsilonUnder(other, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (acc == Basic) != (e < 8) {
+				t.Errorf("%s plan, group %d read under %s: ε = %v", acc, g, other, e)
+			}
+		}
+	}
+}

@@ -154,9 +154,17 @@ func poolTable(w io.Writer, p *pool.Plan) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "group\tsize\tε training\tε selection\tε total\t")
-	for _, g := range p.Groups {
-		fmt.Fprintf(tw, "%s\t%d\t%.6f\t%.6f\t%.9f\t\n", g.Group, g.Size, g.EpsilonTraining, g.EpsilonSelection, g.EpsilonTotal)
+	other := pool.RDP
+	if cfg.Accounting == pool.RDP {
+		other = pool.Basic
+	}
+	fmt.Fprintf(tw, "group\tsize\tε training\tε selection\tε total\tε total (%s)\t\n", other)
+	for i, g := range p.Groups {
+		alt, err := p.EpsilonUnder(other, i)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.6f\t%.6f\t%.9f\t%.6f\t\n", g.Group, g.Size, g.EpsilonTraining, g.EpsilonSelection, g.EpsilonTotal, alt)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
