@@ -15,6 +15,24 @@ func cifar(m Mode, a Accounting) Config {
 		Queries: []int{10000, 3000, 1000, 1000}, Mode: m, Accounting: a}
 }
 
+// plans memoises the CIFAR plans several tests read (Build is pure).
+var plans = map[[2]int]*Plan{}
+
+// cifarPlan returns the memoised plan of cifar(m, a).
+func cifarPlan(t *testing.T, m Mode, a Accounting) *Plan {
+	t.Helper()
+	key := [2]int{int(m), int(a)}
+	if p, ok := plans[key]; ok {
+		return p
+	}
+	p, err := Build(cifar(m, a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans[key] = p
+	return p
+}
+
 // checkPlan checks the guarantees every plan gives, and for step
 // amplification and noise reduction the equal losses and batches.
 func checkPlan(t *testing.T, cfg Config, p *Plan) {
@@ -72,10 +90,7 @@ func TestBuildCIFAR(t *testing.T) {
 		for _, a := range []Accounting{Basic, RDP} {
 			t.Run(m.String()+"/"+a.String(), func(t *testing.T) {
 				cfg := cifar(m, a)
-				p, err := Build(cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
+				p := cifarPlan(t, m, a)
 				checkPlan(t, cfg, p)
 				for _, g := range p.Groups {
 					t.Logf("%-8s ε_train %.6f ε_sel %.2f ε_total %.12f", g.Group, g.EpsilonTraining, g.EpsilonSelection, g.EpsilonTotal)
@@ -122,14 +137,7 @@ func TestEquation6(t *testing.T) {
 // TestJointRDPLeavesMore checks that joint RDP accounting leaves more ε
 // for the training of every selected group than basic composition.
 func TestJointRDPLeavesMore(t *testing.T) {
-	basic, err := Build(cifar(StepAmplification, Basic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	joint, err := Build(cifar(StepAmplification, RDP))
-	if err != nil {
-		t.Fatal(err)
-	}
+	basic, joint := cifarPlan(t, StepAmplification, Basic), cifarPlan(t, StepAmplification, RDP)
 	for j := 1; j < len(basic.Groups); j++ {
 		b, r := basic.Groups[j], joint.Groups[j]
 		if !(r.EpsilonTraining > b.EpsilonTraining) {
@@ -300,10 +308,7 @@ func FuzzBuild(f *testing.F) {
 // is above it.
 func TestEpsilonUnder(t *testing.T) {
 	for _, acc := range []Accounting{Basic, RDP} {
-		p, err := Build(cifar(StepAmplification, acc))
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := cifarPlan(t, StepAmplification, acc)
 		for g := 1; g < len(p.Groups); g++ {
 			other := RDP
 			if acc == RDP {
