@@ -77,6 +77,20 @@ func (c Conversion) epsilonAt(alpha, rdp, logDelta float64) float64 {
 	return math.Max(eps, 0)
 }
 
+// RDPBudget inverts the conversion at one order: the largest RDP value at
+// order alpha whose (ε, δ) conversion is at most eps, for eps > 0 and
+// 0 < delta < 1. Planners that solve for a parameter order by order use it
+// so that the conversion's formula stays here.
+func (c Conversion) RDPBudget(alpha, eps, delta float64) float64 {
+	logDelta := math.Log(delta)
+	switch c {
+	case Classic:
+		return eps + logDelta/(alpha-1)
+	default:
+		return eps - math.Log1p(-1/alpha) + (logDelta+math.Log(alpha))/(alpha-1)
+	}
+}
+
 // DefaultOrders returns Opacus's default RDP orders: 1.1, 1.2, …, 10.9,
 // then 12, 13, …, 63 (151 orders). The slice is fresh on every call.
 func DefaultOrders() []float64 {

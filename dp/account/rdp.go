@@ -59,6 +59,33 @@ func LaplaceRDP(b float64, orders []float64) ([]float64, error) {
 	return out, nil
 }
 
+// PureRDP returns an RDP curve that holds for every ε-DP mechanism: that of
+// randomized response with parameter ε,
+//
+//	1/(α−1) · log( (e^{αε} + e^{(1−α)ε}) / (1 + e^ε) ).
+//
+// Any pair of output laws of an ε-DP mechanism on neighbouring inputs is a
+// post-processing of the randomized-response pair (Kairouz, Oh & Viswanath
+// 2015, Thm 2.4), so by the data-processing inequality its Rényi divergence
+// is at most this one. It lies below min(ε, αε²/2) and above the
+// continuous Laplace curve (LaplaceRDP(1/ε)); unlike the latter it also
+// covers discrete Laplace noise on a grid (whose worst case, a shift of one
+// grid step, is exactly randomized response).
+func PureRDP(eps float64, orders []float64) ([]float64, error) {
+	if err := ValidateEpsilon(eps); err != nil {
+		return nil, err
+	}
+	if err := ValidateOrders(orders); err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(orders))
+	for i, a := range orders {
+		l := logAdd(a*eps, (1-a)*eps) - logAdd(0, eps)
+		out[i] = math.Max(l/(a-1), 0)
+	}
+	return out, nil
+}
+
 // SubsampledGaussianRDP returns the per-step RDP curve of the Poisson
 // subsampled Gaussian mechanism (sampling rate q, noise multiplier sigma),
 // D_α((1−q)N(0,σ²) + qN(1,σ²) ‖ N(0,σ²)) as in Mironov, Talwar & Zhang 2019,

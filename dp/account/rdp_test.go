@@ -1,6 +1,7 @@
 package account
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -272,6 +273,52 @@ func TestPrunedSearchEqualsFullScan(t *testing.T) {
 						t.Errorf("q=%v σ=%v steps=%d %v: pruned %+v, full %+v", q, sigma, steps, conv, got, want)
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestPureRDP checks the randomized-response curve against its limits: it
+// is at most ε and αε²/2 (Bun & Steinke 2016, Prop. 3.3), at least the
+// continuous Laplace curve, and equals the divergence of the two
+// randomized-response laws computed directly.
+func TestPureRDP(t *testing.T) {
+	orders := []float64{1.1, 1.5, 2, 4.5, 8, 32, 63, 1e4}
+	for _, eps := range []float64{0.05, 0.5, 2, 8} {
+		t.Run(fmt.Sprint(eps), func(t *testing.T) {
+			got, err := PureRDP(eps, orders)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lap, _ := LaplaceRDP(1/eps, orders)
+			p := math.Exp(eps) / (1 + math.Exp(eps))
+			for i, a := range orders {
+				direct := math.Log(math.Pow(p, a)*math.Pow(1-p, 1-a)+math.Pow(1-p, a)*math.Pow(p, 1-a)) / (a - 1)
+				if a < 100 && math.Abs(got[i]-direct) > 1e-12*math.Max(1, direct) {
+					t.Errorf("α=%v: %v, direct %v", a, got[i], direct)
+				}
+				if got[i] > eps*(1+1e-12) || got[i] > a*eps*eps/2*(1+1e-12) {
+					t.Errorf("α=%v: %v above min(ε, αε²/2)", a, got[i])
+				}
+				if got[i] < lap[i]*(1-1e-12) {
+					t.Errorf("α=%v: %v below the Laplace curve %v", a, got[i], lap[i])
+				}
+			}
+		})
+	}
+	if _, err := PureRDP(0, orders); err == nil {
+		t.Error("ε = 0 accepted")
+	}
+}
+
+// TestRDPBudget checks that RDPBudget inverts the conversion.
+func TestRDPBudget(t *testing.T) {
+	for _, conv := range []Conversion{Balle2020, Classic} {
+		for _, a := range []float64{1.5, 4, 63} {
+			b := conv.RDPBudget(a, 3, 1e-5)
+			got := conv.epsilonAt(a, b, math.Log(1e-5))
+			if math.Abs(got-3) > 1e-12 {
+				t.Errorf("%v α=%v: conversion of the budget %v gives ε=%v, want 3", conv, a, b, got)
 			}
 		}
 	}

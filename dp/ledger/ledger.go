@@ -106,16 +106,29 @@ func (e Entry) Validate() error {
 // maxGroupLen bounds a group name.
 const maxGroupLen = 256
 
-// checkGroups accepts one or more distinct non-empty group names.
+// checkGroups accepts one or more distinct non-empty group names. Long
+// lists (a selection charges every record of a pool) are checked for
+// repeats with a set, short ones by scanning.
 func checkGroups(groups []string) error {
 	if len(groups) == 0 {
 		return errors.New("a charge needs at least one group")
+	}
+	var seen map[string]struct{}
+	if len(groups) > 16 {
+		seen = make(map[string]struct{}, len(groups))
 	}
 	for i, g := range groups {
 		if g == "" || len(g) > maxGroupLen || strings.ContainsAny(g, "\n\r\x00") {
 			return fmt.Errorf("invalid group name %q", g)
 		}
-		if slices.Contains(groups[:i], g) {
+		dup := false
+		if seen != nil {
+			_, dup = seen[g]
+			seen[g] = struct{}{}
+		} else {
+			dup = slices.Contains(groups[:i], g)
+		}
+		if dup {
 			return fmt.Errorf("group %q named twice", g)
 		}
 	}
