@@ -78,9 +78,13 @@ func init() {
 	f.String("labels", "", "event mode: oracle labels, one per event line (CSV or JSON lines)")
 	f.String("out", "-", "event mode: write label requests and releases as JSON lines here")
 	f.String("answers", "", "late labels for pending requests of a resumed state: lines id,y or {\"id\": N, \"y\": 1}")
+	f.Bool("paper", false, "the paper's §5 settings (gamma update, window 5, eta/t, unit ball); without it, dpal's detector (gaussian update, see docs/repro-stream.md)")
+	f.String("update", "gaussian", "noisy update: gaussian (clipped gradients, Gaussian noise, (eps_g, delta)) or gamma (the paper's eq. 8; default with --paper)")
+	f.Float64("delta", 1e-5, "gaussian update: delta of its (eps_g, delta) guarantee and of the ledger")
+	f.Float64("clip", 1, "gaussian update: per-example gradient clipping norm C")
 	f.String("selector", "bernoulli", "selection: bernoulli or exponential")
 	f.String("policy", "flmb", "update policy: flsw or flmb")
-	f.Int("window", 5, "N for flsw, L for flmb")
+	f.Int("window", 0, "N for flsw, L for flmb (default: the gaussian update's noise rule, 87 at d = 116 and eps_g = 1; 5 with --paper)")
 	f.Float64("eps-select", 1, "privacy of one selection decision (eps_s)")
 	f.Float64("eps-grad", 1, "privacy of one mini-batch update (eps_g)")
 	f.Int("label-budget", 0, "stop requesting labels after this many (0 = unlimited)")
@@ -88,10 +92,10 @@ func init() {
 	f.String("calibration", "paper", "exponential selector: paper (charge the true eps_s), scale or slab (true eps_s = eps-select)")
 	f.Float64("tau", math.Exp(-0.2), "Bernoulli slab threshold on c = exp(-d)")
 	f.Bool("shrinking-slab", false, "use tau = exp(-1/t), t the update counter")
-	f.Float64("eta", 1, "step size eta of eta_t = eta/t")
-	f.Float64("lambda", 0.01, "regulariser lambda")
+	f.Float64("eta", 1, "step size scale: eta·R/(G·sqrt(t)) for gaussian, eta/t for gamma")
+	f.Float64("lambda", 0, "regulariser lambda (default 1e-3; 0.01 with --paper)")
 	f.String("loss", "hinge", "loss: hinge or logistic")
-	f.Float64("radius", 1, "projection radius of the model")
+	f.Float64("radius", 0, "projection radius of the model (default 1/sqrt(lambda); 1 with --paper)")
 	f.Float64("m", 1, "norm bound M of the events")
 	f.String("norm-mode", "clip", "events with norm > M: clip or reject")
 	f.Bool("non-private", false, "deterministic Tong-Koller baseline without noise (NOT private)")
@@ -143,38 +147,73 @@ func runStream(cmd *cobra.Command, _ []string) error {
 	return runStreamDataset(cmd, seed)
 }
 
-// streamConfig builds the learner's configuration from the flags.
+// streamConfig builds the learner's configuration: dpal's detector
+// (stream.DetectorConfig), or the paper's §5 settings with --paper, then
+// every flag the user set. The Gaussian update's window follows the noise
+// rule (Config.NoiseWindow) unless --window is set, and its radius 1/√λ
+// unless --radius is.
 func streamConfig(cmd *cobra.Command, dim int) (stream.Config, error) {
 	f := cmd.Flags()
-	cfg := stream.DefaultConfig(dim)
-	var err error
+	cfg := stream.DetectorConfig(dim)
+	if paper, _ := f.GetBool("paper"); paper {
+		cfg = stream.DefaultConfig(dim)
+	}
 	str := func(name string) string { s, _ := f.GetString(name); return s }
-	num := func(name string) float64 { v, _ := f.GetFloat64(name); return v }
-	if cfg.Selector, err = stream.ParseSelector(str("selector")); err != nil {
-		return cfg, fmt.Errorf("--selector: %w", err)
+	num := func(name string, v *float64) {
+		if f.Changed(name) {
+			*v, _ = f.GetFloat64(name)
+		}
 	}
-	if cfg.Policy, err = stream.ParsePolicy(str("policy")); err != nil {
-		return cfg, fmt.Errorf("--policy: %w", err)
+	enums := []struct {
+		flag  string
+		parse func(string) error
+	}{
+		{"update", func(s string) (err error) { cfg.Update, err = stream.ParseUpdate(s); return }},
+		{"selector", func(s string) (err error) { cfg.Selector, err = stream.ParseSelector(s); return }},
+		{"policy", func(s string) (err error) { cfg.Policy, err = stream.ParsePolicy(s); return }},
+		{"calibration", func(s string) (err error) { cfg.Calibration, err = stream.ParseCalibration(s); return }},
+		{"norm-mode", func(s string) (err error) { cfg.NormMode, err = stream.ParseNormMode(s); return }},
 	}
-	if cfg.Calibration, err = stream.ParseCalibration(str("calibration")); err != nil {
-		return cfg, fmt.Errorf("--calibration: %w", err)
+	for _, e := range enums {
+		if !f.Changed(e.flag) {
+			continue
+		}
+		if err := e.parse(str(e.flag)); err != nil {
+			return cfg, fmt.Errorf("--%s: %w", e.flag, err)
+		}
 	}
-	if cfg.NormMode, err = stream.ParseNormMode(str("norm-mode")); err != nil {
-		return cfg, fmt.Errorf("--norm-mode: %w", err)
+	if cfg.Update == stream.Gaussian && cfg.Clip == 0 { // --paper --update gaussian
+		cfg.Clip, cfg.Delta = 1, 1e-5
 	}
-	cfg.Window, _ = f.GetInt("window")
+	if f.Changed("window") {
+		cfg.Window, _ = f.GetInt("window")
+	}
 	cfg.LabelBudget, _ = f.GetInt("label-budget")
 	cfg.ShrinkingSlab, _ = f.GetBool("shrinking-slab")
 	cfg.NonPrivate, _ = f.GetBool("non-private")
-	cfg.EpsSelect, cfg.EpsGrad, cfg.B, cfg.Tau = num("eps-select"), num("eps-grad"), num("b"), num("tau")
-	cfg.Eta, cfg.Lambda, cfg.Radius, cfg.M = num("eta"), num("lambda"), num("radius"), num("m")
-	cfg.Loss = str("loss")
+	for name, v := range map[string]*float64{"eps-select": &cfg.EpsSelect, "eps-grad": &cfg.EpsGrad, "b": &cfg.B,
+		"tau": &cfg.Tau, "eta": &cfg.Eta, "lambda": &cfg.Lambda, "m": &cfg.M, "delta": &cfg.Delta, "clip": &cfg.Clip} {
+		num(name, v)
+	}
+	if f.Changed("loss") {
+		cfg.Loss = str("loss")
+	}
+	if cfg.Update == stream.Gaussian && !f.Changed("radius") && cfg.Lambda > 0 {
+		cfg.Radius = 1 / math.Sqrt(cfg.Lambda)
+	}
+	num("radius", &cfg.Radius)
+	if cfg.Update == stream.Gaussian && !f.Changed("window") {
+		if w, err := cfg.NoiseWindow(); err == nil {
+			cfg.Window = w
+		}
+	}
 	return cfg, nil
 }
 
 // streamConfigFlags are the flags streamConfig reads. A resumed learner
 // takes its configuration from the state, so none of them may be set.
 var streamConfigFlags = []string{
+	"paper", "update", "delta", "clip",
 	"selector", "policy", "window", "eps-select", "eps-grad", "label-budget", "b", "calibration",
 	"tau", "shrinking-slab", "eta", "lambda", "loss", "radius", "m", "norm-mode", "non-private",
 }
@@ -224,6 +263,9 @@ func streamLedger(cmd *cobra.Command, cfg stream.Config) (*ledger.Ledger, error)
 		return nil, errors.New("--ledger: the non-private baseline spends no budget")
 	}
 	b := account.Budget{}
+	if cfg.Update == stream.Gaussian {
+		b.Delta = cfg.Delta
+	}
 	if f.Changed("budget") {
 		b.Epsilon, _ = f.GetFloat64("budget")
 	} else {
