@@ -125,6 +125,7 @@ type streamSummary struct {
 	Releases           int            `json:"releases"`
 	Rejected           int            `json:"rejected"`
 	TestError          *float64       `json:"test_error,omitempty"`
+	ConstantError      *float64       `json:"constant_error,omitempty"`
 	BaselineBatchError *float64       `json:"baseline_batch_error,omitempty"`
 	EpsSelectTrue      *float64       `json:"eps_select_true,omitempty"`
 	EpsilonPerRecord   *float64       `json:"epsilon_per_record"`
@@ -461,7 +462,8 @@ func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 	sum := summarise(l, train.Dim(), resumed)
 	sum.Dataset, sum.TrainSize, sum.TestSize, sum.ShuffleSeed = train.Name, train.Len(), test.Len(), shuffle
 	te := model.ErrorRate(l.Weights(), test.X, test.Y)
-	sum.TestError = &te
+	ce := model.ErrorRate(make([]float64, train.Dim()), test.X, test.Y) // w = 0: every event "attack"
+	sum.TestError, sum.ConstantError = &te, &ce
 	if skip, _ := f.GetBool("no-baseline"); !skip {
 		be, err := baselineBatchError(cmd, name, train, test)
 		if err != nil {
@@ -537,8 +539,8 @@ func printStreamSummary(cmd *cobra.Command, sum *streamSummary) error {
 	}
 	w := cmd.OutOrStdout()
 	c := sum.Config
-	fmt.Fprintf(w, "dpal stream: %s selection, %s (window %d), eps_s = %v, eps_g = %v\n",
-		c.Selector, c.Policy, c.Window, c.EpsSelect, c.EpsGrad)
+	fmt.Fprintf(w, "dpal stream: %s selection, %s update, %s (window %d), eps_s = %v, eps_g = %v\n",
+		c.Selector, c.Update, c.Policy, c.Window, c.EpsSelect, c.EpsGrad)
 	if sum.Dataset != "" {
 		fmt.Fprintf(w, "  data         %s: %d training events streamed, %d test rows, %d features\n",
 			sum.Dataset, sum.Observed, sum.TestSize, sum.Dim)
@@ -548,26 +550,43 @@ func printStreamSummary(cmd *cobra.Command, sum *streamSummary) error {
 	if sum.TestError != nil {
 		fmt.Fprintf(w, "  test error   %.4f\n", *sum.TestError)
 	}
+	if sum.ConstantError != nil {
+		fmt.Fprintf(w, "  constant     %.4f (predicting \"attack\" (+1) for every event)\n", *sum.ConstantError)
+	}
 	if sum.BaselineBatchError != nil {
 		fmt.Fprintf(w, "  baseline     %.4f (non-private batch linear SVM on all training labels)\n", *sum.BaselineBatchError)
 	}
 	if sum.NonPrivate {
 		fmt.Fprintln(w, "  privacy      NONE: non-private Tong-Koller baseline")
 	} else {
-		fmt.Fprintf(w, "  privacy      every record eps <= %.4f (selection eps_s %.4f", *sum.EpsilonPerRecord, *sum.EpsSelectTrue)
-		if c.Selector == stream.Exponential && *sum.EpsSelectTrue > c.EpsSelect*(1+1e-9) {
-			fmt.Fprintf(w, " > target %v: Lemma 2's condition fails, see --calibration", c.EpsSelect)
-		}
-		fmt.Fprintf(w, ", update eps_g %v)\n", c.EpsGrad)
-		fmt.Fprintln(w, "  ledger")
-		for _, g := range sum.Ledger.Groups {
-			fmt.Fprintf(w, "    %-18s eps = %.4f\n", g.Group, g.Epsilon)
-		}
+		printStreamPrivacy(w, sum)
 	}
 	if sum.Seed != nil {
 		fmt.Fprintf(w, "  seed         %d (experiment mode)\n", *sum.Seed)
 	}
 	return nil
+}
+
+// printStreamPrivacy prints the per-record ε, how it splits, and the
+// ledger: each group's ε against the budget and what is left.
+func printStreamPrivacy(w io.Writer, sum *streamSummary) {
+	c := sum.Config
+	at := ""
+	if c.Update == stream.Gaussian {
+		at = fmt.Sprintf(" at delta %g", c.Delta)
+	}
+	fmt.Fprintf(w, "  privacy      every record eps <= %.4f%s (selection eps_s %.4f", *sum.EpsilonPerRecord, at, *sum.EpsSelectTrue)
+	if c.Selector == stream.Exponential && *sum.EpsSelectTrue > c.EpsSelect*(1+1e-9) {
+		fmt.Fprintf(w, " > target %v: Lemma 2's condition fails, see --calibration", c.EpsSelect)
+	}
+	fmt.Fprintf(w, ", update eps_g %v if labelled)\n", c.EpsGrad)
+	if sum.Ledger == nil {
+		return
+	}
+	fmt.Fprintf(w, "  ledger       budget eps %.4f per record (delta %g)\n", sum.Ledger.Meta.Budget.Epsilon, sum.Ledger.Meta.Budget.Delta)
+	for _, g := range sum.Ledger.Groups {
+		fmt.Fprintf(w, "    %-18s eps = %.4f spent, %.4f left\n", g.Group, g.Epsilon, g.Remaining)
+	}
 }
 
 // baselineBatchError trains the non-private linear SVM on the whole
