@@ -158,21 +158,25 @@ func DefaultConfig(dim int) Config {
 	}
 }
 
-// DetectorConfig returns the settings of dpal's private detector, chosen
-// by public rules, not on the evaluation data (docs/repro-stream.md): the
-// Gaussian update with ε_s = ε_g = 1 at δ = 1e-5, per-example clipping at
-// C = M = 1, hinge loss with λ = 1e-3 and the ball of radius R = 1/√λ,
-// which holds the SVM optimum (Shalev-Shwartz et al. 2011, Pegasos,
-// Thm 1), so that the hinge can switch off (on the unit ball of the
-// paper's settings every margin is below 1 and the learner is a centroid
-// classifier); FLMB with the batch size of NoiseWindow; step η = 1 (the
-// scale of Zinkevich's R/(G√t)).
+// DetectorConfig returns the settings of dpal's private detector, set by
+// public rules from the dimension, never fitted to data
+// (docs/repro-stream.md): the Gaussian update with ε_s = ε_g = 1 at
+// δ = 1e-5, per-example clipping at C = M = 1, the hinge loss on the ball
+// of radius R = √d/M with λ = 1/R² (the SVM optimum lies in the ball of
+// radius 1/√λ: Shalev-Shwartz et al. 2011, Pegasos, Thm 1). R = √d/M is
+// the radius at which a point of norm M at the angle of a random direction
+// (cosine 1/√d) can reach margin 1, so that the hinge switches off; on the
+// unit ball of the paper's settings every margin is below 1 and the
+// learner is a centroid classifier. FLMB with the batch size of
+// NoiseWindow; step η = 1 (the scale of Zinkevich's R/(G√t)).
 func DetectorConfig(dim int) Config {
 	c := DefaultConfig(dim)
 	c.Update, c.Delta, c.Clip = Gaussian, 1e-5, 1
-	c.Lambda = 1e-3
-	c.Radius = 1 / math.Sqrt(c.Lambda)
 	c.Eta = 1
+	if dim > 0 {
+		c.Radius = math.Sqrt(float64(dim)) / c.M
+		c.Lambda = 1 / (c.Radius * c.Radius)
+	}
 	c.Window = 1
 	if w, err := c.NoiseWindow(); err == nil {
 		c.Window = w
