@@ -180,7 +180,10 @@ func runReproDetector(cmd *cobra.Command, opt streamrepro.Options, sets []stream
 	fmt.Fprintf(w, "dpal repro stream --detector: seed %d, %d permutations, eps_s = %v (mean ± std test error)\n", d.Seed, d.Perms, d.EpsSelect)
 	for _, r := range rows {
 		eps := "noiseless"
-		if !math.IsInf(r.EpsGrad, 1) {
+		switch {
+		case r.Update == "batch-svm" || r.Update == "constant":
+			eps = "non-private reference"
+		case !math.IsInf(r.EpsGrad, 1):
 			eps = fmt.Sprintf("eps_g %-4v  record eps %.4f", r.EpsGrad, r.EpsilonPerRecord)
 		}
 		fmt.Fprintf(w, "  %-8s %-19s window %-3d %-32s %5d labels  %s\n", r.Dataset, r.Update, r.Window, eps, r.Labels,

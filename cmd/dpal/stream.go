@@ -36,6 +36,13 @@ by a private selector (Bernoulli or exponential), selected events are labelled
 by an oracle, and the linear detector is updated by noisy mini-batch steps
 (FLSW or FLMB). Every record spends eps_s, plus eps_g if it entered an update.
 
+By default the update is dpal's detector: clipped per-example gradients with
+exact discrete-Gaussian noise calibrated to (eps_g, delta), a batch size and a
+model radius set from public quantities (eps_g, delta, d). --paper gives the
+paper's §5 settings (gamma noise of eq. 8, window 5, step eta/t, unit ball),
+which at eps_g = 1 learn no better than predicting "attack" for everything
+(docs/repro-stream.md).
+
 Dataset mode (default, --dataset demo|kdd99|mnist09|csv) simulates the oracle
 with the training split's labels, then reports the test error, the labels
 used, the ledger and the non-private batch SVM's error on the same test set

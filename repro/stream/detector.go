@@ -142,7 +142,15 @@ func RunDetector(opt DetectorOptions, sets []Dataset) ([]DetectorRow, error) {
 		if err := run("tong-koller-noiseless", tk, math.Inf(1)); err != nil {
 			return nil, err
 		}
-		if err := writeDetector(opt, set.Name, rows, errOf(make([]float64, set.Train.Dim()))); err != nil {
+		svm, err := detectorSVM(opt, set, eval)
+		if err != nil {
+			return nil, err
+		}
+		constErr := errOf(make([]float64, set.Train.Dim()))
+		rows = append(rows,
+			DetectorRow{Dataset: set.Name, Update: "batch-svm", EpsGrad: math.Inf(1), Labels: set.Train.Len(), Mean: svm.TestErrorEval},
+			DetectorRow{Dataset: set.Name, Update: "constant", EpsGrad: math.Inf(1), Mean: constErr})
+		if err := writeDetector(opt, set.Name, rows, constErr, svm); err != nil {
 			return nil, err
 		}
 	}
@@ -151,12 +159,12 @@ func RunDetector(opt DetectorOptions, sets []Dataset) ([]DetectorRow, error) {
 
 // writeDetector writes a dataset's error vs ε_g (at the largest label
 // count) and error vs labels (at ε_g = 1) as CSV and PNG.
-func writeDetector(opt DetectorOptions, name string, rows []DetectorRow, constErr float64) error {
+func writeDetector(opt DetectorOptions, name string, rows []DetectorRow, constErr float64, svm BatchSVM) error {
 	maxLabels := opt.LabelGrid[len(opt.LabelGrid)-1]
 	vsEps := &figure.Plot{Title: name + ": error vs ε_g at " + strconv.Itoa(maxLabels) + " labels (ε_s = 1)",
-		XLabel: "ε_g", YLabel: "test error", LogX: true, HLines: []figure.HLine{{Name: "constant +1", Y: constErr}}}
+		XLabel: "ε_g", YLabel: "test error", LogX: true, HLines: []figure.HLine{{Name: "constant +1", Y: constErr}, {Name: "batch SVM", Y: svm.TestErrorEval}}}
 	vsLab := &figure.Plot{Title: name + ": error vs labels at ε_g = 1 (ε_s = 1)",
-		XLabel: "labels", YLabel: "test error", HLines: []figure.HLine{{Name: "constant +1", Y: constErr}}}
+		XLabel: "labels", YLabel: "test error", HLines: []figure.HLine{{Name: "constant +1", Y: constErr}, {Name: "batch SVM", Y: svm.TestErrorEval}}}
 	for _, upd := range []string{"gamma", "gaussian", "gaussian-noiseless", "tong-koller-noiseless"} {
 		e := figure.Series{Name: upd, Points: true}
 		l := figure.Series{Name: upd, Points: true}
@@ -191,7 +199,7 @@ func writeDetector(opt DetectorOptions, name string, rows []DetectorRow, constEr
 		}
 	}
 	return figure.WriteJSON(filepath.Join(dir, "detector.json"), map[string]any{
-		"seed": opt.Seed, "perms": opt.Perms, "eps_select": opt.EpsSelect, "constant_error": constErr, "rows": jsonRows(mine)})
+		"seed": opt.Seed, "perms": opt.Perms, "eps_select": opt.EpsSelect, "constant_error": constErr, "batch_svm": svm, "rows": jsonRows(mine)})
 }
 
 // jsonRows replaces the noiseless twin's infinite ε_g by 0 for encoding/json.
@@ -238,4 +246,17 @@ func checkLambda(opt DetectorOptions, set Dataset, perms []uint64, labels int) e
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "detector_lambda.csv"), []byte(csv), 0o644)
+}
+
+// detectorSVM is the non-private batch SVM on the same test rows as the
+// detector's curves, with λ chosen as in the paper's experiment (Run).
+func detectorSVM(opt DetectorOptions, set Dataset, eval *data.Dataset) (BatchSVM, error) {
+	o := DefaultOptions()
+	fitIdx, valIdx, err := data.SplitTrainTest(set.Train.Len(), o.CVFrac, mix(opt.Seed, 79))
+	if err != nil {
+		return BatchSVM{}, err
+	}
+	e := &experiment{opt: &o}
+	val := subsample(set.Train.Subset(valIdx), o.ValRows, mix(opt.Seed, 80))
+	return e.batchSVM(set.Train, set.Test, eval, set.Train.Subset(fitIdx), val)
 }
