@@ -399,8 +399,9 @@ func (p *PolicyKind) UnmarshalText(b []byte) (err error) { *p, err = ParsePolicy
 
 // RecordEpsilon returns the ε a record pays under cfg at most: the true
 // ε_s of one selection decision (for the exponential selector it can
-// exceed EpsSelect, see Calibration) plus ε_g. It is the budget a ledger
-// needs for one learner; +Inf for the non-private baseline.
+// exceed EpsSelect, see Calibration) plus ε_g, at δ = Delta for the
+// Gaussian update. It is the budget a ledger needs for one learner; +Inf
+// for the non-private baseline.
 func (cfg Config) RecordEpsilon() (float64, error) {
 	if err := cfg.validate(); err != nil {
 		return 0, err
