@@ -44,6 +44,25 @@ const (
 	FLMB
 )
 
+// UpdateKind names the noisy mini-batch update.
+type UpdateKind int
+
+const (
+	// Gamma is the paper's update (eq. 8–10, Lemma 3): noise of density
+	// ∝ exp(−(ε_g/2M)‖z‖) on the batch gradient, step η/t. It is ε_g-DP
+	// per record, but its noise has mean norm 2Md/ε_g against a gradient
+	// of norm ≤ M: at d ≈ 100 and ε_g = 1 the learner does not learn (see
+	// docs/repro-stream.md).
+	Gamma UpdateKind = iota
+	// Gaussian clips each example's gradient to norm Clip, adds Gaussian
+	// noise from dp/mech's exact discrete-Gaussian vector sampler to the
+	// batch sum, and steps by η·R/(G√t) (Zinkevich 2003). Each labelled
+	// record enters exactly one batch, so a record pays one Gaussian
+	// release: ρ-zCDP, with ρ calibrated so that it is (ε_g, Delta)-DP at
+	// the ledger's conversion (account.CalibrateZCDP).
+	Gaussian
+)
+
 // Calibration says how the exponential selector's scale is set (see
 // mech.Calibration). Lemma 2 assumes exp(−bε/Δ) ≤ 1/2, which the paper's
 // own §5 settings (b = 0.2, ε = 1, M = 1) violate; then the non-selection
@@ -101,6 +120,14 @@ type Config struct {
 	// LabelBudget caps the labels requested; 0 means unlimited. Once it is
 	// reached the learner stops selecting (and spends nothing more).
 	LabelBudget int `json:"label_budget"`
+	// Update is the noisy update rule (Gamma, the paper's, by default).
+	Update UpdateKind `json:"update"`
+	// Delta is δ of the Gaussian update's (ε_g, δ) guarantee, and of the
+	// learner's ledger (Gaussian update only; 0 otherwise).
+	Delta float64 `json:"delta,omitempty"`
+	// Clip bounds each example's gradient norm in the Gaussian update
+	// (gradients have norm ≤ M anyway, so Clip = M clips nothing).
+	Clip float64 `json:"clip,omitempty"`
 	// NonPrivate turns the learner into the deterministic Tong–Koller
 	// baseline: request iff c(t) ≥ τ, update without noise. It is NOT
 	// differentially private and refuses a ledger; for experiments only.
@@ -134,6 +161,66 @@ func DefaultConfig(dim int) Config {
 		Loss:      "hinge",
 		Radius:    1,
 	}
+}
+
+// DetectorConfig returns the settings of dpal's private detector, set by
+// public rules from the dimension, never fitted to data
+// (docs/repro-stream.md): the Gaussian update with ε_s = ε_g = 1 at
+// δ = 1e-5, per-example clipping at C = M = 1, the hinge loss on the ball
+// of radius R = √d/M with λ = 1/R² (the SVM optimum lies in the ball of
+// radius 1/√λ: Shalev-Shwartz et al. 2011, Pegasos, Thm 1). R = √d/M is
+// the radius at which a point of norm M at the angle of a random direction
+// (cosine 1/√d) can reach margin 1, so that the hinge switches off; on the
+// unit ball of the paper's settings every margin is below 1 and the
+// learner is a centroid classifier. FLMB with the batch size of
+// NoiseWindow; step η = 1 (the scale of Zinkevich's R/(G√t)).
+func DetectorConfig(dim int) Config {
+	c := DefaultConfig(dim)
+	c.Update, c.Delta, c.Clip = Gaussian, 1e-5, 1
+	c.Eta = 1
+	if dim > 0 {
+		c.Radius = math.Sqrt(float64(dim)) / c.M
+		c.Lambda = 1 / (c.Radius * c.Radius)
+	}
+	c.Window = 1
+	if w, err := c.NoiseWindow(); err == nil {
+		c.Window = w
+	}
+	return c
+}
+
+// NoiseWindow is the public rule for the Gaussian update's batch size: the
+// smallest L at which the noise on the mean gradient, of norm about σ√d/L,
+// is no larger than the clipped gradient's bound C, clamped to [20, 200].
+// It depends on ε_g, δ, C and d only, never on the data.
+func (c Config) NoiseWindow() (int, error) {
+	if c.Update != Gaussian {
+		return 0, errors.New("stream: the noise window applies to the Gaussian update")
+	}
+	sigma, err := gaussianSigma(c, account.Balle2020)
+	if err != nil {
+		return 0, err
+	}
+	w := math.Ceil(sigma * math.Sqrt(float64(c.Dim)) / c.Clip)
+	return int(min(max(w, 20), 200)), nil
+}
+
+// gaussianZ returns the noise multiplier of the Gaussian update: ρ-zCDP
+// calibrated to (ε_g, δ) under conv, z = 1/√(2ρ). The sensitivity is 2C:
+// neighbouring streams replace one record (§2), which moves the clipped
+// gradient sum by at most 2C.
+func gaussianZ(c Config, conv account.Conversion) (float64, error) {
+	rho, err := account.CalibrateZCDP(account.Budget{Epsilon: c.EpsGrad, Delta: c.Delta}, conv)
+	if err != nil {
+		return 0, fmt.Errorf("stream: gaussian update: %w", err)
+	}
+	return 1 / math.Sqrt(2*rho), nil
+}
+
+// gaussianSigma is the continuous σ = z·2C the Gaussian update aims at.
+func gaussianSigma(c Config, conv account.Conversion) (float64, error) {
+	z, err := gaussianZ(c, conv)
+	return z * 2 * c.Clip, err
 }
 
 // validate checks every field, naming the first bad one.
@@ -181,7 +268,26 @@ func (c Config) validate() error {
 	if !c.ShrinkingSlab && !(c.Tau > 0 && c.Tau <= 1) {
 		return fmt.Errorf("stream: tau must lie in (0, 1], got %v", c.Tau)
 	}
+	if err := c.validateUpdate(); err != nil {
+		return err
+	}
 	return c.validateSelector()
+}
+
+func (c Config) validateUpdate() error {
+	switch c.Update {
+	case Gamma:
+	case Gaussian:
+		if !(c.Clip > 0) || math.IsInf(c.Clip, 0) {
+			return fmt.Errorf("stream: clip must be finite and > 0 for the gaussian update, got %v", c.Clip)
+		}
+		if !c.NonPrivate && !(c.Delta > 0 && c.Delta < 1) {
+			return fmt.Errorf("stream: the gaussian update needs 0 < delta < 1, got %v", c.Delta)
+		}
+	default:
+		return fmt.Errorf("stream: unknown update %d", c.Update)
+	}
+	return nil
 }
 
 func (c Config) validateSelector() error {
@@ -216,6 +322,7 @@ var (
 	normModeNames = []string{"clip", "reject"}
 	selectorNames = []string{"bernoulli", "exponential"}
 	policyNames   = []string{"flsw", "flmb"}
+	updateNames   = []string{"gamma", "gaussian"}
 )
 
 func enumString(names []string, v int) string {
@@ -242,6 +349,21 @@ func (s SelectorKind) String() string { return enumString(selectorNames, int(s))
 
 // String returns "flsw" or "flmb".
 func (p PolicyKind) String() string { return enumString(policyNames, int(p)) }
+
+// String returns "gamma" or "gaussian".
+func (u UpdateKind) String() string { return enumString(updateNames, int(u)) }
+
+// ParseUpdate parses "gamma" or "gaussian".
+func ParseUpdate(s string) (UpdateKind, error) {
+	v, err := enumParse("update", updateNames, s)
+	return UpdateKind(v), err
+}
+
+// MarshalText encodes the update by name.
+func (u UpdateKind) MarshalText() ([]byte, error) { return []byte(u.String()), nil }
+
+// UnmarshalText decodes an update name.
+func (u *UpdateKind) UnmarshalText(b []byte) (err error) { *u, err = ParseUpdate(string(b)); return }
 
 // ParseNormMode parses "clip" or "reject".
 func ParseNormMode(s string) (NormMode, error) {
@@ -287,8 +409,9 @@ func (p *PolicyKind) UnmarshalText(b []byte) (err error) { *p, err = ParsePolicy
 
 // RecordEpsilon returns the ε a record pays under cfg at most: the true
 // ε_s of one selection decision (for the exponential selector it can
-// exceed EpsSelect, see Calibration) plus ε_g. It is the budget a ledger
-// needs for one learner; +Inf for the non-private baseline.
+// exceed EpsSelect, see Calibration) plus ε_g, at δ = Delta for the
+// Gaussian update. It is the budget a ledger needs for one learner; +Inf
+// for the non-private baseline.
 func (cfg Config) RecordEpsilon() (float64, error) {
 	if err := cfg.validate(); err != nil {
 		return 0, err

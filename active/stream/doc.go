@@ -25,11 +25,25 @@
 //
 // The slab is fixed (τ = e^−0.2) or shrinking (τ = e^(−1/t), t the update
 // counter, §5). Labelled points are buffered (private state, never logged)
-// and the model is updated by the mini-batch rule of eq. 9–10 with noise of
-// density ∝ exp(−(ε_g/2M)‖z‖) (eq. 8, Lemma 3), step η_t = η/t and
-// projection onto a ball of radius Config.Radius. The FLSW policy updates
-// every N observations (Algorithm 3; an empty window publishes the same w
-// and spends nothing, eq. 14–15); FLMB updates when L labels are buffered
+// and the model is updated by the mini-batch rule of eq. 9–10, by one of
+// two update mechanisms (Config.Update):
+//
+//   - Gamma, the paper's: noise of density ∝ exp(−(ε_g/2M)‖z‖) (eq. 8,
+//     Lemma 3), step η_t = η/t and projection onto a ball of radius
+//     Config.Radius. DefaultConfig gives it with §5's settings. Its noise
+//     has mean norm 2Md/ε_g, which drowns gradients of norm ≤ M at any
+//     useful ε_g; and on the unit ball every hinge margin is below 1, so
+//     even without noise the loop is a centroid classifier.
+//   - Gaussian, dpal's detector (DetectorConfig): per-example gradients
+//     clipped to Config.Clip, exact discrete-Gaussian noise on their sum
+//     (mech.GaussianVector) calibrated so that one update is (ε_g, δ)-DP
+//     at the ledger's conversion, step η·R/(G√t) (Zinkevich 2003) on the
+//     ball of radius R = 1/√λ, and a batch size from public parameters
+//     only (Config.NoiseWindow).
+//
+// The FLSW policy updates every N observations (Algorithm 3; an empty
+// window publishes the same w and spends nothing, eq. 14–15); FLMB
+// updates when L labels are buffered
 // (Algorithm 4). With Config.NonPrivate the learner is the deterministic
 // Tong–Koller baseline instead (selection iff c ≥ τ, no noise).
 //
@@ -40,7 +54,11 @@
 // model log (T_i, w_{T_i}) (Release); the buffer of labelled points is not
 // released (the guarantee is not pan-private). Every record's spend is ε_s
 // for its selection decision, plus ε_g if its label entered an update
-// (Theorems 1–3), so the whole output is (ε_s + ε_g)-DP per record. The
+// (Theorems 1–3), so the whole output is (ε_s + ε_g)-DP per record; for
+// the Gaussian update (ε_s + ε_g, δ)-DP, the ledger composing ε_s with the
+// update's ρ-zCDP and reporting ε at its budget's δ. The Gaussian update's
+// sensitivity is 2·Clip: neighbours replace a record, and given the public
+// label requests a record is in the same batch on both sides. The
 // ledger holds two groups, GroupObserved (ε_s) and GroupBatched (ε_s + ε_g),
 // charged before the first decision and the first update respectively:
 // because records are disjoint, one charge per group covers all records.
@@ -48,7 +66,8 @@
 //
 // Sampling is exact: selections use dp/mech's Bernoulli samplers
 // (BernoulliFloat, BernoulliExpFloat; Canonne–Kamath–Steinke 2020) and the
-// update noise dp/mech's gamma mechanism. Production runs take rng.Secure();
+// update noise dp/mech's gamma mechanism or its discrete-Gaussian vector
+// sampler. Production runs take rng.Secure();
 // a seeded source is for tests and experiments and is recorded by callers.
 //
 // A rejected event (Observe's error wraps ErrInvalidEvent) is input

@@ -107,3 +107,20 @@ func ExampleRestore() {
 	// true
 	// false
 }
+
+// DetectorConfig sets the Gaussian update's batch size, radius and
+// regulariser from public quantities only (ε_g, δ, clipping norm, d); the
+// per-record ε is ε_s + ε_g at δ, as the learner's ledger reports it.
+func ExampleDetectorConfig() {
+	cfg := stream.DetectorConfig(116) // KDD Cup 99's dimension
+	eps, err := cfg.RecordEpsilon()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("update %s, window %d, radius %.2f, lambda %.5f\n", cfg.Update, cfg.Window, cfg.Radius, cfg.Lambda)
+	fmt.Printf("every record's ε ≤ %g at δ = %g\n", eps, cfg.Delta)
+	// Output:
+	// update gaussian, window 88, radius 10.77, lambda 0.00862
+	// every record's ε ≤ 2 at δ = 1e-05
+}

@@ -95,6 +95,13 @@ type point struct {
 	y  float64
 }
 
+// updateNoise is the noise of a mini-batch update: mech.GammaVector (eq. 8)
+// or mech.GaussianVector; its Loss is the per-record charge.
+type updateNoise interface {
+	account.Mechanism
+	AddTo(r *rng.Rand, v []float64) error
+}
+
 // Learner is the private stream-based active learner: a pure state
 // machine with no I/O. Observe screens one event, Label supplies a
 // requested label (at any later time), and updates happen on the policy's
@@ -103,7 +110,8 @@ type Learner struct {
 	cfg   Config
 	loss  model.Loss
 	sel   selector
-	noise *mech.GammaVector // nil for the non-private baseline
+	noise updateNoise // nil for the non-private baseline
+	sigma float64     // the Gaussian update's per-coordinate σ (0 otherwise)
 
 	r      *rng.Rand
 	src    *rand.ChaCha8 // the learner's own stream when seeded, for SaveState
@@ -196,19 +204,59 @@ func build(cfg Config, r *rng.Rand, led *ledger.Ledger) (*Learner, error) {
 		}
 		return l, nil
 	}
-	// Lemma 3: replacing one (x, y) moves Σ ℓ'·y·x by at most 2M, hence
-	// the density ∝ exp(−(ε_g/2M)‖z‖) of eq. 8.
-	if l.noise, err = mech.NewGammaVector(cfg.EpsGrad, 2*cfg.M, cfg.Dim); err != nil {
-		return nil, fmt.Errorf("stream: update noise: %w", err)
+	if err := l.buildNoise(led); err != nil {
+		return nil, err
 	}
 	if led == nil {
-		l.ledger, err = ledger.New(account.Budget{Epsilon: sel.eps + cfg.EpsGrad})
+		l.ledger, err = ledger.New(account.Budget{Epsilon: sel.eps + cfg.EpsGrad, Delta: cfg.ledgerDelta()})
 		if err != nil {
 			return nil, fmt.Errorf("stream: ledger: %w", err)
 		}
 		l.owned = true
 	}
 	return l, nil
+}
+
+// ledgerDelta is the δ of the learner's budget: the Gaussian update's.
+func (c Config) ledgerDelta() float64 {
+	if c.Update == Gaussian {
+		return c.Delta
+	}
+	return 0
+}
+
+// buildNoise makes the update noise. Gamma (Lemma 3): replacing one (x, y)
+// moves Σ ℓ'·y·x by at most 2M, hence the density ∝ exp(−(ε_g/2M)‖z‖) of
+// eq. 8. Gaussian: the clipped sum moves by at most 2C, and ρ is
+// calibrated at the ledger's δ and conversion, so the ledger reports
+// exactly ε_g for it.
+func (l *Learner) buildNoise(led *ledger.Ledger) error {
+	cfg := l.cfg
+	var err error
+	switch cfg.Update {
+	case Gaussian:
+		conv := account.Balle2020
+		if led != nil {
+			conv = led.Meta().Conversion
+			if d := led.Budget().Delta; d != cfg.Delta {
+				return fmt.Errorf("stream: the ledger's delta %v differs from the gaussian update's %v", d, cfg.Delta)
+			}
+		}
+		var z float64
+		if z, err = gaussianZ(cfg, conv); err != nil {
+			return err
+		}
+		var gv *mech.GaussianVector
+		if gv, err = mech.NewGaussianVector(z, 2*cfg.Clip, cfg.Dim); err == nil {
+			l.noise, l.sigma = gv, gv.Sigma()
+		}
+	default:
+		l.noise, err = mech.NewGammaVector(cfg.EpsGrad, 2*cfg.M, cfg.Dim)
+	}
+	if err != nil {
+		return fmt.Errorf("stream: update noise: %w", err)
+	}
+	return nil
 }
 
 // setRand takes r, or for a seeded r a ChaCha8 stream keyed from it that
@@ -565,11 +613,16 @@ func (l *Learner) addNoise(g []float64) error {
 
 // update applies eq. 10 to the batch and publishes the result:
 //
-//	w′ = Π(w − η_t(λw + (1/B)Σ ℓ′(y⟨w, x⟩)·y·x + (1/B)z)),  η_t = η/t,
+//	w′ = Π(w − η_t(λw + (1/B)(Σ g_i + z))),
 //
-// where for the hinge loss ℓ′·y·x = −u·y·x with u of eq. 9, and z has
-// density ∝ exp(−(ε_g/2M)‖z‖) (eq. 8). An empty batch changes nothing and
-// spends nothing: the same w stays published (eq. 14–15).
+// with g_i = ℓ′(y⟨w, x⟩)·y·x (for the hinge loss −u·y·x, u of eq. 9). The
+// Gamma update (eq. 8–10) uses g_i as is, z of density ∝ exp(−(ε_g/2M)‖z‖)
+// and η_t = η/t. The Gaussian update clips each g_i to norm C, draws z from
+// the discrete Gaussian of σ = z·2C, and steps η_t = η·R/(G√t) with
+// G² = (C + λR)² + dσ²/B², a bound on E‖the noisy gradient‖² (Zinkevich
+// 2003: step D/(G√t) for projected online gradient descent). An empty
+// batch changes nothing and spends nothing: the same w stays published
+// (eq. 14–15).
 func (l *Learner) update() error {
 	b := len(l.batch)
 	if b == 0 {
@@ -579,7 +632,7 @@ func (l *Learner) update() error {
 	clear(g)
 	for _, p := range l.batch {
 		if c := l.loss.Deriv(p.y*floats.Dot(l.w, p.x)) * p.y; c != 0 {
-			floats.AddScaled(g, c, p.x)
+			floats.AddScaled(g, c*l.clipScale(c, p.x), p.x)
 		}
 	}
 	if l.noise != nil {
@@ -587,7 +640,7 @@ func (l *Learner) update() error {
 			return err
 		}
 	}
-	eta := l.cfg.Eta / float64(l.updates+1)
+	eta := l.step(b)
 	invB := 1 / float64(b)
 	for i, wi := range l.w {
 		l.w[i] = wi - eta*(l.cfg.Lambda*wi+g[i]*invB)
@@ -601,6 +654,31 @@ func (l *Learner) update() error {
 	l.batch = l.batch[:0]
 	l.publish()
 	return nil
+}
+
+// clipScale returns the factor that clips the gradient c·x to norm Clip
+// (Gaussian update only; 1 when it is inside or for the Gamma update).
+func (l *Learner) clipScale(c float64, x []float64) float64 {
+	if l.cfg.Update != Gaussian || l.cfg.Clip >= l.cfg.M {
+		return 1 // |c| ≤ 1 and ‖x‖ ≤ M: already inside
+	}
+	if n := math.Abs(c) * vec.Norm(x); n > l.cfg.Clip {
+		return l.cfg.Clip / n
+	}
+	return 1
+}
+
+// step is η_t of the update about to be made, for a batch of b points.
+func (l *Learner) step(b int) float64 {
+	t := float64(l.updates + 1)
+	c := l.cfg
+	if c.Update != Gaussian {
+		return c.Eta / t
+	}
+	bound := c.Clip + c.Lambda*c.Radius
+	noise := l.sigma / float64(b)
+	G := math.Sqrt(bound*bound + float64(c.Dim)*noise*noise)
+	return c.Eta * c.Radius / (G * math.Sqrt(t))
 }
 
 // releaseChunk is how many releases share one backing allocation.

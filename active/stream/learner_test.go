@@ -295,6 +295,8 @@ func TestResume(t *testing.T) {
 		{"exponential-flsw", func(c *Config) { c.Selector, c.Policy, c.Window = Exponential, FLSW, 4 }},
 		{"shrinking", func(c *Config) { c.ShrinkingSlab = true }},
 		{"tong-koller", func(c *Config) { c.NonPrivate = true }},
+		{"gaussian", func(c *Config) { *c = DetectorConfig(5); c.Window = 7 }},
+		{"gaussian-flsw", func(c *Config) { *c = DetectorConfig(5); c.Policy, c.Window = FLSW, 9 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig(5)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 
+	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/vec"
@@ -339,12 +340,13 @@ func validRunID(s string) bool {
 }
 
 // checkOwnedBudget refuses a saved ledger whose budget exceeds the one New
-// gives its own ledger (ε_s + ε_g per record, δ = 0): a resumed budget
-// never exceeds the original, whatever the file says.
+// gives its own ledger (ε_s + ε_g per record, at the update's δ): a resumed
+// budget never exceeds the original, whatever the file says.
 func (l *Learner) checkOwnedBudget() error {
 	b := l.ledger.Budget()
-	if want := l.sel.eps + l.cfg.EpsGrad; b.Epsilon > want || b.Delta > 0 {
-		return fmt.Errorf("saved ledger budget ε = %v, δ = %v exceeds this learner's ε_s + ε_g = %v, δ = 0", b.Epsilon, b.Delta, want)
+	want := account.Budget{Epsilon: l.sel.eps + l.cfg.EpsGrad, Delta: l.cfg.ledgerDelta()}
+	if b.Epsilon > want.Epsilon || b.Delta > want.Delta {
+		return fmt.Errorf("saved ledger budget ε = %v, δ = %v exceeds this learner's ε_s + ε_g = %v, δ = %v", b.Epsilon, b.Delta, want.Epsilon, want.Delta)
 	}
 	return nil
 }

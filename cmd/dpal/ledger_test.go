@@ -89,7 +89,7 @@ func TestStreamDurableLedger(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ledger.db")
 	state := filepath.Join(dir, "state.json")
-	args := []string{"--events", "400", "--label-budget", "20", "--seed", "1", "--no-baseline", "--ledger", path}
+	args := []string{"--paper", "--events", "400", "--label-budget", "20", "--seed", "1", "--no-baseline", "--ledger", path}
 	if _, _, err := runStreamCLI(t, "", append(args, "--save-state", state)...); err != nil {
 		t.Fatal(err)
 	}

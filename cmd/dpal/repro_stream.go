@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,6 +50,7 @@ func init() {
 	f.Float64("radius", 1, "radius of the ball the iterates are projected onto (paper: 1)")
 	f.Float64("eps-select", 1, "eps_s of the selection (paper: 1); other values are what-if runs")
 	f.Float64("eps-grad", 1, "eps_g of each update (paper: 1); other values are what-if runs")
+	f.Bool("detector", false, "instead of the paper's figures, compare the update mechanisms (gamma, gaussian, the noiseless twin) over eps_g in {0.25, 0.5, 1, 2, 4} and 200-2000 labels")
 	reproCmd.AddCommand(reproStreamCmd)
 }
 
@@ -95,6 +97,9 @@ func runReproStream(cmd *cobra.Command, _ []string) error {
 			return err
 		}
 		sets = append(sets, set)
+	}
+	if det, _ := f.GetBool("detector"); det {
+		return runReproDetector(cmd, opt, sets, quick)
 	}
 	sum, err := streamrepro.Run(opt, sets)
 	if err != nil {
@@ -162,3 +167,31 @@ func printReproStream(w io.Writer, sum *streamrepro.Summary, out string) {
 }
 
 func pct(s streamrepro.Stat) string { return fmt.Sprintf("%.2f ± %.2f%%", 100*s.Mean, 100*s.Std) }
+
+// runReproDetector runs streamrepro.RunDetector with the paper run's seed,
+// permutations, output directory and test subsample, and prints its table.
+func runReproDetector(cmd *cobra.Command, opt streamrepro.Options, sets []streamrepro.Dataset, quick bool) error {
+	d := streamrepro.DefaultDetectorOptions()
+	d.Perms, d.Seed, d.OutDir, d.TestRows, d.EpsSelect = opt.Perms, opt.Seed, opt.OutDir, opt.TestRows, opt.EpsSelect
+	if quick {
+		d.EpsGrads, d.LabelGrid = []float64{1}, []int{200, 1000}
+	}
+	rows, err := streamrepro.RunDetector(d, sets)
+	if err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "dpal repro stream --detector: seed %d, %d permutations, eps_s = %v (mean ± std test error)\n", d.Seed, d.Perms, d.EpsSelect)
+	for _, r := range rows {
+		eps := "noiseless"
+		switch {
+		case r.Update == "batch-svm" || r.Update == "constant":
+			eps = "non-private reference"
+		case !math.IsInf(r.EpsGrad, 1):
+			eps = fmt.Sprintf("eps_g %-4v  record eps %.4f", r.EpsGrad, r.EpsilonPerRecord)
+		}
+		fmt.Fprintf(w, "  %-8s %-19s window %-3d %-32s %5d labels  %s\n", r.Dataset, r.Update, r.Window, eps, r.Labels,
+			pct(streamrepro.Stat{Mean: r.Mean, Std: r.Std}))
+	}
+	return nil
+}

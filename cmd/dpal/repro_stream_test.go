@@ -58,3 +58,23 @@ func TestReproStreamBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestReproStreamDetector: --detector writes the update comparison (error
+// vs ε_g and vs labels) with the ledger's per-record ε in its table.
+func TestReproStreamDetector(t *testing.T) {
+	out := t.TempDir()
+	stdout, _, err := runCLI(t, "", "repro", "stream", "--quick", "--detector", "--seed", "1", "--no-progress", "--out", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"gaussian ", "gamma ", "gaussian-noiseless", "record eps 2.0000"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, f := range []string{"detector_error_vs_eps.csv", "detector_error_vs_labels.png", "detector.json"} {
+		if _, err := os.Stat(filepath.Join(out, "demo", f)); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -37,6 +37,13 @@ by a private selector (Bernoulli or exponential), selected events are labelled
 by an oracle, and the linear detector is updated by noisy mini-batch steps
 (FLSW or FLMB). Every record spends eps_s, plus eps_g if it entered an update.
 
+By default the update is dpal's detector: clipped per-example gradients with
+exact discrete-Gaussian noise calibrated to (eps_g, delta), a batch size and a
+model radius set from public quantities (eps_g, delta, d). --paper gives the
+paper's §5 settings (gamma noise of eq. 8, window 5, step eta/t, unit ball),
+which at eps_g = 1 learn no better than predicting "attack" for everything
+(docs/repro-stream.md).
+
 Dataset mode (default, --dataset demo|kdd99|mnist09|csv) simulates the oracle
 with the training split's labels, then reports the test error, the labels
 used, the ledger and the non-private batch SVM's error on the same test set
@@ -99,9 +106,13 @@ func init() {
 	f.String("labels", "", "event mode: oracle labels, one per event line (CSV or JSON lines)")
 	f.String("out", "-", "event mode: write label requests and releases as JSON lines here")
 	f.String("answers", "", "late labels for pending requests of a resumed state: lines id,y or {\"id\": N, \"y\": 1}")
+	f.Bool("paper", false, "the paper's §5 settings (gamma update, window 5, eta/t, unit ball); without it, dpal's detector (gaussian update, see docs/repro-stream.md)")
+	f.String("update", "gaussian", "noisy update: gaussian (clipped gradients, Gaussian noise, (eps_g, delta)) or gamma (the paper's eq. 8; default with --paper)")
+	f.Float64("delta", 1e-5, "gaussian update: delta of its (eps_g, delta) guarantee and of the ledger")
+	f.Float64("clip", 1, "gaussian update: per-example gradient clipping norm C")
 	f.String("selector", "bernoulli", "selection: bernoulli or exponential")
 	f.String("policy", "flmb", "update policy: flsw or flmb")
-	f.Int("window", 5, "N for flsw, L for flmb")
+	f.Int("window", 0, "N for flsw, L for flmb (default: the gaussian update's noise rule, 87 at d = 116 and eps_g = 1; 5 with --paper)")
 	f.Float64("eps-select", 1, "privacy of one selection decision (eps_s)")
 	f.Float64("eps-grad", 1, "privacy of one mini-batch update (eps_g)")
 	f.Int("label-budget", 0, "stop requesting labels after this many (0 = unlimited)")
@@ -109,10 +120,10 @@ func init() {
 	f.String("calibration", "paper", "exponential selector: paper (charge the true eps_s), scale or slab (true eps_s = eps-select)")
 	f.Float64("tau", math.Exp(-0.2), "Bernoulli slab threshold on c = exp(-d)")
 	f.Bool("shrinking-slab", false, "use tau = exp(-1/t), t the update counter")
-	f.Float64("eta", 1, "step size eta of eta_t = eta/t")
-	f.Float64("lambda", 0.01, "regulariser lambda")
+	f.Float64("eta", 1, "step size scale: eta·R/(G·sqrt(t)) for gaussian, eta/t for gamma")
+	f.Float64("lambda", 0, "regulariser lambda (default M^2/d for the gaussian update, 0.01 with --paper)")
 	f.String("loss", "hinge", "loss: hinge or logistic")
-	f.Float64("radius", 1, "projection radius of the model")
+	f.Float64("radius", 0, "projection radius of the model (default 1/sqrt(lambda) for the gaussian update, sqrt(d)/M unless --lambda is set; 1 with --paper)")
 	f.Float64("m", 1, "norm bound M of the events")
 	f.String("norm-mode", "clip", "events with norm > M: clip or reject")
 	f.Bool("non-private", false, "deterministic Tong-Koller baseline without noise (NOT private)")
@@ -146,6 +157,7 @@ type streamSummary struct {
 	Skipped            int            `json:"skipped_lines,omitempty"`
 	Replays            int            `json:"replays,omitempty"`
 	TestError          *float64       `json:"test_error,omitempty"`
+	ConstantError      *float64       `json:"constant_error,omitempty"`
 	BaselineBatchError *float64       `json:"baseline_batch_error,omitempty"`
 	EpsSelectTrue      *float64       `json:"eps_select_true,omitempty"`
 	EpsilonPerRecord   *float64       `json:"epsilon_per_record"`
@@ -168,38 +180,73 @@ func runStream(cmd *cobra.Command, _ []string) error {
 	return runStreamDataset(cmd, seed)
 }
 
-// streamConfig builds the learner's configuration from the flags.
+// streamConfig builds the learner's configuration: dpal's detector
+// (stream.DetectorConfig), or the paper's §5 settings with --paper, then
+// every flag the user set. The Gaussian update's window follows the noise
+// rule (Config.NoiseWindow) unless --window is set, and its radius 1/√λ
+// unless --radius is.
 func streamConfig(cmd *cobra.Command, dim int) (stream.Config, error) {
 	f := cmd.Flags()
-	cfg := stream.DefaultConfig(dim)
-	var err error
+	cfg := stream.DetectorConfig(dim)
+	if paper, _ := f.GetBool("paper"); paper {
+		cfg = stream.DefaultConfig(dim)
+	}
 	str := func(name string) string { s, _ := f.GetString(name); return s }
-	num := func(name string) float64 { v, _ := f.GetFloat64(name); return v }
-	if cfg.Selector, err = stream.ParseSelector(str("selector")); err != nil {
-		return cfg, fmt.Errorf("--selector: %w", err)
+	num := func(name string, v *float64) {
+		if f.Changed(name) {
+			*v, _ = f.GetFloat64(name)
+		}
 	}
-	if cfg.Policy, err = stream.ParsePolicy(str("policy")); err != nil {
-		return cfg, fmt.Errorf("--policy: %w", err)
+	enums := []struct {
+		flag  string
+		parse func(string) error
+	}{
+		{"update", func(s string) (err error) { cfg.Update, err = stream.ParseUpdate(s); return }},
+		{"selector", func(s string) (err error) { cfg.Selector, err = stream.ParseSelector(s); return }},
+		{"policy", func(s string) (err error) { cfg.Policy, err = stream.ParsePolicy(s); return }},
+		{"calibration", func(s string) (err error) { cfg.Calibration, err = stream.ParseCalibration(s); return }},
+		{"norm-mode", func(s string) (err error) { cfg.NormMode, err = stream.ParseNormMode(s); return }},
 	}
-	if cfg.Calibration, err = stream.ParseCalibration(str("calibration")); err != nil {
-		return cfg, fmt.Errorf("--calibration: %w", err)
+	for _, e := range enums {
+		if !f.Changed(e.flag) {
+			continue
+		}
+		if err := e.parse(str(e.flag)); err != nil {
+			return cfg, fmt.Errorf("--%s: %w", e.flag, err)
+		}
 	}
-	if cfg.NormMode, err = stream.ParseNormMode(str("norm-mode")); err != nil {
-		return cfg, fmt.Errorf("--norm-mode: %w", err)
+	if cfg.Update == stream.Gaussian && cfg.Clip == 0 { // --paper --update gaussian
+		cfg.Clip, cfg.Delta = 1, 1e-5
 	}
-	cfg.Window, _ = f.GetInt("window")
+	if f.Changed("window") {
+		cfg.Window, _ = f.GetInt("window")
+	}
 	cfg.LabelBudget, _ = f.GetInt("label-budget")
 	cfg.ShrinkingSlab, _ = f.GetBool("shrinking-slab")
 	cfg.NonPrivate, _ = f.GetBool("non-private")
-	cfg.EpsSelect, cfg.EpsGrad, cfg.B, cfg.Tau = num("eps-select"), num("eps-grad"), num("b"), num("tau")
-	cfg.Eta, cfg.Lambda, cfg.Radius, cfg.M = num("eta"), num("lambda"), num("radius"), num("m")
-	cfg.Loss = str("loss")
+	for name, v := range map[string]*float64{"eps-select": &cfg.EpsSelect, "eps-grad": &cfg.EpsGrad, "b": &cfg.B,
+		"tau": &cfg.Tau, "eta": &cfg.Eta, "lambda": &cfg.Lambda, "m": &cfg.M, "delta": &cfg.Delta, "clip": &cfg.Clip} {
+		num(name, v)
+	}
+	if f.Changed("loss") {
+		cfg.Loss = str("loss")
+	}
+	if cfg.Update == stream.Gaussian && !f.Changed("radius") && cfg.Lambda > 0 {
+		cfg.Radius = 1 / math.Sqrt(cfg.Lambda)
+	}
+	num("radius", &cfg.Radius)
+	if cfg.Update == stream.Gaussian && !f.Changed("window") {
+		if w, err := cfg.NoiseWindow(); err == nil {
+			cfg.Window = w
+		}
+	}
 	return cfg, nil
 }
 
 // streamConfigFlags are the flags streamConfig reads. A resumed learner
 // takes its configuration from the state, so none of them may be set.
 var streamConfigFlags = []string{
+	"paper", "update", "delta", "clip",
 	"selector", "policy", "window", "eps-select", "eps-grad", "label-budget", "b", "calibration",
 	"tau", "shrinking-slab", "eta", "lambda", "loss", "radius", "m", "norm-mode", "non-private",
 }
@@ -249,6 +296,9 @@ func streamLedger(cmd *cobra.Command, cfg stream.Config) (*ledger.Ledger, error)
 		return nil, errors.New("--ledger: the non-private baseline spends no budget")
 	}
 	b := account.Budget{}
+	if cfg.Update == stream.Gaussian {
+		b.Delta = cfg.Delta
+	}
 	if f.Changed("budget") {
 		b.Epsilon, _ = f.GetFloat64("budget")
 	} else {
@@ -476,7 +526,8 @@ func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 	sum := summarise(l, train.Dim(), resumed)
 	sum.Dataset, sum.TrainSize, sum.TestSize, sum.ShuffleSeed = train.Name, train.Len(), test.Len(), shuffle
 	te := model.ErrorRate(l.Weights(), test.X, test.Y)
-	sum.TestError = &te
+	ce := model.ErrorRate(make([]float64, train.Dim()), test.X, test.Y) // w = 0: every event "attack"
+	sum.TestError, sum.ConstantError = &te, &ce
 	if skip, _ := f.GetBool("no-baseline"); !skip {
 		be, err := baselineBatchError(cmd, name, train, test)
 		if err != nil {
@@ -552,8 +603,8 @@ func printStreamSummary(cmd *cobra.Command, sum *streamSummary) error {
 	}
 	w := cmd.OutOrStdout()
 	c := sum.Config
-	fmt.Fprintf(w, "dpal stream: %s selection, %s (window %d), eps_s = %v, eps_g = %v\n",
-		c.Selector, c.Policy, c.Window, c.EpsSelect, c.EpsGrad)
+	fmt.Fprintf(w, "dpal stream: %s selection, %s update, %s (window %d), eps_s = %v, eps_g = %v\n",
+		c.Selector, c.Update, c.Policy, c.Window, c.EpsSelect, c.EpsGrad)
 	if sum.Dataset != "" {
 		fmt.Fprintf(w, "  data         %s: %d training events streamed, %d test rows, %d features\n",
 			sum.Dataset, sum.Observed, sum.TestSize, sum.Dim)
@@ -566,21 +617,16 @@ func printStreamSummary(cmd *cobra.Command, sum *streamSummary) error {
 	if sum.TestError != nil {
 		fmt.Fprintf(w, "  test error   %.4f\n", *sum.TestError)
 	}
+	if sum.ConstantError != nil {
+		fmt.Fprintf(w, "  constant     %.4f (predicting \"attack\" (+1) for every event)\n", *sum.ConstantError)
+	}
 	if sum.BaselineBatchError != nil {
 		fmt.Fprintf(w, "  baseline     %.4f (non-private batch linear SVM on all training labels)\n", *sum.BaselineBatchError)
 	}
 	if sum.NonPrivate {
 		fmt.Fprintln(w, "  privacy      NONE: non-private Tong-Koller baseline")
 	} else {
-		fmt.Fprintf(w, "  privacy      every record eps <= %.4f (selection eps_s %.4f", *sum.EpsilonPerRecord, *sum.EpsSelectTrue)
-		if c.Selector == stream.Exponential && *sum.EpsSelectTrue > c.EpsSelect*(1+1e-9) {
-			fmt.Fprintf(w, " > target %v: Lemma 2's condition fails, see --calibration", c.EpsSelect)
-		}
-		fmt.Fprintf(w, ", update eps_g %v)\n", c.EpsGrad)
-		fmt.Fprintln(w, "  ledger")
-		for _, g := range sum.Ledger.Groups {
-			fmt.Fprintf(w, "    %-18s eps = %.4f\n", g.Group, g.Epsilon)
-		}
+		printStreamPrivacy(w, sum)
 	}
 	if sum.Skipped > 0 {
 		fmt.Fprintf(w, "  resumed      skipped the %d event lines the state had already consumed\n", sum.Skipped)
@@ -592,6 +638,28 @@ func printStreamSummary(cmd *cobra.Command, sum *streamSummary) error {
 		fmt.Fprintf(w, "  seed         %d (experiment mode)\n", *sum.Seed)
 	}
 	return nil
+}
+
+// printStreamPrivacy prints the per-record ε, how it splits, and the
+// ledger: each group's ε against the budget and what is left.
+func printStreamPrivacy(w io.Writer, sum *streamSummary) {
+	c := sum.Config
+	at := ""
+	if c.Update == stream.Gaussian {
+		at = fmt.Sprintf(" at delta %g", c.Delta)
+	}
+	fmt.Fprintf(w, "  privacy      every record eps <= %.4f%s (selection eps_s %.4f", *sum.EpsilonPerRecord, at, *sum.EpsSelectTrue)
+	if c.Selector == stream.Exponential && *sum.EpsSelectTrue > c.EpsSelect*(1+1e-9) {
+		fmt.Fprintf(w, " > target %v: Lemma 2's condition fails, see --calibration", c.EpsSelect)
+	}
+	fmt.Fprintf(w, ", update eps_g %v if labelled)\n", c.EpsGrad)
+	if sum.Ledger == nil {
+		return
+	}
+	fmt.Fprintf(w, "  ledger       budget eps %.4f per record (delta %g)\n", sum.Ledger.Meta.Budget.Epsilon, sum.Ledger.Meta.Budget.Delta)
+	for _, g := range sum.Ledger.Groups {
+		fmt.Fprintf(w, "    %-18s eps = %.4f spent, %.4f left\n", g.Group, g.Epsilon, g.Remaining)
+	}
 }
 
 // baselineBatchError trains the non-private linear SVM on the whole

@@ -489,3 +489,39 @@ func editState(t *testing.T, path string, edit func(map[string]any)) {
 		t.Fatal(err)
 	}
 }
+
+// TestStreamDetectorDefaults: without --paper the learner is the Gaussian
+// detector with the noise-rule window; --paper restores §5's settings.
+func TestStreamDetectorDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		update string
+		window int
+	}{
+		{"detector", nil, "gaussian", 88},
+		{"paper", []string{"--paper"}, "gamma", 5},
+		{"paper with window", []string{"--paper", "--window", "7"}, "gamma", 7},
+		{"detector eps 4", []string{"--eps-grad", "4"}, "gaussian", 25},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, _, err := runStreamCLI(t, "", append([]string{"--events", "300", "--seed", "2", "--no-baseline", "--json"}, tc.args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sum struct {
+				Config struct {
+					Update string `json:"update"`
+					Window int    `json:"window"`
+				} `json:"config"`
+				ConstantError *float64 `json:"constant_error"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+				t.Fatal(err)
+			}
+			if sum.Config.Update != tc.update || sum.Config.Window != tc.window || sum.ConstantError == nil {
+				t.Errorf("update %q window %d constant %v, want %q, %d and a constant error", sum.Config.Update, sum.Config.Window, sum.ConstantError, tc.update, tc.window)
+			}
+		})
+	}
+}

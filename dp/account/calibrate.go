@@ -1,6 +1,7 @@
 package account
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -169,4 +170,44 @@ func (s *solver) result(x float64) EpsilonResult {
 	res := s.ev.best(s.ev.memo(s.at(x)))
 	warnEdge(&res, s.ev.orders)
 	return res
+}
+
+// CalibrateZCDP returns the largest ρ, to relative tolerance 1e-9 and
+// rounded to the safe side, whose ρ-zCDP loss converts with conv to at most
+// target.Epsilon at target.Delta (Loss.EpsilonAt, the conversion the ledger
+// applies): the Gaussian mechanism with ℓ2 sensitivity Δ then needs
+// noise multiplier z = 1/√(2ρ), σ = zΔ (Bun & Steinke 2016, Prop. 1.6).
+func CalibrateZCDP(target Budget, conv Conversion) (float64, error) {
+	if err := target.Validate(); err != nil {
+		return 0, fmt.Errorf("zcdp calibration: %w", err)
+	}
+	if target.Delta == 0 {
+		return 0, errors.New("zcdp calibration: a zCDP loss needs delta > 0")
+	}
+	eps := func(rho float64) float64 {
+		e, err := ZCDP("calibration", rho).EpsilonAt(target.Delta, conv)
+		if err != nil {
+			return math.Inf(1)
+		}
+		return e
+	}
+	// ε(ρ) is increasing, and ε(ρ) ≥ ρ: ρ = ε is infeasible or exact.
+	lo, hi := target.Epsilon, target.Epsilon
+	if eps(hi) <= target.Epsilon {
+		return hi, nil
+	}
+	for eps(lo) > target.Epsilon {
+		if lo < 1e-300 {
+			return 0, fmt.Errorf("zcdp calibration: ε=%v is out of reach at δ=%v", target.Epsilon, target.Delta)
+		}
+		hi, lo = lo, lo/2
+	}
+	for hi-lo > calibrationTol*hi {
+		if mid := lo + (hi-lo)/2; eps(mid) <= target.Epsilon {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
 }

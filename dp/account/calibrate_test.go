@@ -135,3 +135,36 @@ func TestCalibrateErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestCalibrateZCDP(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		eps, delta float64
+	}{{"eps1", 1, 1e-5}, {"eps0.25", 0.25, 1e-6}, {"eps4", 4, 1e-5}, {"eps10", 10, 1e-3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Classic conversion: min over α of αρ + ln(1/δ)/(α−1) is
+			// ρ + 2√(ρL), L = ln(1/δ), so ρ = (√(L+ε) − √L)².
+			l := math.Log(1 / tc.delta)
+			want := math.Pow(math.Sqrt(l+tc.eps)-math.Sqrt(l), 2)
+			got, err := CalibrateZCDP(Budget{Epsilon: tc.eps, Delta: tc.delta}, Classic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(got-want) > 1e-6*want || got > want*(1+1e-9) {
+				t.Errorf("classic: ρ = %v, want %v", got, want)
+			}
+			// The tighter conversion allows a larger ρ, which still meets ε.
+			rho, err := CalibrateZCDP(Budget{Epsilon: tc.eps, Delta: tc.delta}, Balle2020)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, _ := ZCDP("g", rho).EpsilonAt(tc.delta, Balle2020)
+			if rho < got || e > tc.eps || e < tc.eps*(1-1e-6) {
+				t.Errorf("balle2020: ρ = %v gives ε = %v, want ≤ %v and ρ ≥ %v", rho, e, tc.eps, got)
+			}
+		})
+	}
+	if _, err := CalibrateZCDP(Budget{Epsilon: 1}, Balle2020); err == nil {
+		t.Error("delta 0 accepted")
+	}
+}
