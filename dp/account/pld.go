@@ -1,0 +1,443 @@
+package account
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/dsp/fourier"
+)
+
+// DefaultPLDStep is the default width Δ of the privacy-loss grid.
+const DefaultPLDStep = 1e-4
+
+const (
+	// pldTruncMass is the mass a composed distribution may drop from each
+	// end to keep its grid short, and the bound on the mass that wraps round
+	// in a k-fold self-composition; it goes to δ, never lost.
+	pldTruncMass = 1e-24
+	// pldMaxBins caps the length of any grid (4 Mi points: 32 MB, and
+	// about five times that while an FFT runs).
+	pldMaxBins = 1 << 22
+	// pldMinStep and pldMaxStep bound the grid width.
+	pldMinStep, pldMaxStep = 1e-7, 1.0
+)
+
+// grid is a measure on the privacy losses (lo+i)·step, i = 0…len(mass)−1,
+// plus an atom at +∞.
+type grid struct {
+	lo   int
+	mass []float64
+	inf  float64
+}
+
+// PLD is the privacy-loss distribution of one direction of a neighbouring
+// relation: the law of L = log(dP/dQ)(o) for o ~ P, (P, Q) being a
+// dominating pair (Meiser & Mohammadi 2018; Koskela, Jälkö & Honkela
+// 2020; Doroshenko et al. 2022). The hockey-stick divergence is
+//
+//	δ(ε) = E_P[(1 − e^{ε−L})₊] + P(L = +∞),
+//
+// and composing mechanisms adds their independent losses, so it convolves
+// their distributions. A PLD holds two grids of width Δ:
+//
+//   - Upper, the "connect-the-dots" pessimistic discretisation of
+//     Doroshenko et al. 2022 (Sec. 3): each bin's mass is split between its
+//     two grid points so that the pair stays a valid pair whose δ(ε) equals
+//     the true one at every grid ε and lies above it in between; it
+//     dominates the true pair, so compositions stay upper bounds. Tails cut
+//     off go up (to the +∞ atom or the lowest point), never lost.
+//   - Lower, a sound optimistic bound: the pair merged bin by bin (a
+//     post-processing, so dominated by the true pair), each bin's exact loss
+//     l rounded down to the grid with its rounding error U = l − ⌊l⌋ ∈ [0, Δ)
+//     remembered in total. For a composition ΣL ≥ ΣL↓ + ΣU, and ΣU of
+//     independent terms is at least E[ΣU] − Δ·√(k·ln(1/η)/2) but with
+//     probability η (Hoeffding), so
+//     δ(ε) ≥ δ↓(ε − E[ΣU] + Δ√(k ln(1/η)/2)) − η for every η, the best η
+//     being searched. Rounding down alone (dp_accounting's optimistic
+//     estimate) loses about kΔ/2 in ε; the correction leaves O(Δ√k).
+//
+// Floating-point rounding in the FFT (about 1e-16 of the largest mass per
+// entry) is not part of the certificate; see docs/accounting-pld.md.
+type PLD struct {
+	step  float64
+	upper grid
+	lower grid
+	// mean is a lower bound on E[ΣU], the lower grid's summed rounding.
+	mean float64
+	// rounds is the number of roundings in ΣU (each U ∈ [0, Δ)).
+	rounds float64
+	// slack bounds the mass the lower grid may hold in excess (wrapped
+	// round in a self-composition); it is subtracted from its δ.
+	slack float64
+}
+
+// Step returns the grid width Δ.
+func (p *PLD) Step() float64 { return p.step }
+
+// Len returns the number of grid points held (upper + lower).
+func (p *PLD) Len() int { return len(p.upper.mass) + len(p.lower.mass) }
+
+func validateStep(step float64) error {
+	if !(step >= pldMinStep && step <= pldMaxStep) {
+		return fmt.Errorf("PLD grid step must lie in [%v, %v], got %v", pldMinStep, pldMaxStep, step)
+	}
+	return nil
+}
+
+// checkLen refuses grids longer than pldMaxBins.
+func checkLen(n int, step float64) error {
+	if n > pldMaxBins {
+		return fmt.Errorf("PLD grid would need %d points at step %v (limit %d): raise the step", n, step, pldMaxBins)
+	}
+	return nil
+}
+
+// Compose returns the PLD of p followed by o (both on the same grid).
+func (p *PLD) Compose(o *PLD) (*PLD, error) {
+	if p.step != o.step {
+		return nil, fmt.Errorf("PLD composition needs one grid step, got %v and %v", p.step, o.step)
+	}
+	up, err := convolve(p.upper, o.upper, p.step)
+	if err != nil {
+		return nil, err
+	}
+	low, err := convolve(p.lower, o.lower, p.step)
+	if err != nil {
+		return nil, err
+	}
+	out := &PLD{step: p.step, upper: up, lower: low, mean: p.mean + o.mean, rounds: p.rounds + o.rounds, slack: p.slack + o.slack}
+	out.trim()
+	return out, nil
+}
+
+// Times returns the PLD of k independent uses of p: one FFT of a window
+// chosen by a Chernoff bound, the k-th power taken by repeated squaring of
+// each Fourier coefficient, one inverse FFT. Mass outside the window (at
+// most pldTruncMass at each end) wraps round; the upper grid adds it
+// where it can only raise δ and the lower grid subtracts it.
+func (p *PLD) Times(k int) (*PLD, error) {
+	if k < 1 {
+		return nil, fmt.Errorf("PLD self-composition needs k >= 1, got %d", k)
+	}
+	if k == 1 {
+		return p.clone(), nil
+	}
+	up, wrapUp, err := power(p.upper, k, p.step)
+	if err != nil {
+		return nil, err
+	}
+	low, wrapLow, err := power(p.lower, k, p.step)
+	if err != nil {
+		return nil, err
+	}
+	fk := float64(k)
+	out := &PLD{step: p.step, upper: up, lower: low, mean: fk * p.mean, rounds: fk * p.rounds, slack: fk*p.slack + wrapLow}
+	// Upper: mass that left the window may lie anywhere above it.
+	out.upper.inf = math.Min(1, out.upper.inf+wrapUp)
+	out.trim()
+	return out, nil
+}
+
+func (p *PLD) clone() *PLD {
+	c := *p
+	c.upper.mass = append([]float64(nil), p.upper.mass...)
+	c.lower.mass = append([]float64(nil), p.lower.mass...)
+	return &c
+}
+
+// trim drops negligible ends of both grids, soundly: the upper grid moves
+// its low end up to the first kept point and its high end to +∞; the lower
+// grid drops its low end and moves its high end down to the last kept
+// point.
+func (p *PLD) trim() {
+	a, b := trimEnds(p.upper.mass)
+	up := p.upper.mass
+	var low, high float64
+	for _, m := range up[:a] {
+		low += m
+	}
+	for _, m := range up[b:] {
+		high += m
+	}
+	if a < b {
+		up[a] += low
+		p.upper = grid{lo: p.upper.lo + a, mass: up[a:b], inf: math.Min(1, p.upper.inf+high)}
+	}
+	a, b = trimEnds(p.lower.mass)
+	lw := p.lower.mass
+	if a < b {
+		for _, m := range lw[b:] {
+			lw[b-1] += m
+		}
+		p.lower = grid{lo: p.lower.lo + a, mass: lw[a:b], inf: p.lower.inf}
+	}
+}
+
+// trimEnds returns [a, b): the ends outside it hold at most pldTruncMass
+// each.
+func trimEnds(m []float64) (int, int) {
+	a, s := 0, 0.0
+	for a < len(m) && s+m[a] <= pldTruncMass {
+		s += m[a]
+		a++
+	}
+	b, s := len(m), 0.0
+	for b > a && s+m[b-1] <= pldTruncMass {
+		s += m[b-1]
+		b--
+	}
+	return a, b
+}
+
+// convolve returns the law of the sum of independent draws from a and b.
+// Short grids are convolved directly, long ones by FFT; rounding below
+// zero is cut off.
+func convolve(a, b grid, step float64) (grid, error) {
+	inf := a.inf + b.inf - a.inf*b.inf
+	na, nb := len(a.mass), len(b.mass)
+	if na == 0 || nb == 0 {
+		return grid{lo: a.lo + b.lo, inf: inf}, nil
+	}
+	n := na + nb - 1
+	if err := checkLen(n, step); err != nil {
+		return grid{}, err
+	}
+	out := grid{lo: a.lo + b.lo, mass: make([]float64, n), inf: inf}
+	if float64(na)*float64(nb) <= 1<<20 {
+		for i, x := range a.mass {
+			if x == 0 {
+				continue
+			}
+			row := out.mass[i : i+nb]
+			for j, y := range b.mass {
+				row[j] += x * y
+			}
+		}
+		return out, nil
+	}
+	size := fftSize(n)
+	fft := fourier.NewFFT(size)
+	ca := fft.Coefficients(nil, padded(a.mass, size))
+	cb := fft.Coefficients(nil, padded(b.mass, size))
+	for i := range ca {
+		ca[i] *= cb[i]
+	}
+	seq := fft.Sequence(nil, ca)
+	for i := range out.mass {
+		out.mass[i] = math.Max(seq[i]/float64(size), 0)
+	}
+	return out, nil
+}
+
+// power returns the k-fold convolution of g restricted to a window outside
+// which each tail holds at most pldTruncMass (a Chernoff bound on the
+// sum), and that bound on the mass outside.
+func power(g grid, k int, step float64) (grid, float64, error) {
+	inf := -math.Expm1(float64(k) * math.Log1p(-g.inf))
+	if g.inf >= 1 {
+		inf = 1
+	}
+	n := len(g.mass)
+	if n == 0 {
+		return grid{lo: k * g.lo, inf: inf}, 0, nil
+	}
+	wlo, whi := chernoffWindow(g, k, step)
+	width := whi - wlo + 1
+	if err := checkLen(width, step); err != nil {
+		return grid{}, 0, err
+	}
+	size := fftSize(max(width, n))
+	fft := fourier.NewFFT(size)
+	c := fft.Coefficients(nil, padded(g.mass, size))
+	for i, z := range c {
+		c[i] = cpow(z, k)
+	}
+	seq := fft.Sequence(nil, c)
+	out := grid{lo: wlo, mass: make([]float64, width), inf: inf}
+	base := k * g.lo // the sum's index, less base, is its position mod size
+	for t := range out.mass {
+		j := (wlo + t - base) % size
+		out.mass[t] = math.Max(seq[j]/float64(size), 0)
+	}
+	full := k*(n-1) + 1
+	if width >= full { // nothing left the window
+		return out, 0, nil
+	}
+	return out, 2 * pldTruncMass, nil
+}
+
+// chernoffWindow returns the index range [lo, hi] of the k-fold sum
+// outside which each tail has mass at most pldTruncMass:
+// P(S ≥ h) ≤ M(λ)^k e^{−λh} for λ > 0 and P(S ≤ h) ≤ M(−λ)^k e^{λh},
+// M being g's (unnormalised) moment generating function in index units,
+// minimised over λ = 2^e/Δ' for e = −8…12 per unit of loss (any λ gives a
+// valid bound; the grid only costs width).
+func chernoffWindow(g grid, k int, step float64) (int, int) {
+	fk := float64(k)
+	lo, hi := k*g.lo, k*(g.lo+len(g.mass)-1)
+	logTol := math.Log(pldTruncMass)
+	bestHi, bestLo := float64(hi), float64(lo)
+	// Buckets of w points, their mass put at the bucket's top (for λ > 0)
+	// or bottom (λ < 0): M only grows, so the bound stays valid, and it
+	// costs n/w exponentials per λ.
+	w := max(1, len(g.mass)/4096)
+	var top, bottom, logM []float64
+	for i := 0; i < len(g.mass); i += w {
+		var s float64
+		for _, x := range g.mass[i:min(i+w, len(g.mass))] {
+			s += x
+		}
+		if s > 0 {
+			bottom, top = append(bottom, float64(g.lo+i)), append(top, float64(g.lo+min(i+w, len(g.mass))-1))
+			logM = append(logM, math.Log(s))
+		}
+	}
+	for e := -8; e <= 12; e++ {
+		lam := math.Pow(2, float64(e)) * step
+		if h := (fk*logMGF(top, logM, lam) - logTol) / lam; h < bestHi {
+			bestHi = h
+		}
+		if h := (logTol - fk*logMGF(bottom, logM, -lam)) / lam; h > bestLo {
+			bestLo = h
+		}
+	}
+	wlo, whi := int(math.Floor(bestLo)), int(math.Ceil(bestHi))
+	return max(wlo, lo), min(whi, hi)
+}
+
+// logMGF is log Σ e^{logM_i + λ·idx_i}.
+func logMGF(idx, logM []float64, lam float64) float64 {
+	m := math.Inf(-1)
+	for i, x := range idx {
+		m = math.Max(m, logM[i]+lam*x)
+	}
+	var s float64
+	for i, x := range idx {
+		s += math.Exp(logM[i] + lam*x - m)
+	}
+	return m + math.Log(s)
+}
+
+// cpow returns z^k by repeated squaring.
+func cpow(z complex128, k int) complex128 {
+	r := complex(1, 0)
+	for k > 0 {
+		if k&1 == 1 {
+			r *= z
+		}
+		z *= z
+		k >>= 1
+	}
+	return r
+}
+
+// fftSize returns the smallest n' ≥ n of the form 2^a, 3·2^a or 5·2^a:
+// lengths gonum's FFT handles fast, whose factorisation (into 4s, a 2 and
+// a 3 or 5) stays within its 13 factors for every grid pldMaxBins allows.
+func fftSize(n int) int {
+	best := 1
+	for best < n {
+		best *= 2
+	}
+	for _, m := range []int{3, 5} {
+		v := m
+		for v < n {
+			v *= 2
+		}
+		best = min(best, v)
+	}
+	return best
+}
+
+func padded(m []float64, size int) []float64 {
+	out := make([]float64, size)
+	copy(out, m)
+	return out
+}
+
+// delta returns Σ_{l>ε} m·(1 − e^{ε−l}) + inf.
+func (g grid) delta(step, eps float64) float64 {
+	d := g.inf
+	for i := len(g.mass) - 1; i >= 0; i-- {
+		l := float64(g.lo+i) * step
+		if l <= eps {
+			break
+		}
+		d += g.mass[i] * -math.Expm1(eps-l)
+	}
+	return d
+}
+
+// epsilon returns the smallest ε ≥ from with g.delta(ε) ≤ target, exactly
+// (δ is e^ε-linear between grid points), or +Inf when the infinite-loss
+// atom alone exceeds target. Scanning down from the top it keeps
+// A = inf + Σ_{i>j} m_i and C = Σ_{i>j} m_i e^{l_j − l_i}, so that
+// δ(ε) = A − C·e^{ε−l_j} on (l_j, l_{j+1}].
+func (g grid) epsilon(step, target, from float64) float64 {
+	if g.inf > target {
+		return math.Inf(1)
+	}
+	a, c := g.inf, 0.0
+	shrink := math.Exp(-step)
+	for j := len(g.mass) - 1; j >= -1; j-- {
+		l := float64(g.lo+j) * step
+		if l <= from || j == -1 {
+			if c == 0 || a-c*math.Exp(from-l) <= target {
+				return from
+			}
+			return math.Max(from, l+math.Log((a-target)/c))
+		}
+		if a-c > target {
+			return l + math.Log((a-target)/c)
+		}
+		a += g.mass[j]
+		c = (c + g.mass[j]) * shrink
+	}
+	return from
+}
+
+// etas are the Hoeffding failure probabilities tried, relative to the δ
+// in question (absolute ones for Delta).
+var etas = []float64{1e-1, 1e-2, 1e-3, 1e-4, 1e-6, 1e-8, 1e-10, 1e-13}
+
+// shift returns the sound shift of the lower grid at failure probability
+// eta: E[ΣU] − Δ·√(k·ln(1/η)/2).
+func (p *PLD) shift(eta float64) float64 {
+	return p.mean - p.step*math.Sqrt(p.rounds*math.Log(1/eta)/2)
+}
+
+// Delta returns lower and upper bounds on δ(ε) for ε ≥ 0.
+func (p *PLD) Delta(eps float64) (lower, upper float64, err error) {
+	if !(eps >= 0) || math.IsInf(eps, 1) {
+		return 0, 0, fmt.Errorf("epsilon must be finite and >= 0, got %v", eps)
+	}
+	upper = math.Min(1, p.upper.delta(p.step, eps))
+	for _, rel := range etas {
+		eta := rel * math.Max(upper, 1e-300)
+		lower = math.Max(lower, p.lower.delta(p.step, eps-p.shift(eta))-eta-p.slack)
+	}
+	return math.Min(lower, upper), upper, nil
+}
+
+// Epsilon returns lower and upper bounds on the smallest ε with δ(ε) ≤
+// delta. The upper bound is +Inf (with an error) when δ is below the mass
+// at infinite loss.
+func (p *PLD) Epsilon(delta float64) (lower, upper float64, err error) {
+	if !(delta >= 0 && delta < 1) {
+		return 0, 0, fmt.Errorf("delta must satisfy 0 <= delta < 1, got %v", delta)
+	}
+	upper = p.upper.epsilon(p.step, delta, 0)
+	for _, rel := range etas {
+		eta := rel * delta
+		if eta == 0 {
+			eta = 1e-300
+		}
+		s := p.shift(eta)
+		lower = math.Max(lower, s+p.lower.epsilon(p.step, delta+eta+p.slack, -s))
+	}
+	lower = math.Min(math.Max(lower, 0), upper)
+	if math.IsInf(upper, 1) {
+		return lower, upper, fmt.Errorf("delta %v is below the probability %.3g of an infinite privacy loss: no finite epsilon", delta, p.upper.inf)
+	}
+	return lower, upper, nil
+}
