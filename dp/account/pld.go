@@ -1,11 +1,20 @@
 package account
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
 	"gonum.org/v1/gonum/dsp/fourier"
 )
+
+// ErrNoFiniteEpsilon is returned (wrapped) when δ is below the
+// probability of an infinite privacy loss, so no ε achieves it.
+var ErrNoFiniteEpsilon = errors.New("no finite epsilon")
+
+// ErrGridTooLong is returned (wrapped) when a privacy-loss grid would
+// exceed its length limit: the losses span too wide a range for the step.
+var ErrGridTooLong = errors.New("grid too long")
 
 // DefaultPLDStep is the default width Δ of the privacy-loss grid.
 const DefaultPLDStep = 1e-4
@@ -87,7 +96,7 @@ func validateStep(step float64) error {
 // checkLen refuses grids longer than pldMaxBins.
 func checkLen(n int, step float64) error {
 	if n > pldMaxBins {
-		return fmt.Errorf("PLD grid would need %d points at step %v (limit %d): raise the step", n, step, pldMaxBins)
+		return fmt.Errorf("PLD grid would need %d points at step %v (limit %d): raise the step: %w", n, step, pldMaxBins, ErrGridTooLong)
 	}
 	return nil
 }
@@ -437,7 +446,7 @@ func (p *PLD) Epsilon(delta float64) (lower, upper float64, err error) {
 	}
 	lower = math.Min(math.Max(lower, 0), upper)
 	if math.IsInf(upper, 1) {
-		return lower, upper, fmt.Errorf("delta %v is below the probability %.3g of an infinite privacy loss: no finite epsilon", delta, p.upper.inf)
+		return lower, upper, fmt.Errorf("delta %v is below the probability %.3g of an infinite privacy loss: %w", delta, p.upper.inf, ErrNoFiniteEpsilon)
 	}
 	return lower, upper, nil
 }

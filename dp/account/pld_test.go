@@ -393,3 +393,37 @@ func TestFFTMatchesDirect(t *testing.T) {
 		}
 	}
 }
+
+// TestCalibratePLD: the calibrated σ (or q) meets the target, a slightly
+// smaller σ (larger q) does not, and it needs less noise (allows a larger
+// rate) than RDP calibration.
+func TestCalibratePLD(t *testing.T) {
+	target := Budget{Epsilon: 2, Delta: 1e-5}
+	phases := []Phase{{SampleRate: 0.01, Steps: 300}, {SampleRate: 0.05, Steps: 50}}
+	sigma, res, err := CalibrateNoisePLD(target, phases, PLDOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdpSigma, _, _ := CalibrateNoiseSchedule(target, phases, Options{})
+	if !(res.Epsilon <= 2 && res.Epsilon > 2*(1-1e-4) && sigma < rdpSigma) {
+		t.Errorf("σ=%v gives %+v (RDP σ %v)", sigma, res, rdpSigma)
+	}
+	for i := range phases {
+		phases[i].NoiseMultiplier = sigma * (1 - 1e-5)
+	}
+	terms, _ := PhaseTerms(phases)
+	if r, err := PLDEpsilon(terms, 1e-5, PLDOptions{}); err != nil || r.Epsilon <= 2 {
+		t.Errorf("σ below the calibrated one still meets the target: %+v, %v", r, err)
+	}
+	q, res, err := CalibrateSampleRatePLD(target, 1, 500, PLDOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdpQ, _, _ := CalibrateSampleRate(target, 1, 500, Options{})
+	if !(res.Epsilon <= 2 && res.Epsilon > 2*(1-1e-4) && q > rdpQ) {
+		t.Errorf("q=%v gives %+v (RDP q %v)", q, res, rdpQ)
+	}
+	if _, _, err := CalibrateNoisePLD(target, []Phase{{SampleRate: 0, Steps: 10}}, PLDOptions{}); err == nil {
+		t.Error("calibrating noise for a run that samples nothing should fail")
+	}
+}

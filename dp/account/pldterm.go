@@ -158,6 +158,9 @@ func (t PLDTerm) dist(add bool) lossDist {
 type PLDOptions struct {
 	// Step is the grid width Δ (0 means DefaultPLDStep).
 	Step float64
+	// upperOnly skips the lower grid (its bound is then 0), for searches
+	// that read only the certified ε.
+	upperOnly bool
 }
 
 func (o PLDOptions) step() float64 {
@@ -192,26 +195,29 @@ func ComposePLD(terms []PLDTerm, opt PLDOptions) (PLDPair, error) {
 		}
 		sym = sym && t.symmetric()
 	}
-	remove, err := composeDirection(terms, step, false)
+	remove, err := composeDirection(terms, step, false, opt.upperOnly)
 	if err != nil {
 		return PLDPair{}, err
 	}
 	if sym {
 		return PLDPair{Remove: remove, Add: remove}, nil
 	}
-	add, err := composeDirection(terms, step, true)
+	add, err := composeDirection(terms, step, true, opt.upperOnly)
 	if err != nil {
 		return PLDPair{}, err
 	}
 	return PLDPair{Remove: remove, Add: add}, nil
 }
 
-func composeDirection(terms []PLDTerm, step float64, add bool) (*PLD, error) {
+func composeDirection(terms []PLDTerm, step float64, add, upperOnly bool) (*PLD, error) {
 	var acc *PLD
 	for _, t := range terms {
 		one, err := discretise(t.dist(add), step)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", t.Kind, err)
+		}
+		if upperOnly { // an empty lower grid bounds nothing: its ε is 0
+			one.lower, one.mean, one.rounds = grid{}, 0, 0
 		}
 		p, err := one.Times(t.Count)
 		if err != nil {

@@ -3,6 +3,7 @@ package account
 import (
 	"math"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/integrate/quad"
 )
@@ -273,6 +274,29 @@ func TestPrunedSearchEqualsFullScan(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestHugeNoiseAndNoSpend: σ so large that σ² overflows is fast and gives
+// the same ε as σ = 1e100 (the conversion's floor at the largest order);
+// a run that samples nothing has ε = 0 and no edge warning.
+func TestHugeNoiseAndNoSpend(t *testing.T) {
+	ref, err := Epsilon([]Phase{{SampleRate: 0.01, NoiseMultiplier: 1e100, Steps: 100}}, 1e-5, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sigma := range []float64{1e60, 1e155, 1e200, math.MaxFloat64} {
+		start := time.Now()
+		res, err := Epsilon([]Phase{{SampleRate: 0.01, NoiseMultiplier: sigma, Steps: 100}}, 1e-5, Options{})
+		if err != nil || res.Epsilon != ref.Epsilon || time.Since(start) > 2*time.Second {
+			t.Errorf("σ=%v: %+v, %v in %v; σ=1e100 gives %v", sigma, res, err, time.Since(start), ref.Epsilon)
+		}
+	}
+	for _, p := range []Phase{{SampleRate: 0, NoiseMultiplier: 1.1, Steps: 100}, {SampleRate: 0.01, NoiseMultiplier: 1.1, Steps: 0}} {
+		res, err := Epsilon([]Phase{p}, 1e-5, Options{})
+		if err != nil || res.Epsilon != 0 || res.Order != 0 || res.EdgeWarning != "" {
+			t.Errorf("%+v: %+v, %v; want ε = 0", p, res, err)
 		}
 	}
 }
