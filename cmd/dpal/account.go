@@ -92,7 +92,9 @@ type accountResult struct {
 	Delta           float64  `json:"delta"`
 	Order           *float64 `json:"order,omitempty"`
 	Accountant      string   `json:"accountant"`
-	EdgeWarning     string   `json:"edge_warning,omitempty"`
+	// EdgeWarning is the RDP edge-of-orders warning, or the PLD
+	// accountant's warning that rounding dominates δ.
+	EdgeWarning string `json:"edge_warning,omitempty"`
 }
 
 func rdpResult(r account.EpsilonResult) accountResult {
@@ -104,7 +106,7 @@ func rdpResult(r account.EpsilonResult) accountResult {
 }
 
 func pldResult(r account.PLDResult) accountResult {
-	return accountResult{Epsilon: r.Epsilon, EpsilonLower: &r.EpsilonLower, Delta: r.Delta, Accountant: "pld"}
+	return accountResult{Epsilon: r.Epsilon, EpsilonLower: &r.EpsilonLower, Delta: r.Delta, Accountant: "pld", EdgeWarning: r.Warning}
 }
 
 // text is the one-line text output: what (e.g. "noise multiplier σ = …
@@ -155,6 +157,9 @@ func runAccountEpsilon(cmd *cobra.Command, _ []string) error {
 		return printJSON(cmd.OutOrStdout(), out)
 	}
 	fmt.Fprint(cmd.OutOrStdout(), out.text("", opt.rdp.Conversion))
+	if out.Accountant == "pld" && out.EdgeWarning != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", out.EdgeWarning)
+	}
 	return nil
 }
 

@@ -32,11 +32,14 @@ const (
 )
 
 // grid is a measure on the privacy losses (lo+i)·step, i = 0…len(mass)−1,
-// plus an atom at +∞.
+// plus an atom at +∞. Each mass is known to within ±noise: FFT rounding,
+// estimated where it arises (see fftNoise) and carried through later
+// convolutions; δ bounds count it against themselves.
 type grid struct {
-	lo   int
-	mass []float64
-	inf  float64
+	lo    int
+	mass  []float64
+	inf   float64
+	noise float64
 }
 
 // PLD is the privacy-loss distribution of one direction of a neighbouring
@@ -66,7 +69,9 @@ type grid struct {
 //     estimate) loses about kΔ/2 in ε; the correction leaves O(Δ√k).
 //
 // Floating-point rounding in the FFT (about 1e-16 of the largest mass per
-// entry) is not part of the certificate; see docs/accounting-pld.md.
+// entry, so it matters only for δ far below 1e-10) is estimated from the
+// negative entries it leaves and charged to both bounds as ±noise per
+// entry; see docs/accounting-pld.md.
 type PLD struct {
 	step  float64
 	upper grid
@@ -155,47 +160,52 @@ func (p *PLD) clone() *PLD {
 }
 
 // trim drops negligible ends of both grids, soundly: the upper grid moves
-// its low end up to the first kept point and its high end to +∞; the lower
-// grid drops its low end and moves its high end down to the last kept
-// point.
+// its low end (mass and noise allowance) up to the first kept point and
+// its high end to +∞, cutting there only what the allowance leaves below
+// pldTruncMass; the lower grid drops both ends (a lower bound may lose
+// mass).
 func (p *PLD) trim() {
-	a, b := trimEnds(p.upper.mass)
 	up := p.upper.mass
-	var low, high float64
-	for _, m := range up[:a] {
-		low += m
-	}
-	for _, m := range up[b:] {
-		high += m
-	}
+	a := trimLow(up, 0)
+	b := trimHigh(up, p.upper.noise)
 	if a < b {
-		up[a] += low
-		p.upper = grid{lo: p.upper.lo + a, mass: up[a:b], inf: math.Min(1, p.upper.inf+high)}
-	}
-	a, b = trimEnds(p.lower.mass)
-	lw := p.lower.mass
-	if a < b {
-		for _, m := range lw[b:] {
-			lw[b-1] += m
+		var low, high float64
+		for _, m := range up[:a] {
+			low += m + p.upper.noise
 		}
-		p.lower = grid{lo: p.lower.lo + a, mass: lw[a:b], inf: p.lower.inf}
+		for _, m := range up[b:] {
+			high += m + p.upper.noise
+		}
+		up[a] += low
+		p.upper = grid{lo: p.upper.lo + a, mass: up[a:b], inf: math.Min(1, p.upper.inf+high), noise: p.upper.noise}
+	}
+	lw := p.lower.mass
+	a, b = trimLow(lw, 0), trimHigh(lw, 0)
+	if a < b {
+		p.lower = grid{lo: p.lower.lo + a, mass: lw[a:b], inf: p.lower.inf, noise: p.lower.noise}
 	}
 }
 
-// trimEnds returns [a, b): the ends outside it hold at most pldTruncMass
-// each.
-func trimEnds(m []float64) (int, int) {
+// trimLow returns the first index a such that m[:a], each entry counted
+// with noise, holds at most pldTruncMass.
+func trimLow(m []float64, noise float64) int {
 	a, s := 0, 0.0
-	for a < len(m) && s+m[a] <= pldTruncMass {
-		s += m[a]
+	for a < len(m) && s+m[a]+noise <= pldTruncMass {
+		s += m[a] + noise
 		a++
 	}
+	return a
+}
+
+// trimHigh returns the end b such that m[b:], each entry counted with
+// noise, holds at most pldTruncMass.
+func trimHigh(m []float64, noise float64) int {
 	b, s := len(m), 0.0
-	for b > a && s+m[b-1] <= pldTruncMass {
-		s += m[b-1]
+	for b > 0 && s+m[b-1]+noise <= pldTruncMass {
+		s += m[b-1] + noise
 		b--
 	}
-	return a, b
+	return b
 }
 
 // convolve returns the law of the sum of independent draws from a and b.
@@ -207,11 +217,15 @@ func convolve(a, b grid, step float64) (grid, error) {
 	if na == 0 || nb == 0 {
 		return grid{lo: a.lo + b.lo, inf: inf}, nil
 	}
+	// Each output entry sums input entries against the other grid's
+	// masses: ±noise_a·Σb ± noise_b·Σa (+ noise_a·noise_b·n, negligible
+	// but kept).
+	noise := a.noise*(sum(b.mass)+float64(nb)*b.noise) + b.noise*sum(a.mass)
 	n := na + nb - 1
 	if err := checkLen(n, step); err != nil {
 		return grid{}, err
 	}
-	out := grid{lo: a.lo + b.lo, mass: make([]float64, n), inf: inf}
+	out := grid{lo: a.lo + b.lo, mass: make([]float64, n), inf: inf, noise: noise}
 	if float64(na)*float64(nb) <= 1<<20 {
 		for i, x := range a.mass {
 			if x == 0 {
@@ -233,9 +247,34 @@ func convolve(a, b grid, step float64) (grid, error) {
 	}
 	seq := fft.Sequence(nil, ca)
 	for i := range out.mass {
-		out.mass[i] = math.Max(seq[i]/float64(size), 0)
+		out.mass[i] = seq[i] / float64(size)
 	}
+	out.noise += fftNoise(out.mass, size)
 	return out, nil
+}
+
+// fftNoise estimates the rounding error of an FFT's output entries and
+// clips the negative ones to 0. Rounding spreads evenly over the entries,
+// so the largest negative entry (true masses are ≥ 0) shows its size; twice
+// that, and at least log2(n)·2⁻⁵²·max, is charged per entry.
+func fftNoise(m []float64, n int) float64 {
+	var neg, top float64
+	for i, x := range m {
+		if x < 0 {
+			neg = math.Max(neg, -x)
+			m[i] = 0
+		}
+		top = math.Max(top, x)
+	}
+	return math.Max(2*neg, math.Log2(float64(n))*0x1p-52*top)
+}
+
+func sum(m []float64) float64 {
+	var s float64
+	for _, x := range m {
+		s += x
+	}
+	return s
 }
 
 // power returns the k-fold convolution of g restricted to a window outside
@@ -262,12 +301,19 @@ func power(g grid, k int, step float64) (grid, float64, error) {
 		c[i] = cpow(z, k)
 	}
 	seq := fft.Sequence(nil, c)
+	// Input noise ν spreads to at most k·ν·(Σm + nν)^{k−1} per entry.
+	total := sum(g.mass) + float64(n)*g.noise
+	noise := 0.0
+	if g.noise > 0 {
+		noise = float64(k) * g.noise * math.Pow(total, float64(k-1))
+	}
 	out := grid{lo: wlo, mass: make([]float64, width), inf: inf}
 	base := k * g.lo // the sum's index, less base, is its position mod size
 	for t := range out.mass {
 		j := (wlo + t - base) % size
-		out.mass[t] = math.Max(seq[j]/float64(size), 0)
+		out.mass[t] = seq[j] / float64(size)
 	}
+	out.noise = noise + fftNoise(out.mass, size)
 	full := k*(n-1) + 1
 	if width >= full { // nothing left the window
 		return out, 0, nil
@@ -364,25 +410,26 @@ func padded(m []float64, size int) []float64 {
 	return out
 }
 
-// delta returns Σ_{l>ε} m·(1 − e^{ε−l}) + inf.
-func (g grid) delta(step, eps float64) float64 {
+// delta returns Σ_{l>ε} (m + side·noise)·(1 − e^{ε−l}) + inf: side = +1
+// bounds δ from above, −1 from below.
+func (g grid) delta(step, eps, side float64) float64 {
 	d := g.inf
 	for i := len(g.mass) - 1; i >= 0; i-- {
 		l := float64(g.lo+i) * step
 		if l <= eps {
 			break
 		}
-		d += g.mass[i] * -math.Expm1(eps-l)
+		d += (g.mass[i] + side*g.noise) * -math.Expm1(eps-l)
 	}
 	return d
 }
 
-// epsilon returns the smallest ε ≥ from with g.delta(ε) ≤ target, exactly
+// epsilon returns the smallest ε ≥ from with g.delta(ε, side) ≤ target, exactly
 // (δ is e^ε-linear between grid points), or +Inf when the infinite-loss
 // atom alone exceeds target. Scanning down from the top it keeps
 // A = inf + Σ_{i>j} m_i and C = Σ_{i>j} m_i e^{l_j − l_i}, so that
 // δ(ε) = A − C·e^{ε−l_j} on (l_j, l_{j+1}].
-func (g grid) epsilon(step, target, from float64) float64 {
+func (g grid) epsilon(step, target, from, side float64) float64 {
 	if g.inf > target {
 		return math.Inf(1)
 	}
@@ -399,10 +446,19 @@ func (g grid) epsilon(step, target, from float64) float64 {
 		if a-c > target {
 			return l + math.Log((a-target)/c)
 		}
-		a += g.mass[j]
-		c = (c + g.mass[j]) * shrink
+		m := g.mass[j] + side*g.noise
+		a += m
+		c = (c + m) * shrink
 	}
 	return from
+}
+
+// noiseDelta is the part of the upper bound on δ(ε) that is FFT rounding
+// allowance (noise per grid point above ε).
+func (p *PLD) noiseDelta(eps float64) float64 {
+	g := p.upper
+	first := int(math.Floor(eps/p.step)) + 1 - g.lo // first index with loss > ε
+	return g.noise * float64(len(g.mass)-max(0, min(first, len(g.mass))))
 }
 
 // etas are the Hoeffding failure probabilities tried, relative to the δ
@@ -420,10 +476,10 @@ func (p *PLD) Delta(eps float64) (lower, upper float64, err error) {
 	if !(eps >= 0) || math.IsInf(eps, 1) {
 		return 0, 0, fmt.Errorf("epsilon must be finite and >= 0, got %v", eps)
 	}
-	upper = math.Min(1, p.upper.delta(p.step, eps))
+	upper = math.Min(1, p.upper.delta(p.step, eps, 1))
 	for _, rel := range etas {
 		eta := rel * math.Max(upper, 1e-300)
-		lower = math.Max(lower, p.lower.delta(p.step, eps-p.shift(eta))-eta-p.slack)
+		lower = math.Max(lower, p.lower.delta(p.step, eps-p.shift(eta), -1)-eta-p.slack)
 	}
 	return math.Min(lower, upper), upper, nil
 }
@@ -435,14 +491,14 @@ func (p *PLD) Epsilon(delta float64) (lower, upper float64, err error) {
 	if !(delta >= 0 && delta < 1) {
 		return 0, 0, fmt.Errorf("delta must satisfy 0 <= delta < 1, got %v", delta)
 	}
-	upper = p.upper.epsilon(p.step, delta, 0)
+	upper = p.upper.epsilon(p.step, delta, 0, 1)
 	for _, rel := range etas {
 		eta := rel * delta
 		if eta == 0 {
 			eta = 1e-300
 		}
 		s := p.shift(eta)
-		lower = math.Max(lower, s+p.lower.epsilon(p.step, delta+eta+p.slack, -s))
+		lower = math.Max(lower, s+p.lower.epsilon(p.step, delta+eta+p.slack, -s, -1))
 	}
 	lower = math.Min(math.Max(lower, 0), upper)
 	if math.IsInf(upper, 1) {

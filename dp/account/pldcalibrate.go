@@ -121,14 +121,28 @@ func calibratePLD(target Budget, opt PLDOptions, sp searchSpace, x0 float64) (fl
 
 // secant predicts where the fine grid's ε (res at in) reaches the target,
 // along the coarse grid's slope of log ε against log x between in and out,
-// and returns that point if the fine grid finds it feasible.
+// and returns a point 95% of the way there if the fine grid finds it
+// feasible.
 func (s *pldSolver) secant(in, out float64, res PLDResult, full func(float64) (PLDResult, error)) (float64, PLDResult, bool) {
-	ein, eout := s.seen[in], s.seen[out]
-	if math.IsNaN(out) || math.IsInf(eout, 1) || !(res.Epsilon > 0) {
+	if math.IsNaN(out) || !(res.Epsilon > 0) {
 		return 0, PLDResult{}, false
 	}
-	slope := (math.Log(eout) - math.Log(ein)) / (math.Log(out) - math.Log(in))
-	x := in * math.Exp((math.Log(s.target.Epsilon)-math.Log(res.Epsilon))/slope)
+	// The slope over a baseline of at least 1e-3 in log x: a grid's ε is
+	// not smooth at the finest scales.
+	ein := s.seen[in]
+	other, dist := math.NaN(), math.Inf(1)
+	for x, e := range s.seen {
+		if d := math.Abs(math.Log(x / in)); d >= 1e-3 && d < dist && !math.IsInf(e, 1) && e > 0 {
+			other, dist = x, d
+		}
+	}
+	if math.IsNaN(other) {
+		return 0, PLDResult{}, false
+	}
+	slope := (math.Log(s.seen[other]) - math.Log(ein)) / (math.Log(other) - math.Log(in))
+	// 95% of the step: the fine slope differs a little from the coarse
+	// one, and landing just short keeps the point feasible.
+	x := in * math.Exp(0.95*(math.Log(s.target.Epsilon)-math.Log(res.Epsilon))/slope)
 	x = math.Min(math.Max(x, s.sp.min), s.sp.max)
 	if x == in || !(slope != 0) {
 		return 0, PLDResult{}, false

@@ -263,6 +263,10 @@ type PLDResult struct {
 	EpsilonLower float64 `json:"epsilon_lower"`
 	// Delta is the δ the guarantee holds for.
 	Delta float64 `json:"delta"`
+	// Warning is set when FFT rounding allowance makes up more than a
+	// tenth of δ: the upper bound is then loose (a finer computation or
+	// the RDP accountant may certify less).
+	Warning string `json:"warning,omitempty"`
 }
 
 // PLDEpsilon returns the (ε, δ) guarantee of the terms composed.
@@ -278,7 +282,11 @@ func PLDEpsilon(terms []PLDTerm, delta float64, opt PLDOptions) (PLDResult, erro
 	if err != nil {
 		return PLDResult{}, err
 	}
-	return PLDResult{Epsilon: up, EpsilonLower: lo, Delta: delta}, nil
+	res := PLDResult{Epsilon: up, EpsilonLower: lo, Delta: delta}
+	if nd := math.Max(pp.Remove.noiseDelta(up), pp.Add.noiseDelta(up)); nd > delta/10 {
+		res.Warning = fmt.Sprintf("FFT rounding allowance %.2g is %.0f%% of delta: the upper bound is loose at this delta", nd, 100*nd/delta)
+	}
+	return res, nil
 }
 
 // PhaseTerms returns the PLD terms of DP-SGD phases (Poisson-subsampled
