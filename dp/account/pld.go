@@ -290,6 +290,9 @@ func power(g grid, k int, step float64) (grid, float64, error) {
 		return grid{lo: k * g.lo, inf: inf}, 0, nil
 	}
 	wlo, whi := chernoffWindow(g, k, step)
+	if whi < wlo { // the k-fold finite mass is itself below the truncation
+		return grid{lo: k * g.lo, inf: inf}, 2 * pldTruncMass, nil
+	}
 	width := whi - wlo + 1
 	if err := checkLen(width, step); err != nil {
 		return grid{}, 0, err

@@ -260,7 +260,8 @@ func TestPLDErrors(t *testing.T) {
 		{[]PLDTerm{gaussTerm(1, 1)}, 1e-5, PLDOptions{Step: 1e-9}, "[1e-07, 1]"},
 		{[]PLDTerm{gaussTerm(1e7, 1)}, 1e-5, PLDOptions{}, "<= 1e+06"},
 		{[]PLDTerm{gaussTerm(0.003, 1)}, 1e-5, PLDOptions{}, "limit 4194304"},
-		{[]PLDTerm{gaussTerm(1, 0)}, 1e-5, PLDOptions{}, "count must be >= 1"},
+		{[]PLDTerm{gaussTerm(1, 0)}, 1e-5, PLDOptions{}, "count must lie in [1, 1073741824]"},
+		{[]PLDTerm{{Kind: PLDDiscreteGaussian, Scale: 1e6, Sensitivity: 1, Count: 1}}, 1e-5, PLDOptions{}, "<= 100000"},
 		{[]PLDTerm{sgTerm(0, 1, 1)}, 1e-5, PLDOptions{}, "0 < q <= 1"},
 		{[]PLDTerm{{Kind: PLDApprox, Epsilon: 1, Delta: 1e-3, Count: 1}}, 1e-5, PLDOptions{}, "below the probability"},
 		{[]PLDTerm{{Kind: "bogus", Count: 1}}, 1e-5, PLDOptions{}, "unknown PLD mechanism"},
@@ -435,5 +436,52 @@ func TestCalibratePLD(t *testing.T) {
 	}
 	if _, _, err := CalibrateNoisePLD(target, []Phase{{SampleRate: 0, Steps: 10}}, PLDOptions{}); err == nil {
 		t.Error("calibrating noise for a run that samples nothing should fail")
+	}
+}
+
+// FuzzPLDTerm: any term either is refused with an error or gives ordered
+// bounds; nothing panics or allocates past the grid limit.
+func FuzzPLDTerm(f *testing.F) {
+	f.Add(uint8(0), 1.0, 0.0, 0.0, 1, 10, 1e-5)
+	f.Add(uint8(1), 0.8, 0.0, 0.01, 1, 100, 1e-6)
+	f.Add(uint8(2), 0.0, 0.5, 0.0, 1, 3, 1e-5)
+	f.Add(uint8(3), 0.0, 2.0, 0.2, 1, 5, 1e-3)
+	f.Add(uint8(4), 0.0, 0.0, 0.0, 1, 7, 0.0)
+	f.Add(uint8(5), 0.0, 3.0, 0.0, 2, 4, 1e-9)
+	f.Add(uint8(6), 0.0, 4.0, 0.0, 3, 2, 1e-9)
+	f.Add(uint8(7), 0.0, 0.0, 0.0, 1, 1, 1e-4)
+	f.Add(uint8(1), 1e-300, math.Inf(1), math.NaN(), -1, 1<<40, 2.0)
+	kinds := []string{PLDGaussian, PLDSubsampledGaussian, PLDLaplace, PLDSubsampledLaplace, PLDRandomizedResponse, PLDDiscreteLaplace, PLDDiscreteGaussian, PLDApprox}
+	f.Fuzz(func(t *testing.T, kind uint8, sigma, scale, q float64, sens, count int, delta float64) {
+		term := PLDTerm{Kind: kinds[int(kind)%len(kinds)], NoiseMultiplier: sigma, Scale: scale, SampleRate: q,
+			Sensitivity: sens, Epsilon: scale, Count: count}
+		if term.Kind == PLDApprox {
+			term.Delta = q
+		}
+		res, err := PLDEpsilon([]PLDTerm{term}, delta, PLDOptions{Step: 1e-2})
+		if err != nil {
+			return
+		}
+		if !(res.EpsilonLower >= 0 && res.EpsilonLower <= res.Epsilon) {
+			t.Fatalf("%+v at δ=%v: %+v", term, delta, res)
+		}
+	})
+}
+
+// TestPLDMassIsKept: every discretisation keeps the total mass (upper
+// grid plus its +∞ atom at least 1), including Laplace with 1/b = 80,
+// whose middle losses are far below e^{−37}.
+func TestPLDMassIsKept(t *testing.T) {
+	for _, term := range []PLDTerm{{Kind: PLDLaplace, Scale: 0.0125, Count: 1}, sgTerm(0.01, 0.5, 1), {Kind: PLDSubsampledLaplace, Scale: 0.05, SampleRate: 0.3, Count: 1}} {
+		for _, add := range []bool{false, true} {
+			p, err := discretise(term.dist(add), 1e-3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total := p.upper.inf + sum(p.upper.mass)
+			if math.Abs(total-1) > 1e-12 {
+				t.Errorf("%s add=%v: upper mass %v", term.Kind, add, total)
+			}
+		}
 	}
 }

@@ -51,6 +51,9 @@ func discretise(d lossDist, step float64) (*PLD, error) {
 	if lo > hi { // all mass at +∞ or in the tails
 		lo, hi = 0, 0
 	}
+	if math.IsInf(lo, 0) || math.IsInf(hi, 0) || math.IsNaN(lo) || math.IsNaN(hi) {
+		return nil, fmt.Errorf("privacy losses span [%v, %v]: no finite grid holds them", lo, hi)
+	}
 	k0, k1 := int(math.Floor(lo/step))-2, int(math.Ceil(hi/step))+1
 	if err := checkLen(k1-k0+1, step); err != nil {
 		return nil, err
@@ -204,7 +207,7 @@ type subLaplace struct {
 
 func (m subLaplace) dist() lossDist {
 	e := math.Exp(-1 / m.b)
-	lowL, highL := math.Log1p(m.q*math.Expm1(-1/m.b)), math.Log1p(m.q*math.Expm1(1/m.b))
+	lowL, highL := m.lossOf(-1/m.b), m.lossOf(1/m.b)
 	lowP, lowQ := ((1-m.q)+m.q*e)/2, 0.5   // x ≤ 0
 	highP, highQ := ((1-m.q)*e+m.q)/2, e/2 // x ≥ 1
 	atoms := []atom{{lowL, lowP, lowQ}, {highL, highP, highQ}}
@@ -212,6 +215,14 @@ func (m subLaplace) dist() lossDist {
 		atoms = []atom{{-lowL, lowQ, lowP}, {-highL, highQ, highP}}
 	}
 	return lossDist{atoms: atoms, cont: m}
+}
+
+// lossOf is log(1 − q + q·e^t), exact at q = 1 and for large |t|.
+func (m subLaplace) lossOf(t float64) float64 {
+	if m.q == 1 {
+		return t
+	}
+	return logAdd(math.Log1p(-m.q), math.Log(m.q)+t)
 }
 
 // outcome is the x ∈ [0, 1] at which the remove loss is l (clamped).
@@ -222,11 +233,15 @@ func (m subLaplace) outcome(l float64) float64 {
 	if math.IsInf(l, 1) {
 		return 1
 	}
-	v := math.Expm1(l) + m.q
-	if v <= 0 {
-		return 0
+	t := l // log((e^l − 1 + q)/q), which is l at q = 1
+	if m.q < 1 {
+		v := math.Expm1(l) + m.q
+		if v <= 0 {
+			return 0
+		}
+		t = math.Log(v / m.q)
 	}
-	return math.Min(math.Max((m.b*math.Log(v/m.q)+1)/2, 0), 1)
+	return math.Min(math.Max((m.b*t+1)/2, 0), 1)
 }
 
 func (m subLaplace) mass(a, b float64) (float64, float64) {
@@ -248,7 +263,7 @@ func (m subLaplace) mass(a, b float64) (float64, float64) {
 }
 
 func (m subLaplace) span() (float64, float64) {
-	lo, hi := math.Log1p(m.q*math.Expm1(-1/m.b)), math.Log1p(m.q*math.Expm1(1/m.b))
+	lo, hi := m.lossOf(-1/m.b), m.lossOf(1/m.b)
 	if m.add {
 		return -hi, -lo
 	}

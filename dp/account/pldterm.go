@@ -39,6 +39,10 @@ const (
 	pldMaxScale       = 1e6
 	pldMaxEpsilon     = 500.0
 	pldMaxSensitivity = 1 << 16
+	pldMaxCount       = 1 << 30
+	// pldMaxDiscreteSigma keeps the discrete Gaussian's 24σ outcomes within
+	// a grid's length.
+	pldMaxDiscreteSigma = 1e5
 )
 
 // PLDTerm is one mechanism of a privacy-loss-distribution loss, used Count
@@ -71,8 +75,8 @@ func (t PLDTerm) Validate() error {
 }
 
 func (t PLDTerm) validate() error {
-	if t.Count < 1 {
-		return fmt.Errorf("count must be >= 1, got %d", t.Count)
+	if t.Count < 1 || t.Count > pldMaxCount {
+		return fmt.Errorf("count must lie in [1, %d], got %d", pldMaxCount, t.Count)
 	}
 	rate := func() error {
 		if !(t.SampleRate > 0 && t.SampleRate <= 1) {
@@ -98,6 +102,9 @@ func (t PLDTerm) validate() error {
 	case PLDDiscreteLaplace, PLDDiscreteGaussian:
 		if t.Sensitivity < 1 || t.Sensitivity > pldMaxSensitivity {
 			return fmt.Errorf("sensitivity must be an integer in [1, %d], got %d", pldMaxSensitivity, t.Sensitivity)
+		}
+		if t.Kind == PLDDiscreteGaussian {
+			return checkRange("discrete gaussian sigma", t.Scale, pldMaxDiscreteSigma)
 		}
 		return checkRange("scale", t.Scale, pldMaxScale)
 	case PLDRandomizedResponse, PLDApprox:
