@@ -413,8 +413,8 @@ func padded(m []float64, size int) []float64 {
 	return out
 }
 
-// delta returns Σ_{l>ε} (m + side·noise)·(1 − e^{ε−l}) + inf: side = +1
-// bounds δ from above, −1 from below.
+// delta returns Σ_{l>ε} max(0, m + side·noise)·(1 − e^{ε−l}) + inf:
+// side = +1 bounds δ from above, −1 from below.
 func (g grid) delta(step, eps, side float64) float64 {
 	d := g.inf
 	for i := len(g.mass) - 1; i >= 0; i-- {
@@ -422,7 +422,7 @@ func (g grid) delta(step, eps, side float64) float64 {
 		if l <= eps {
 			break
 		}
-		d += (g.mass[i] + side*g.noise) * -math.Expm1(eps-l)
+		d += math.Max(0, g.mass[i]+side*g.noise) * -math.Expm1(eps-l)
 	}
 	return d
 }
@@ -449,7 +449,7 @@ func (g grid) epsilon(step, target, from, side float64) float64 {
 		if a-c > target {
 			return l + math.Log((a-target)/c)
 		}
-		m := g.mass[j] + side*g.noise
+		m := math.Max(0, g.mass[j]+side*g.noise) // true masses are ≥ 0
 		a += m
 		c = (c + m) * shrink
 	}

@@ -91,9 +91,9 @@ func TestPLDBelowRDP(t *testing.T) {
 				// A coarser grid where ε is large keeps the test fast; any
 				// grid gives an upper bound.
 				grids := []float64{1e-4, 1e-3, 1e-2, 1e-1}
-				if rdp.Epsilon > 100 {
+				if rdp.Epsilon > 20 {
 					grids = grids[2:]
-				} else if rdp.Epsilon > 10 {
+				} else if rdp.Epsilon > 2 {
 					grids = grids[1:]
 				}
 				for _, step := range grids {
@@ -193,7 +193,7 @@ func TestPLDAgainstIntegration(t *testing.T) {
 	for _, e := range []float64{0.5, 1, 2} {
 		check(2, e, integrate(func(x float64) float64 { return density(x) * delta1(e-loss(x)) }, -9*sigma, 1+9*sigma, 0.1))
 	}
-	const h, lo, hi = 1e-2, -2.5, 5.0
+	const h, lo, hi = 1.5e-2, -2.0, 4.0
 	n := int((hi-lo)/h) + 1
 	below := func(e float64) float64 { return -math.Expm1(e) } // ε below every loss
 	prev := tabulated{lo: lo, h: h, below: below}
