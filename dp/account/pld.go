@@ -40,6 +40,17 @@ type grid struct {
 	mass  []float64
 	inf   float64
 	noise float64
+	// tiltLog and tiltLam, for a grid computed tilted (see tiltSource),
+	// make the allowance at loss l noise·e^{tiltLog − tiltLam·l}.
+	tiltLog, tiltLam float64
+}
+
+// nz is the allowance of entry i.
+func (g grid) nz(i int, step float64) float64 {
+	if g.tiltLam == 0 {
+		return g.noise
+	}
+	return g.noise * math.Exp(g.tiltLog-g.tiltLam*float64(g.lo+i)*step)
 }
 
 // PLD is the privacy-loss distribution of one direction of a neighbouring
@@ -83,6 +94,9 @@ type PLD struct {
 	// slack bounds the mass the lower grid may hold in excess (wrapped
 	// round in a self-composition); it is subtracted from its δ.
 	slack float64
+	// src, for a k-fold self-composition of one exact grid pair, lets a
+	// query recompute the law tilted where rounding would dominate δ.
+	src *tiltSource
 }
 
 // Step returns the grid width Δ.
@@ -146,6 +160,9 @@ func (p *PLD) Times(k int) (*PLD, error) {
 	}
 	fk := float64(k)
 	out := &PLD{step: p.step, upper: up, lower: low, mean: fk * p.mean, rounds: fk * p.rounds, slack: fk*p.slack + wrapLow}
+	if p.src == nil && p.upper.noise == 0 && p.lower.noise == 0 {
+		out.src = &tiltSource{upper: p.upper, lower: p.lower, k: k}
+	}
 	// Upper: mass that left the window may lie anywhere above it.
 	out.upper.inf = math.Min(1, out.upper.inf+wrapUp)
 	out.trim()
@@ -325,42 +342,72 @@ func power(g grid, k int, step float64) (grid, float64, error) {
 }
 
 // chernoffWindow returns the index range [lo, hi] of the k-fold sum
-// outside which each tail has mass at most pldTruncMass:
+// outside which each tail has mass at most pldTruncMass (see chernoff).
+func chernoffWindow(g grid, k int, step float64) (int, int) {
+	c := newChernoff(g, k, step)
+	logTol := math.Log(pldTruncMass)
+	bestHi, bestLo := float64(c.hi), float64(c.lo)
+	for _, lam := range c.lams {
+		if h := (c.fk*logMGF(c.top, c.logM, lam) - logTol) / lam; h < bestHi {
+			bestHi = h
+		}
+		if h := (logTol - c.fk*logMGF(c.bottom, c.logM, -lam)) / lam; h > bestLo {
+			bestLo = h
+		}
+	}
+	wlo, whi := int(math.Floor(bestLo)), int(math.Ceil(bestHi))
+	return max(wlo, c.lo), min(whi, c.hi)
+}
+
+// chernoff bounds the tails of the k-fold sum S of g:
 // P(S ≥ h) ≤ M(λ)^k e^{−λh} for λ > 0 and P(S ≤ h) ≤ M(−λ)^k e^{λh},
 // M being g's (unnormalised) moment generating function in index units,
 // minimised over λ = 2^e/Δ' for e = −8…12 per unit of loss (any λ gives a
-// valid bound; the grid only costs width).
-func chernoffWindow(g grid, k int, step float64) (int, int) {
-	fk := float64(k)
-	lo, hi := k*g.lo, k*(g.lo+len(g.mass)-1)
-	logTol := math.Log(pldTruncMass)
-	bestHi, bestLo := float64(hi), float64(lo)
-	// Buckets of w points, their mass put at the bucket's top (for λ > 0)
-	// or bottom (λ < 0): M only grows, so the bound stays valid, and it
-	// costs n/w exponentials per λ.
+// valid bound; the grid only costs width). Masses are bucketed by w
+// points, each bucket's put at its top (for λ > 0) or bottom (λ < 0): M
+// only grows, so the bounds stay valid, at n/w exponentials per λ.
+type chernoff struct {
+	fk          float64
+	lo, hi      int
+	top, bottom []float64
+	logM, lams  []float64
+}
+
+func newChernoff(g grid, k int, step float64) chernoff {
+	c := chernoff{fk: float64(k), lo: k * g.lo, hi: k * (g.lo + len(g.mass) - 1)}
 	w := max(1, len(g.mass)/4096)
-	var top, bottom, logM []float64
 	for i := 0; i < len(g.mass); i += w {
 		var s float64
 		for _, x := range g.mass[i:min(i+w, len(g.mass))] {
 			s += x
 		}
 		if s > 0 {
-			bottom, top = append(bottom, float64(g.lo+i)), append(top, float64(g.lo+min(i+w, len(g.mass))-1))
-			logM = append(logM, math.Log(s))
+			c.bottom, c.top = append(c.bottom, float64(g.lo+i)), append(c.top, float64(g.lo+min(i+w, len(g.mass))-1))
+			c.logM = append(c.logM, math.Log(s))
 		}
 	}
 	for e := -8; e <= 12; e++ {
-		lam := math.Pow(2, float64(e)) * step
-		if h := (fk*logMGF(top, logM, lam) - logTol) / lam; h < bestHi {
-			bestHi = h
-		}
-		if h := (logTol - fk*logMGF(bottom, logM, -lam)) / lam; h > bestLo {
-			bestLo = h
-		}
+		c.lams = append(c.lams, math.Pow(2, float64(e))*step)
 	}
-	wlo, whi := int(math.Floor(bestLo)), int(math.Ceil(bestHi))
-	return max(wlo, lo), min(whi, hi)
+	return c
+}
+
+// highTail bounds P(S ≥ h).
+func (c chernoff) highTail(h int) float64 {
+	best := 0.0
+	for _, lam := range c.lams {
+		best = math.Min(best, c.fk*logMGF(c.top, c.logM, lam)-lam*float64(h))
+	}
+	return math.Exp(best)
+}
+
+// lowTail bounds P(S ≤ h).
+func (c chernoff) lowTail(h int) float64 {
+	best := 0.0 // log of the bound, ≤ log 1
+	for _, lam := range c.lams {
+		best = math.Min(best, c.fk*logMGF(c.bottom, c.logM, -lam)+lam*float64(h))
+	}
+	return math.Exp(best)
 }
 
 // logMGF is log Σ e^{logM_i + λ·idx_i}.
@@ -422,7 +469,7 @@ func (g grid) delta(step, eps, side float64) float64 {
 		if l <= eps {
 			break
 		}
-		d += math.Max(0, g.mass[i]+side*g.noise) * -math.Expm1(eps-l)
+		d += math.Max(0, g.mass[i]+side*g.nz(i, step)) * -math.Expm1(eps-l)
 	}
 	return d
 }
@@ -449,19 +496,21 @@ func (g grid) epsilon(step, target, from, side float64) float64 {
 		if a-c > target {
 			return l + math.Log((a-target)/c)
 		}
-		m := math.Max(0, g.mass[j]+side*g.noise) // true masses are ≥ 0
+		m := math.Max(0, g.mass[j]+side*g.nz(j, step)) // true masses are ≥ 0
 		a += m
 		c = (c + m) * shrink
 	}
 	return from
 }
 
-// noiseDelta is the part of the upper bound on δ(ε) that is FFT rounding
-// allowance (noise per grid point above ε).
-func (p *PLD) noiseDelta(eps float64) float64 {
-	g := p.upper
-	first := int(math.Floor(eps/p.step)) + 1 - g.lo // first index with loss > ε
-	return g.noise * float64(len(g.mass)-max(0, min(first, len(g.mass))))
+// noiseDelta is the part of g's upper bound on δ(ε) that is FFT rounding
+// allowance.
+func (g grid) noiseDelta(step, eps float64) float64 {
+	var d float64
+	for i := len(g.mass) - 1; i >= 0 && float64(g.lo+i)*step > eps; i-- {
+		d += g.nz(i, step)
+	}
+	return d
 }
 
 // etas are the Hoeffding failure probabilities tried, relative to the δ
@@ -491,21 +540,61 @@ func (p *PLD) Delta(eps float64) (lower, upper float64, err error) {
 // delta. The upper bound is +Inf (with an error) when δ is below the mass
 // at infinite loss.
 func (p *PLD) Epsilon(delta float64) (lower, upper float64, err error) {
+	lower, upper, _, err = p.epsilon(delta)
+	return lower, upper, err
+}
+
+// epsilon is Epsilon, also returning the part of δ at the upper bound that
+// is rounding allowance. Where that is over a tenth of δ and p is a k-fold
+// self-composition, the law is recomputed tilted towards the answer (see
+// tiltSource) and the better bounds kept.
+func (p *PLD) epsilon(delta float64) (lower, upper, noise float64, err error) {
 	if !(delta >= 0 && delta < 1) {
-		return 0, 0, fmt.Errorf("delta must satisfy 0 <= delta < 1, got %v", delta)
+		return 0, 0, 0, fmt.Errorf("delta must satisfy 0 <= delta < 1, got %v", delta)
 	}
-	upper = p.upper.epsilon(p.step, delta, 0, 1)
+	lower, upper = p.bounds(p.upper, p.lower, p.slack, delta)
+	noise = p.upper.noiseDelta(p.step, upper)
+	if p.src != nil && noise > delta/10 && !math.IsInf(upper, 1) {
+		if up, low, err := p.src.tilted(p, lower); err == nil {
+			lo2, up2 := p.bounds(up, low, 0, delta)
+			if up2 < upper {
+				upper, noise = up2, up.noiseDelta(p.step, up2)
+			}
+			lower = math.Max(lower, lo2)
+		}
+	}
+	lower = math.Min(math.Max(lower, 0), upper)
+	if math.IsInf(upper, 1) {
+		return lower, upper, noise, fmt.Errorf("delta %v is below the probability %.3g of an infinite privacy loss: %w", delta, p.upper.inf, ErrNoFiniteEpsilon)
+	}
+	return lower, upper, noise, nil
+}
+
+// bounds returns the ε bounds at delta from an upper and a lower grid
+// (slack: the lower grid's excess mass). A tilted grid knows nothing below
+// its first point, so an answer there is no bound and is dropped.
+func (p *PLD) bounds(up, low grid, slack, delta float64) (lower, upper float64) {
+	from := 0.0
+	if up.tiltLam != 0 {
+		from = math.Max(0, float64(up.lo)*p.step)
+	}
+	upper = up.epsilon(p.step, delta, from, 1)
+	if up.tiltLam != 0 && upper == from {
+		upper = math.Inf(1)
+	}
 	for _, rel := range etas {
 		eta := rel * delta
 		if eta == 0 {
 			eta = 1e-300
 		}
 		s := p.shift(eta)
-		lower = math.Max(lower, s+p.lower.epsilon(p.step, delta+eta+p.slack, -s, -1))
+		from := -s
+		if low.tiltLam != 0 {
+			from = math.Max(from, float64(low.lo)*p.step)
+		}
+		if x := low.epsilon(p.step, delta+eta+slack, from, -1); x > from || low.tiltLam == 0 {
+			lower = math.Max(lower, s+x)
+		}
 	}
-	lower = math.Min(math.Max(lower, 0), upper)
-	if math.IsInf(upper, 1) {
-		return lower, upper, fmt.Errorf("delta %v is below the probability %.3g of an infinite privacy loss: %w", delta, p.upper.inf, ErrNoFiniteEpsilon)
-	}
-	return lower, upper, nil
+	return lower, upper
 }

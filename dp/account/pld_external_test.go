@@ -70,15 +70,19 @@ func TestPLDLowerBoundIsSound(t *testing.T) {
 		sigma float64
 		k     int
 		step  float64
-	}{{0.6, 14062, 0.05}, {1, 100, 1e-3}, {2, 1000, 1e-3}} {
-		want := balleWangEpsilon(tc.sigma/math.Sqrt(float64(tc.k)), 1e-5)
-		res, err := account.PLDEpsilon([]account.PLDTerm{{Kind: account.PLDGaussian, NoiseMultiplier: tc.sigma, Count: tc.k}}, 1e-5, account.PLDOptions{Step: tc.step})
+		delta float64
+	}{{0.6, 14062, 0.05, 1e-5}, {1, 100, 1e-3, 1e-5}, {2, 1000, 1e-3, 1e-5}, {20, 1000, 1e-4, 1e-15}, {5, 300, 1e-4, 1e-12}} {
+		want := balleWangEpsilon(tc.sigma/math.Sqrt(float64(tc.k)), tc.delta)
+		res, err := account.PLDEpsilon([]account.PLDTerm{{Kind: account.PLDGaussian, NoiseMultiplier: tc.sigma, Count: tc.k}}, tc.delta, account.PLDOptions{Step: tc.step})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !(res.EpsilonLower <= want && want <= res.Epsilon) {
 			t.Errorf("σ=%v k=%d: exact ε %v not in [%v, %v]", tc.sigma, tc.k, want, res.EpsilonLower, res.Epsilon)
 		}
-		t.Logf("σ=%v k=%d Δ=%v: [%v, %v], exact %v", tc.sigma, tc.k, tc.step, res.EpsilonLower, res.Epsilon, want)
+		if tc.delta < 1e-10 && (res.Warning != "" || res.Epsilon-res.EpsilonLower > 0.02*want) {
+			t.Errorf("σ=%v k=%d δ=%v: bounds [%v, %v] too far apart (%s)", tc.sigma, tc.k, tc.delta, res.EpsilonLower, res.Epsilon, res.Warning)
+		}
+		t.Logf("σ=%v k=%d Δ=%v δ=%v: [%v, %v], exact %v", tc.sigma, tc.k, tc.step, tc.delta, res.EpsilonLower, res.Epsilon, want)
 	}
 }

@@ -242,12 +242,19 @@ func composeDirection(terms []PLDTerm, step float64, add, upperOnly bool) (*PLD,
 // Epsilon returns lower and upper bounds on the pair's ε at δ = delta: the
 // larger over the two directions.
 func (pp PLDPair) Epsilon(delta float64) (lower, upper float64, err error) {
-	lower, upper, err = pp.Remove.Epsilon(delta)
+	lower, upper, _, err = pp.epsilon(delta)
+	return lower, upper, err
+}
+
+// epsilon is Epsilon with the rounding allowance at the upper bound (the
+// larger of the two directions').
+func (pp PLDPair) epsilon(delta float64) (lower, upper, noise float64, err error) {
+	lower, upper, noise, err = pp.Remove.epsilon(delta)
 	if err != nil || pp.Add == pp.Remove {
-		return lower, upper, err
+		return lower, upper, noise, err
 	}
-	lo, up, err := pp.Add.Epsilon(delta)
-	return math.Max(lower, lo), math.Max(upper, up), err
+	lo, up, nz, err := pp.Add.epsilon(delta)
+	return math.Max(lower, lo), math.Max(upper, up), math.Max(noise, nz), err
 }
 
 // Delta returns lower and upper bounds on the pair's δ at ε = eps.
@@ -285,12 +292,12 @@ func PLDEpsilon(terms []PLDTerm, delta float64, opt PLDOptions) (PLDResult, erro
 	if err != nil {
 		return PLDResult{}, err
 	}
-	lo, up, err := pp.Epsilon(delta)
+	lo, up, nd, err := pp.epsilon(delta)
 	if err != nil {
 		return PLDResult{}, err
 	}
 	res := PLDResult{Epsilon: up, EpsilonLower: lo, Delta: delta}
-	if nd := math.Max(pp.Remove.noiseDelta(up), pp.Add.noiseDelta(up)); nd > delta/10 {
+	if nd > delta/10 {
 		res.Warning = fmt.Sprintf("FFT rounding allowance %.2g is %.0f%% of delta: the upper bound is loose at this delta", nd, 100*nd/delta)
 	}
 	return res, nil
