@@ -314,31 +314,39 @@ func power(g grid, k int, step float64) (grid, float64, error) {
 	if err := checkLen(width, step); err != nil {
 		return grid{}, 0, err
 	}
-	size := fftSize(max(width, n))
-	fft := fourier.NewFFT(size)
-	c := fft.Coefficients(nil, padded(g.mass, size))
-	for i, z := range c {
-		c[i] = cpow(z, k)
-	}
-	seq := fft.Sequence(nil, c)
+	seq, size := fftPower(g, k, wlo, width)
 	// Input noise ν spreads to at most k·ν·(Σm + nν)^{k−1} per entry.
 	total := sum(g.mass) + float64(n)*g.noise
 	noise := 0.0
 	if g.noise > 0 {
 		noise = float64(k) * g.noise * math.Pow(total, float64(k-1))
 	}
-	out := grid{lo: wlo, mass: make([]float64, width), inf: inf}
-	base := k * g.lo // the sum's index, less base, is its position mod size
-	for t := range out.mass {
-		j := (wlo + t - base) % size
-		out.mass[t] = seq[j] / float64(size)
-	}
+	out := grid{lo: wlo, mass: seq, inf: inf}
 	out.noise = noise + fftNoise(out.mass, size)
 	full := k*(n-1) + 1
 	if width >= full { // nothing left the window
 		return out, 0, nil
 	}
 	return out, 2 * pldTruncMass, nil
+}
+
+// fftPower returns the k-fold convolution of g at the sum indices wlo …
+// wlo+width−1, computed circularly (mass outside wraps round), and the FFT
+// length.
+func fftPower(g grid, k, wlo, width int) ([]float64, int) {
+	size := fftSize(max(width, len(g.mass)))
+	fft := fourier.NewFFT(size)
+	c := fft.Coefficients(nil, padded(g.mass, size))
+	for i, z := range c {
+		c[i] = cpow(z, k)
+	}
+	seq := fft.Sequence(nil, c)
+	out := make([]float64, width)
+	base := k * g.lo // the sum's index, less base, is its position mod size
+	for t := range out {
+		out[t] = seq[(wlo+t-base)%size] / float64(size)
+	}
+	return out, size
 }
 
 // chernoffWindow returns the index range [lo, hi] of the k-fold sum

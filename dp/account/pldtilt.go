@@ -3,8 +3,6 @@ package account
 import (
 	"errors"
 	"math"
-
-	"gonum.org/v1/gonum/dsp/fourier"
 )
 
 // tiltSource is the one-step pair of grids of a k-fold self-composition,
@@ -130,18 +128,7 @@ func tiltedPower(g grid, k int, step, lam, centreLoss float64, upper bool) (grid
 	if err := checkLen(width, step); err != nil {
 		return grid{}, err
 	}
-	size := fftSize(max(width, n))
-	fft := fourier.NewFFT(size)
-	c := fft.Coefficients(nil, padded(a.mass, size))
-	for i, z := range c {
-		c[i] = cpow(z, k)
-	}
-	seq := fft.Sequence(nil, c)
-	r := make([]float64, width)
-	base := k * g.lo
-	for t := range r {
-		r[t] = seq[(wlo+t-base)%size] / float64(size)
-	}
+	r, size := fftPower(a, k, wlo, width)
 	nu := fftNoise(r, size) + 2*pldTruncMass + cut
 	out := grid{lo: wlo, mass: make([]float64, width), noise: nu, tiltLog: logK, tiltLam: lam}
 	for t, x := range r {
