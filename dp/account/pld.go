@@ -560,15 +560,19 @@ func (p *PLD) epsilon(delta float64) (lower, upper, noise float64, err error) {
 	if !(delta >= 0 && delta < 1) {
 		return 0, 0, 0, fmt.Errorf("delta must satisfy 0 <= delta < 1, got %v", delta)
 	}
-	lower, upper = p.bounds(p.upper, p.lower, p.slack, delta)
+	upper = p.upperBound(p.upper, delta)
+	lower = p.lowerBound(p.lower, p.slack, delta)
 	noise = p.upper.noiseDelta(p.step, upper)
 	if p.src != nil && noise > delta/10 && !math.IsInf(upper, 1) {
-		if up, low, err := p.src.tilted(p, lower); err == nil {
-			lo2, up2 := p.bounds(up, low, 0, delta)
-			if up2 < upper {
+		// One tilted grid at a time: each can be large.
+		lam := p.src.lambda(lower, p.step)
+		if up, err := p.src.tilted(p.src.upper, p.step, lam, lower, true); err == nil {
+			if up2 := p.upperBound(up, delta); up2 < upper {
 				upper, noise = up2, up.noiseDelta(p.step, up2)
 			}
-			lower = math.Max(lower, lo2)
+		}
+		if low, err := p.src.tilted(p.src.lower, p.step, lam, lower, false); err == nil {
+			lower = math.Max(lower, p.lowerBound(low, 0, delta))
 		}
 	}
 	lower = math.Min(math.Max(lower, 0), upper)
@@ -578,18 +582,26 @@ func (p *PLD) epsilon(delta float64) (lower, upper, noise float64, err error) {
 	return lower, upper, noise, nil
 }
 
-// bounds returns the ε bounds at delta from an upper and a lower grid
-// (slack: the lower grid's excess mass). A tilted grid knows nothing below
-// its first point, so an answer there is no bound and is dropped.
-func (p *PLD) bounds(up, low grid, slack, delta float64) (lower, upper float64) {
+// upperBound is the upper bound on ε at delta from an upper grid. A
+// tilted grid knows nothing below its first point, so an answer there is
+// no bound (+Inf).
+func (p *PLD) upperBound(up grid, delta float64) float64 {
 	from := 0.0
 	if up.tiltLam != 0 {
 		from = math.Max(0, float64(up.lo)*p.step)
 	}
-	upper = up.epsilon(p.step, delta, from, 1)
+	upper := up.epsilon(p.step, delta, from, 1)
 	if up.tiltLam != 0 && upper == from {
-		upper = math.Inf(1)
+		return math.Inf(1)
 	}
+	return upper
+}
+
+// lowerBound is the lower bound on ε at delta from a lower grid (slack: its
+// excess mass), the best over the Hoeffding failure probabilities; for a
+// tilted grid, answers at its first point are no bound and are dropped.
+func (p *PLD) lowerBound(low grid, slack, delta float64) float64 {
+	var lower float64
 	for _, rel := range etas {
 		eta := rel * delta
 		if eta == 0 {
@@ -604,5 +616,5 @@ func (p *PLD) bounds(up, low grid, slack, delta float64) (lower, upper float64) 
 			lower = math.Max(lower, s+x)
 		}
 	}
-	return lower, upper
+	return lower
 }

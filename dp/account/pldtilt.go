@@ -14,30 +14,22 @@ import (
 // relative to the tilted peak, placed where the answer lies: the
 // allowance at loss l becomes ν·e^{K − λl}, small above the peak and large
 // only far below it, where δ does not look.
-// pldMaxTiltBins caps a tilted grid's window (it is cut from below).
-const pldMaxTiltBins = 1 << 21
+// pldMaxTiltBins caps a tilted grid's window (it is cut round the tilted
+// law's centre).
+const pldMaxTiltBins = 1 << 22
 
 type tiltSource struct {
 	upper, lower grid
 	k            int
 }
 
-// tilted returns the upper and lower k-fold grids tilted so that the
-// tilted law centres at the loss near (the caller's lower bound on ε).
-func (ts *tiltSource) tilted(p *PLD, near float64) (grid, grid, error) {
-	lam := ts.lambda(near, p.step)
-	if !(lam > 0) {
-		return grid{}, grid{}, errors.New("no tilt needed")
+// tilted returns the k-fold law of g (the source's upper or lower
+// one-step grid) computed tilted by lam, centred near the loss near.
+func (ts *tiltSource) tilted(g grid, step, lam, near float64, upper bool) (grid, error) {
+	if !(lam > 0) || len(g.mass) == 0 {
+		return grid{}, errors.New("no tilt")
 	}
-	up, err := tiltedPower(ts.upper, ts.k, p.step, lam, near, true)
-	if err != nil {
-		return grid{}, grid{}, err
-	}
-	if len(ts.lower.mass) == 0 {
-		return up, grid{tiltLam: lam}, nil
-	}
-	low, err := tiltedPower(ts.lower, ts.k, p.step, lam, near, false)
-	return up, low, err
+	return tiltedPower(g, ts.k, step, lam, near, upper)
 }
 
 // lambda finds the tilt λ ∈ (0, 1000] under which the k-fold sum's mean,
