@@ -23,14 +23,7 @@ const pldCoarse = 10
 // σ, stay within target by the PLD accountant's certified ε, with the
 // guarantee reached (and its lower bound). See calibratePLD for the search.
 func CalibrateNoisePLD(target Budget, phases []Phase, opt PLDOptions) (float64, PLDResult, error) {
-	at := func(sigma float64) []Phase {
-		out := make([]Phase, len(phases))
-		for i, p := range phases {
-			p.NoiseMultiplier = sigma
-			out[i] = p
-		}
-		return out
-	}
+	at := func(sigma float64) []Phase { return withNoise(phases, sigma) }
 	if err := validatePhases(at(1)); err != nil {
 		return 0, PLDResult{}, err
 	}
