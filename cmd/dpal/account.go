@@ -9,19 +9,29 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// accountCmd groups the RDP accountant's commands.
+// accountCmd groups the accountants' commands. It runs only to refuse an
+// unknown subcommand (cobra would print the help and exit 0).
 var accountCmd = &cobra.Command{
 	Use:   "account",
 	Short: "Privacy accounting for DP-SGD: ε of a run, noise and sampling-rate calibration",
+	Args:  cobra.ArbitraryArgs,
+	RunE: func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("unknown command %q for %q (want epsilon, noise or sample-rate)", args[0], cmd.CommandPath())
+		}
+		return cmd.Help()
+	},
 }
 
 var accountEpsilonCmd = &cobra.Command{
 	Use:   "epsilon",
-	Short: "(ε, δ) of Poisson-subsampled Gaussian steps (RDP accountant)",
+	Short: "(ε, δ) of Poisson-subsampled Gaussian steps (RDP or PLD accountant)",
 	Long: `Computes the (ε, δ) guarantee of --steps steps of the Poisson-subsampled Gaussian
 mechanism (sampling rate --sample-rate, noise multiplier --noise-multiplier), or of a
 schedule of phases given as --schedule "q:steps,q:steps" or "q:sigma:steps,…", by the
-Rényi-DP accountant over Opacus's default orders (extended by --orders).`,
+Rényi-DP accountant over Opacus's default orders (extended by --orders), or with
+--accountant pld by the privacy-loss-distribution accountant, which also gives a lower
+bound on the exact ε (see docs/accounting-pld.md).`,
 	Args: cobra.NoArgs,
 	RunE: runAccountEpsilon,
 }
@@ -46,6 +56,8 @@ func init() {
 		f.Float64("delta", 0, "target δ (0 < δ < 1, required)")
 		f.String("orders", "", "extra RDP orders added to the defaults, comma-separated (each > 1)")
 		f.String("conversion", "balle2020", "RDP to (ε, δ) conversion: balle2020 or classic")
+		f.String("accountant", "rdp", "rdp (Rényi DP) or pld (privacy-loss distribution: tighter, with a lower bound)")
+		f.Float64("pld-step", account.DefaultPLDStep, "PLD grid width Δ (a smaller grid is tighter and slower)")
 		f.Bool("json", false, "print one JSON object")
 	}
 	for _, c := range []*cobra.Command{accountEpsilonCmd, accountNoiseCmd, accountSampleRateCmd} {
@@ -69,6 +81,49 @@ func init() {
 	rootCmd.AddCommand(accountCmd)
 }
 
+// accountResult is the JSON of the account commands: the guarantee, the
+// calibrated parameter where there is one, the RDP order (rdp) or the
+// lower bound on the exact ε (pld).
+type accountResult struct {
+	NoiseMultiplier float64  `json:"noise_multiplier,omitempty"`
+	SampleRate      float64  `json:"sample_rate,omitempty"`
+	Epsilon         float64  `json:"epsilon"`
+	EpsilonLower    *float64 `json:"epsilon_lower,omitempty"`
+	Delta           float64  `json:"delta"`
+	Order           *float64 `json:"order,omitempty"`
+	Accountant      string   `json:"accountant"`
+	// EdgeWarning is the RDP edge-of-orders warning, or the PLD
+	// accountant's warning that rounding dominates δ.
+	EdgeWarning string `json:"edge_warning,omitempty"`
+}
+
+func rdpResult(r account.EpsilonResult) accountResult {
+	out := accountResult{Epsilon: r.Epsilon, Delta: r.Delta, Accountant: "rdp", EdgeWarning: r.EdgeWarning}
+	if r.Order != 0 {
+		out.Order = &r.Order
+	}
+	return out
+}
+
+func pldResult(r account.PLDResult) accountResult {
+	return accountResult{Epsilon: r.Epsilon, EpsilonLower: &r.EpsilonLower, Delta: r.Delta, Accountant: "pld", EdgeWarning: r.Warning}
+}
+
+// text is the one-line text output: what (e.g. "noise multiplier σ = …
+// gives "), then the guarantee and how it was reached.
+func (r accountResult) text(what string, conv account.Conversion) string {
+	eps, delta := accountFloat(r.Epsilon), accountFloat(r.Delta)
+	switch {
+	case r.EpsilonLower != nil:
+		return fmt.Sprintf("%sε = %s for δ = %s (PLD accountant; the exact ε is at least %s)\n", what, eps, delta, accountFloat(*r.EpsilonLower))
+	case r.Order == nil:
+		return fmt.Sprintf("%sε = %s for δ = %s (no step samples a record: nothing is released)\n", what, eps, delta)
+	case what == "":
+		return fmt.Sprintf("ε = %s at RDP order %s for δ = %s (%s conversion)\n", eps, accountFloat(*r.Order), delta, conv)
+	}
+	return fmt.Sprintf("%sε = %s (order %s) for δ = %s\n", what, eps, accountFloat(*r.Order), delta)
+}
+
 func runAccountEpsilon(cmd *cobra.Command, _ []string) error {
 	delta, opt, err := accountCommon(cmd)
 	if err != nil {
@@ -78,23 +133,34 @@ func runAccountEpsilon(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := account.Epsilon(phases, delta, opt)
-	if err != nil {
-		return err
+	var out accountResult
+	if opt.pld {
+		terms, err := account.PhaseTerms(phases)
+		if err != nil {
+			return err
+		}
+		res := account.PLDResult{Delta: delta}
+		if len(terms) > 0 {
+			if res, err = account.PLDEpsilon(terms, delta, opt.grid); err != nil {
+				return err
+			}
+		}
+		out = pldResult(res)
+	} else {
+		res, err := account.Epsilon(phases, delta, opt.rdp)
+		if err != nil {
+			return err
+		}
+		out = rdpResult(res)
 	}
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-		return printJSON(cmd.OutOrStdout(), res)
+		return printJSON(cmd.OutOrStdout(), out)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "ε = %s at RDP order %s for δ = %s (%s conversion)\n",
-		accountFloat(res.Epsilon), accountFloat(res.Order), accountFloat(res.Delta), opt.Conversion)
+	fmt.Fprint(cmd.OutOrStdout(), out.text("", opt.rdp.Conversion))
+	if out.Accountant == "pld" && out.EdgeWarning != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", out.EdgeWarning)
+	}
 	return nil
-}
-
-// accountNoiseResult is the JSON of `dpal account noise`.
-type accountNoiseResult struct {
-	NoiseMultiplier float64 `json:"noise_multiplier"`
-	Epsilon         float64 `json:"epsilon"`
-	EdgeWarning     string  `json:"edge_warning,omitempty"`
 }
 
 func runAccountNoise(cmd *cobra.Command, _ []string) error {
@@ -106,23 +172,27 @@ func runAccountNoise(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	sigma, res, err := account.CalibrateNoiseSchedule(target, phases, opt)
-	if err != nil {
-		return err
+	var out accountResult
+	if opt.pld {
+		sigma, res, err := account.CalibrateNoisePLD(target, phases, opt.grid)
+		if err != nil {
+			return err
+		}
+		out = pldResult(res)
+		out.NoiseMultiplier = sigma
+	} else {
+		sigma, res, err := account.CalibrateNoiseSchedule(target, phases, opt.rdp)
+		if err != nil {
+			return err
+		}
+		out = rdpResult(res)
+		out.NoiseMultiplier = sigma
 	}
-	out := accountNoiseResult{NoiseMultiplier: sigma, Epsilon: res.Epsilon, EdgeWarning: res.EdgeWarning}
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 		return printJSON(cmd.OutOrStdout(), out)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "noise multiplier σ = %s gives ε = %s (order %s) for δ = %s\n",
-		accountFloat(sigma), accountFloat(res.Epsilon), accountFloat(res.Order), accountFloat(target.Delta))
+	fmt.Fprint(cmd.OutOrStdout(), out.text("noise multiplier σ = "+accountFloat(out.NoiseMultiplier)+" gives ", opt.rdp.Conversion))
 	return nil
-}
-
-// accountSampleRateResult is the JSON of `dpal account sample-rate`.
-type accountSampleRateResult struct {
-	SampleRate  float64 `json:"sample_rate"`
-	EdgeWarning string  `json:"edge_warning,omitempty"`
 }
 
 func runAccountSampleRate(cmd *cobra.Command, _ []string) error {
@@ -138,21 +208,39 @@ func runAccountSampleRate(cmd *cobra.Command, _ []string) error {
 		return fmt.Errorf("--steps is required")
 	}
 	steps, _ := cmd.Flags().GetInt("steps")
-	q, res, err := account.CalibrateSampleRate(target, sigma, steps, opt)
-	if err != nil {
-		return err
+	var out accountResult
+	if opt.pld {
+		q, res, err := account.CalibrateSampleRatePLD(target, sigma, steps, opt.grid)
+		if err != nil {
+			return err
+		}
+		out = pldResult(res)
+		out.SampleRate = q
+	} else {
+		q, res, err := account.CalibrateSampleRate(target, sigma, steps, opt.rdp)
+		if err != nil {
+			return err
+		}
+		out = rdpResult(res)
+		out.SampleRate = q
 	}
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-		return printJSON(cmd.OutOrStdout(), accountSampleRateResult{SampleRate: q, EdgeWarning: res.EdgeWarning})
+		return printJSON(cmd.OutOrStdout(), out)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "sample rate q = %s gives ε = %s (order %s) for δ = %s\n",
-		accountFloat(q), accountFloat(res.Epsilon), accountFloat(res.Order), accountFloat(target.Delta))
+	fmt.Fprint(cmd.OutOrStdout(), out.text("sample rate q = "+accountFloat(out.SampleRate)+" gives ", opt.rdp.Conversion))
 	return nil
+}
+
+// accountOptions are the accountant choice and its settings.
+type accountOptions struct {
+	pld  bool
+	rdp  account.Options
+	grid account.PLDOptions
 }
 
 // accountTarget reads the calibration commands' target budget (--epsilon
 // and --delta) and the accountant options.
-func accountTarget(cmd *cobra.Command) (account.Budget, account.Options, error) {
+func accountTarget(cmd *cobra.Command) (account.Budget, accountOptions, error) {
 	delta, opt, err := accountCommon(cmd)
 	if err != nil {
 		return account.Budget{}, opt, err
@@ -164,9 +252,10 @@ func accountTarget(cmd *cobra.Command) (account.Budget, account.Options, error) 
 	return account.Budget{Epsilon: eps, Delta: delta}, opt, nil
 }
 
-// accountCommon reads --delta, --orders and --conversion.
-func accountCommon(cmd *cobra.Command) (float64, account.Options, error) {
-	var opt account.Options
+// accountCommon reads --delta, --orders, --conversion, --accountant and
+// --pld-step.
+func accountCommon(cmd *cobra.Command) (float64, accountOptions, error) {
+	var opt accountOptions
 	delta, err := accountRequiredFloat(cmd, "delta")
 	if err != nil {
 		return 0, opt, err
@@ -174,8 +263,16 @@ func accountCommon(cmd *cobra.Command) (float64, account.Options, error) {
 	if !(delta > 0 && delta < 1) {
 		return 0, opt, fmt.Errorf("--delta must satisfy 0 < delta < 1, got %v", delta)
 	}
+	switch name, _ := cmd.Flags().GetString("accountant"); name {
+	case "rdp":
+	case "pld":
+		opt.pld = true
+	default:
+		return 0, opt, fmt.Errorf("--accountant must be rdp or pld, got %q", name)
+	}
+	opt.grid.Step, _ = cmd.Flags().GetFloat64("pld-step")
 	conv, _ := cmd.Flags().GetString("conversion")
-	if opt.Conversion, err = account.ParseConversion(conv); err != nil {
+	if opt.rdp.Conversion, err = account.ParseConversion(conv); err != nil {
 		return 0, opt, fmt.Errorf("--conversion: %w", err)
 	}
 	s, _ := cmd.Flags().GetString("orders")
@@ -183,7 +280,7 @@ func accountCommon(cmd *cobra.Command) (float64, account.Options, error) {
 	if err != nil {
 		return 0, opt, err
 	}
-	opt.Orders, err = account.ExtendOrders(extra...)
+	opt.rdp.Orders, err = account.ExtendOrders(extra...)
 	if err != nil {
 		return 0, opt, fmt.Errorf("--orders: %w", err)
 	}

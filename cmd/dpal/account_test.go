@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 // runAccount runs `dpal account …` and returns stdout and stderr together.
@@ -33,7 +34,7 @@ func TestAccountEpsilonReference(t *testing.T) {
 		if accountRel(res["epsilon"].(float64), tc.eps) > 1e-9 || res["order"] != tc.order || res["delta"] != 1e-5 {
 			t.Errorf("%s: %v", tc.conv, res)
 		}
-		if _, ok := res["edge_warning"]; ok || len(res) != 3 {
+		if _, ok := res["edge_warning"]; ok || len(res) != 4 || res["accountant"] != "rdp" {
 			t.Errorf("%s: unexpected keys in %v", tc.conv, res)
 		}
 	}
@@ -54,10 +55,10 @@ func TestAccountEpsilonScheduleAndOrders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var a, b map[string]float64
+	var a, b map[string]any
 	_ = json.Unmarshal([]byte(single), &a)
 	_ = json.Unmarshal([]byte(split), &b)
-	if accountRel(a["epsilon"], b["epsilon"]) > 1e-12 || a["order"] != b["order"] {
+	if accountRel(a["epsilon"].(float64), b["epsilon"].(float64)) > 1e-12 || a["order"] != b["order"] {
 		t.Errorf("single %v, split %v", a, b)
 	}
 	// Large noise puts the optimum at the largest default order; --orders
@@ -80,7 +81,7 @@ func TestAccountNoiseAndSampleRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n map[string]float64
-	if err := json.Unmarshal([]byte(out), &n); err != nil || len(n) != 2 {
+	if err := json.Unmarshal([]byte(accountNumbers(out)), &n); err != nil || len(n) != 4 || n["delta"] != 1e-5 || !(n["order"] > 1) {
 		t.Fatalf("%q: %v", out, err)
 	}
 	if n["epsilon"] > 8 || n["epsilon"] < 8*(1-1e-6) || n["noise_multiplier"] < 0.5 || n["noise_multiplier"] > 0.7 {
@@ -90,12 +91,13 @@ func TestAccountNoiseAndSampleRate(t *testing.T) {
 	out, err = runAccount(t, "epsilon", "--sample-rate", "0.01", "--steps", "1000", "--delta", "1e-5", "--json",
 		"--noise-multiplier", accountFloat(n["noise_multiplier"]))
 	var e map[string]float64
-	if err != nil || json.Unmarshal([]byte(out), &e) != nil || e["epsilon"] != n["epsilon"] {
+	if err != nil || json.Unmarshal([]byte(accountNumbers(out)), &e) != nil || e["epsilon"] != n["epsilon"] {
 		t.Errorf("round trip: %q, %v (noise said %v)", out, err, n)
 	}
 	out, err = runAccount(t, "sample-rate", "--epsilon", "8", "--delta", "1e-5", "--noise-multiplier", "1", "--steps", "1000", "--json")
 	var s map[string]float64
-	if err != nil || json.Unmarshal([]byte(out), &s) != nil || len(s) != 1 || !(s["sample_rate"] > 0 && s["sample_rate"] < 1) {
+	if err != nil || json.Unmarshal([]byte(accountNumbers(out)), &s) != nil || len(s) != 4 || !(s["sample_rate"] > 0 && s["sample_rate"] < 1) ||
+		!(s["epsilon"] <= 8 && s["epsilon"] > 7.99) || s["delta"] != 1e-5 || !(s["order"] > 1) {
 		t.Errorf("sample-rate: %q, %v", out, err)
 	}
 	out, err = runAccount(t, "noise", "--epsilon", "2", "--delta", "1e-5", "--schedule", "0.01:500,0.04:100")
@@ -105,6 +107,85 @@ func TestAccountNoiseAndSampleRate(t *testing.T) {
 	out, err = runAccount(t, "sample-rate", "--epsilon", "8", "--delta", "1e-5", "--noise-multiplier", "1", "--steps", "1000")
 	if err != nil || !strings.HasPrefix(out, "sample rate q = ") {
 		t.Errorf("sample-rate human: %q, %v", out, err)
+	}
+}
+
+// accountNumbers drops the "accountant" key from a JSON object, leaving
+// the numbers.
+func accountNumbers(out string) string {
+	var m map[string]any
+	if json.Unmarshal([]byte(out), &m) != nil {
+		return out
+	}
+	delete(m, "accountant")
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// TestAccountPLD: --accountant pld gives a certified ε below the RDP one
+// and a lower bound ("epsilon_lower"); noise and sample-rate calibrate
+// with it, and its σ gives back the target.
+func TestAccountPLD(t *testing.T) {
+	ref := []string{"epsilon", "--sample-rate", "0.004266666666666667", "--noise-multiplier", "1.1", "--steps", "14062", "--delta", "1e-5", "--json"}
+	out, err := runAccount(t, append(ref, "--accountant", "pld")...)
+	var p map[string]any
+	if err != nil || json.Unmarshal([]byte(out), &p) != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	up, lo := p["epsilon"].(float64), p["epsilon_lower"].(float64)
+	if !(lo <= up && up < 2.5965558690 && lo > 2.3) || p["accountant"] != "pld" || p["delta"] != 1e-5 {
+		t.Errorf("pld: %v", p)
+	}
+	out, err = runAccount(t, "noise", "--epsilon", "8", "--delta", "1e-5", "--sample-rate", "0.01", "--steps", "1000", "--json", "--accountant", "pld")
+	var n map[string]float64
+	if err != nil || json.Unmarshal([]byte(accountNumbers(out)), &n) != nil || !(n["epsilon"] <= 8 && n["epsilon"] > 7.99) ||
+		!(n["epsilon_lower"] <= n["epsilon"]) || !(n["noise_multiplier"] > 0.55 && n["noise_multiplier"] < 0.6157) {
+		t.Fatalf("pld noise: %q, %v", out, err)
+	}
+	out, err = runAccount(t, "epsilon", "--sample-rate", "0.01", "--steps", "1000", "--delta", "1e-5", "--json", "--accountant", "pld",
+		"--noise-multiplier", accountFloat(n["noise_multiplier"]))
+	var e map[string]float64
+	if err != nil || json.Unmarshal([]byte(accountNumbers(out)), &e) != nil || e["epsilon"] != n["epsilon"] {
+		t.Errorf("pld round trip: %q, %v (noise said %v)", out, err, n)
+	}
+	out, err = runAccount(t, "sample-rate", "--epsilon", "8", "--delta", "1e-5", "--noise-multiplier", "1", "--steps", "1000", "--accountant", "pld")
+	if err != nil || !strings.HasPrefix(out, "sample rate q = ") || !strings.Contains(out, "PLD accountant") {
+		t.Errorf("pld sample-rate: %q, %v", out, err)
+	}
+	out, err = runAccount(t, "epsilon", "--schedule", "0.01:100,0.02:2:50", "--noise-multiplier", "1", "--delta", "1e-5", "--accountant", "pld", "--pld-step", "1e-3")
+	if err != nil || !strings.Contains(out, "the exact ε is at least") {
+		t.Errorf("pld schedule: %q, %v", out, err)
+	}
+}
+
+// TestAccountEdgeCases (issue 17): a run that samples nothing has ε = 0
+// with no advice about orders; a huge noise multiplier answers at once as
+// 1e100 does; unknown subcommands fail.
+func TestAccountEdgeCases(t *testing.T) {
+	for _, args := range [][]string{
+		{"--sample-rate", "0", "--steps", "100"},
+		{"--sample-rate", "0.01", "--steps", "0"},
+	} {
+		for _, acc := range []string{"rdp", "pld"} {
+			out, err := runAccount(t, append([]string{"epsilon", "--noise-multiplier", "1.1", "--delta", "1e-5", "--accountant", acc}, args...)...)
+			if err != nil || !strings.HasPrefix(out, "ε = 0 for δ = 1e-05") || strings.Contains(out, "order") {
+				t.Errorf("%s %v: %q, %v", acc, args, out, err)
+			}
+		}
+	}
+	ref, err := runAccount(t, "epsilon", "--noise-multiplier", "1e100", "--sample-rate", "0.01", "--steps", "100", "--delta", "1e-5", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, err := runAccount(t, "epsilon", "--noise-multiplier", "1e200", "--sample-rate", "0.01", "--steps", "100", "--delta", "1e-5", "--json")
+	if err != nil || out != ref || time.Since(start) > 2*time.Second {
+		t.Errorf("σ = 1e200: %q, %v in %v; σ = 1e100 gives %q", out, err, time.Since(start), ref)
+	}
+	for _, args := range [][]string{{"bogus"}, {"bogus", "--json"}, {"epsilon", "--accountant", "prv", "--sample-rate", "0.01", "--noise-multiplier", "1", "--steps", "10", "--delta", "1e-5"}} {
+		if _, err := runAccount(t, args...); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: want a one-line error, got %v", args, err)
+		}
 	}
 }
 

@@ -156,7 +156,7 @@ func printLedgerText(w io.Writer, path string, rep *ledger.Report) {
 // describeLoss writes a loss's non-zero parts.
 func describeLoss(l account.Loss) string {
 	var parts []string
-	if l.Epsilon > 0 || !l.HasRDP() {
+	if l.Epsilon > 0 || !l.NeedsConversion() {
 		parts = append(parts, "ε="+strconv.FormatFloat(l.Epsilon, 'g', 6, 64))
 	}
 	if l.Delta > 0 {
@@ -167,6 +167,9 @@ func describeLoss(l account.Loss) string {
 	}
 	if len(l.Orders) > 0 {
 		parts = append(parts, fmt.Sprintf("RDP curve (%d orders)", len(l.Orders)))
+	}
+	if len(l.PLD) > 0 {
+		parts = append(parts, fmt.Sprintf("PLD (%d mechanisms)", len(l.PLD)))
 	}
 	return strings.Join(parts, " ")
 }

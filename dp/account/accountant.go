@@ -17,7 +17,9 @@ type Options struct {
 }
 
 // Epsilon returns the smallest (ε, δ) guarantee, over the orders, of the
-// phases of the Poisson subsampled Gaussian run one after another. Orders
+// phases of the Poisson subsampled Gaussian run one after another. Phases
+// that sample no record (q = 0 or no steps) release nothing: if no phase
+// does, ε is 0 and Order is 0 (no order is involved). Orders
 // that provably cannot beat the best ε found (their RDP is at least that of
 // the integer order below them, as Rényi divergence grows with α) are not
 // evaluated, so the result equals a full scan at a fraction of its cost.
@@ -29,12 +31,25 @@ func Epsilon(phases []Phase, delta float64, opt Options) (EpsilonResult, error) 
 	if err := validatePhases(phases); err != nil {
 		return EpsilonResult{}, err
 	}
+	if !spends(phases) {
+		return EpsilonResult{Delta: delta}, nil
+	}
 	res := ev.best(ev.memo(phases))
 	if math.IsInf(res.Epsilon, 1) {
 		return res, fmt.Errorf("epsilon is unbounded at every RDP order")
 	}
 	warnEdge(&res, ev.orders)
 	return res, nil
+}
+
+// spends reports whether some phase samples records at all.
+func spends(phases []Phase) bool {
+	for _, p := range phases {
+		if p.SampleRate > 0 && p.Steps > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // evaluator holds the orders of one accountant call and the per-order

@@ -48,3 +48,25 @@ func BenchmarkCalibrateSampleRate(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPLDEpsilonMNIST is the PLD accountant on the README's run
+// (both bounds, both directions, default grid).
+func BenchmarkPLDEpsilonMNIST(b *testing.B) {
+	terms := []PLDTerm{sgTerm(256.0/60000, 1.1, 14062)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := PLDEpsilon(terms, 1e-5, PLDOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCalibrateNoisePLD calibrates σ for ε = 8, δ = 1e-5, q = 0.01,
+// 1000 steps with the PLD accountant.
+func BenchmarkCalibrateNoisePLD(b *testing.B) {
+	for b.Loop() {
+		if _, _, err := CalibrateNoisePLD(Budget{Epsilon: 8, Delta: 1e-5}, []Phase{{SampleRate: 0.01, Steps: 1000}}, PLDOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -21,14 +21,7 @@ func CalibrateNoise(target Budget, q float64, steps int, opt Options) (float64, 
 // CalibrateNoiseSchedule is CalibrateNoise for a schedule of phases that
 // share one noise multiplier; the phases' own NoiseMultiplier is ignored.
 func CalibrateNoiseSchedule(target Budget, phases []Phase, opt Options) (float64, EpsilonResult, error) {
-	at := func(sigma float64) []Phase {
-		out := make([]Phase, len(phases))
-		for i, p := range phases {
-			p.NoiseMultiplier = sigma
-			out[i] = p
-		}
-		return out
-	}
+	at := func(sigma float64) []Phase { return withNoise(phases, sigma) }
 	if err := validatePhases(at(1)); err != nil {
 		return 0, EpsilonResult{}, err
 	}
@@ -42,6 +35,16 @@ func CalibrateNoiseSchedule(target Budget, phases []Phase, opt Options) (float64
 	}
 	sigma := s.bisect(lo, hi, true)
 	return sigma, s.result(sigma), nil
+}
+
+// withNoise returns the phases with every noise multiplier set to sigma.
+func withNoise(phases []Phase, sigma float64) []Phase {
+	out := make([]Phase, len(phases))
+	for i, p := range phases {
+		p.NoiseMultiplier = sigma
+		out[i] = p
+	}
+	return out
 }
 
 // CalibrateSampleRate returns the largest Poisson sampling rate q, to

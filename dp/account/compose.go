@@ -50,6 +50,11 @@ func KOVDelta(eps, delta float64, k int, epsTotal float64) (float64, error) {
 	for l := 0; l <= k && float64(k-2*l)*eps > epsTotal; l++ {
 		logD = logAdd(logD, logSub(rr.logP(l), epsTotal+rr.logQ(l)))
 	}
+	// δ_RR ≤ 1, but its log can round above 0 (at ε = 1, k = 500, ε_total =
+	// 0 it comes out as +1.9e-12): clamp, or log1p(−e^logD) is NaN.
+	if logD >= 0 {
+		return 1, nil
+	}
 	return -math.Expm1(float64(k)*math.Log1p(-delta) + math.Log1p(-math.Exp(logD))), nil
 }
 

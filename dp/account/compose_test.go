@@ -140,3 +140,15 @@ func TestDRVComposition(t *testing.T) {
 		t.Error("δ'=0 should fail")
 	}
 }
+
+// TestKOVDeltaEdge: where δ_total is 1 up to rounding (ε = 1, k = 500, no
+// ε_total to spare) the log of δ_RR rounds above 0; KOVDelta must say 1,
+// not NaN.
+func TestKOVDeltaEdge(t *testing.T) {
+	for _, epsTotal := range []float64{0, 1e-9, 0.01} {
+		d, err := KOVDelta(1, 0, 500, epsTotal)
+		if err != nil || !(d >= 0 && d <= 1) || math.Abs(d-1) > 1e-9 {
+			t.Errorf("KOVDelta(1, 0, 500, %v) = %v, %v; want 1", epsTotal, d, err)
+		}
+	}
+}

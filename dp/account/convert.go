@@ -134,7 +134,7 @@ func ExtendOrders(extra ...float64) ([]float64, error) {
 type EpsilonResult struct {
 	// Epsilon is the smallest ε over the orders.
 	Epsilon float64 `json:"epsilon"`
-	// Order is the RDP order α that attains it.
+	// Order is the RDP order α that attains it (0 when nothing is spent).
 	Order float64 `json:"order"`
 	// Delta is the δ the guarantee holds for.
 	Delta float64 `json:"delta"`

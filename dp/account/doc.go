@@ -6,8 +6,12 @@
 // optimal composition of Kairouz, Oh & Viswanath and the
 // Dwork–Rothblum–Vadhan bound; the Rényi-DP accountant for the
 // Poisson-subsampled Gaussian, the Gaussian and the Laplace mechanisms;
-// and noise and sampling-rate calibration. The ledger that records losses
-// against budgets is dp/ledger.
+// the privacy-loss-distribution (PLD) accountant (pld*.go: Gaussian,
+// Laplace, their Poisson-subsampled forms, randomized response, discrete
+// Laplace and Gaussian and any (ε, δ) black box, composed by FFT, with a
+// certified ε and a sound lower bound on the exact one; see
+// docs/accounting-pld.md); and noise and sampling-rate calibration with
+// either. The ledger that records losses against budgets is dp/ledger.
 //
 // The RDP accountant reproduces Opacus 1.5.4 and dp_accounting (the same
 // formulas, default orders and conversion) and is checked in its tests

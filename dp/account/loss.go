@@ -27,14 +27,18 @@ type Mechanism interface {
 //   - an approximate-DP part (Epsilon, Delta); Delta = 0 is pure ε-DP;
 //   - a zero-concentrated-DP part Rho (Bun & Steinke 2016): RDP α·ρ at
 //     every order α > 1;
-//   - a Rényi-DP curve RDP over Orders (Mironov 2017).
+//   - a Rényi-DP curve RDP over Orders (Mironov 2017);
+//   - privacy-loss-distribution terms PLD (see PLD and PLDTerm): mechanisms
+//     named with their parameters and counts, composed exactly by FFT when
+//     the loss is converted.
 //
 // The parts compose sequentially: the whole is (Epsilon + ε_R, Delta + δ_R)
 // -DP whenever the RDP part (the curve plus α·ρ) converts to (ε_R, δ_R)
 // (basic composition also holds when the parts are interleaved, Lyu 2022,
 // Thm 1.2). Composition, parallel composition, amplification and
-// conversion are defined once, here, as functions of Loss; a future
-// privacy-loss-distribution part slots in beside the others.
+// conversion are defined once, here, as functions of Loss. A PLD part
+// absorbs the approximate part through its dominating pair when converted;
+// beside a Rényi part the two split the δ.
 //
 // Mechanism and Params describe where the loss came from, for the audit
 // trail; they play no part in the arithmetic.
@@ -53,6 +57,9 @@ type Loss struct {
 	Orders []float64 `json:"orders,omitempty"`
 	// RDP holds the curve's value at each order (finite, ≥ 0).
 	RDP []float64 `json:"rdp,omitempty"`
+	// PLD are mechanisms accounted by privacy-loss distribution, each
+	// with its count; equal mechanisms are merged.
+	PLD []PLDTerm `json:"pld,omitempty"`
 }
 
 // Pure returns the loss of an ε-DP release.
@@ -111,12 +118,20 @@ func SubsampledGaussian(phases []Phase) (Loss, error) {
 // needs a δ > 0 to become an (ε, δ) guarantee.
 func (l Loss) HasRDP() bool { return len(l.Orders) > 0 || l.Rho > 0 }
 
+// HasPLD reports whether l has a privacy-loss-distribution part.
+func (l Loss) HasPLD() bool { return len(l.PLD) > 0 }
+
+// NeedsConversion reports whether l's ε depends on the δ it is read at
+// (it has a Rényi or a PLD part): read it with EpsilonAt.
+func (l Loss) NeedsConversion() bool { return l.HasRDP() || l.HasPLD() }
+
 // IsZero reports whether l is no loss at all.
 func (l Loss) IsZero() bool {
-	return l.Epsilon == 0 && l.Delta == 0 && !l.HasRDP()
+	return l.Epsilon == 0 && l.Delta == 0 && !l.NeedsConversion()
 }
 
-// Kind names l's form: "pure", "approx", "zcdp", "rdp", "mixed" or "zero".
+// Kind names l's form: "pure", "approx", "zcdp", "rdp", "pld", "mixed" or
+// "zero".
 func (l Loss) Kind() string {
 	parts := 0
 	kind := "zero"
@@ -134,6 +149,10 @@ func (l Loss) Kind() string {
 	if len(l.Orders) > 0 {
 		parts++
 		kind = "rdp"
+	}
+	if len(l.PLD) > 0 {
+		parts++
+		kind = "pld"
 	}
 	if parts > 1 {
 		return "mixed"
@@ -166,6 +185,11 @@ func (l Loss) validate() error {
 			return fmt.Errorf("parameter %q is not finite: %v", k, v)
 		}
 	}
+	for _, t := range l.PLD {
+		if err := t.Validate(); err != nil {
+			return err
+		}
+	}
 	if len(l.Orders) == 0 && len(l.RDP) == 0 {
 		return nil
 	}
@@ -188,8 +212,27 @@ func (l Loss) validate() error {
 // Steinke 2016, Lemma 2.3) and RDP curves add order by order (Mironov 2017,
 // Prop. 1). Only the orders every curve has survive; a composition whose
 // curves share no order is an error.
+//
+// PLD terms are concatenated (equal mechanisms' counts added): the
+// composition is exact when converted.
 func Compose(losses ...Loss) (Loss, error) {
-	return combine("composition", losses, func(a, b float64) float64 { return a + b })
+	return combine("composition", losses, func(a, b float64) float64 { return a + b }, composeTerms)
+}
+
+func composeTerms(a, b []PLDTerm) ([]PLDTerm, error) {
+	if len(b) == 0 {
+		return a, nil
+	}
+	return mergeTerms(append(slices.Clone(a), b...)), nil
+}
+
+// parallelTerms keeps a PLD part that every part shares: the maximum of two
+// different loss distributions is no loss distribution.
+func parallelTerms(a, b []PLDTerm) ([]PLDTerm, error) {
+	if !slices.Equal(a, b) {
+		return nil, errors.New("parallel composition of different PLD parts is not supported")
+	}
+	return a, nil
 }
 
 // Parallel returns the loss of mechanisms each applied to one part of a
@@ -198,7 +241,7 @@ func Compose(losses ...Loss) (Loss, error) {
 // 2009, Thm 4; it holds for RDP and zCDP alike, as each record's divergence
 // is that of its own part).
 func Parallel(losses ...Loss) (Loss, error) {
-	return combine("parallel composition", losses, math.Max)
+	return combine("parallel composition", losses, math.Max, parallelTerms)
 }
 
 // Times returns the sequential composition of n copies of l.
@@ -219,6 +262,7 @@ func (l Loss) Times(n int) (Loss, error) {
 	for i := range out.RDP {
 		out.RDP[i] *= f
 	}
+	out.PLD = timesTerms(l.PLD, n)
 	if out.Delta >= 1 {
 		return Loss{}, fmt.Errorf("%s: total delta %v >= 1 gives no guarantee", out.Mechanism, out.Delta)
 	}
@@ -226,8 +270,8 @@ func (l Loss) Times(n int) (Loss, error) {
 }
 
 // combine folds losses with op on every component (ε, δ, ρ, and the RDP
-// curves on the orders they share).
-func combine(name string, losses []Loss, op func(a, b float64) float64) (Loss, error) {
+// curves on the orders they share) and with terms on the PLD parts.
+func combine(name string, losses []Loss, op func(a, b float64) float64, terms func(a, b []PLDTerm) ([]PLDTerm, error)) (Loss, error) {
 	if len(losses) == 0 {
 		return Loss{}, fmt.Errorf("%s of no losses", name)
 	}
@@ -243,6 +287,10 @@ func combine(name string, losses []Loss, op func(a, b float64) float64) (Loss, e
 	}
 	for _, l := range losses[1:] {
 		if err := out.absorb(l, op); err != nil {
+			return Loss{}, fmt.Errorf("%s: %w", name, err)
+		}
+		var err error
+		if out.PLD, err = terms(out.PLD, l.PLD); err != nil {
 			return Loss{}, fmt.Errorf("%s: %w", name, err)
 		}
 	}
@@ -294,8 +342,8 @@ func AmplifyPoisson(l Loss, q float64) (Loss, error) {
 	if !(q > 0 && q <= 1) {
 		return Loss{}, fmt.Errorf("sampling rate must satisfy 0 < q <= 1, got %v", q)
 	}
-	if l.HasRDP() {
-		return Loss{}, fmt.Errorf("%s: no generic Poisson amplification of a Rényi loss; use SubsampledGaussian for DP-SGD", l.Mechanism)
+	if l.NeedsConversion() {
+		return Loss{}, fmt.Errorf("%s: no generic Poisson amplification of a Rényi or PLD loss; use SubsampledGaussian or a subsampled PLD term", l.Mechanism)
 	}
 	return Loss{
 		Mechanism: fmt.Sprintf("%s on a Poisson sample (q=%v)", l.Mechanism, q),
@@ -310,12 +358,17 @@ func AmplifyPoisson(l Loss, q float64) (Loss, error) {
 // converted with conv at the δ the approximate part leaves. Without a Rényi
 // part it is l.Epsilon, valid for any delta ≥ l.Delta. It errors when
 // delta is below l.Delta, or not above it for a Rényi part (no finite ε).
+// With a PLD part it is the PLD accountant's certified (upper) ε at the
+// default grid (see pldEpsilon).
 func (l Loss) EpsilonAt(delta float64, conv Conversion) (float64, error) {
 	if err := l.Validate(); err != nil {
 		return 0, err
 	}
 	if err := ValidateDelta(delta); err != nil {
 		return 0, err
+	}
+	if l.HasPLD() {
+		return l.pldEpsilon(delta, conv)
 	}
 	if !l.HasRDP() {
 		if delta < l.Delta {
@@ -375,6 +428,7 @@ func zcdpEpsilon(rho, logDelta float64, conv Conversion) float64 {
 func (l Loss) clone() Loss {
 	l.Params = maps.Clone(l.Params)
 	l.Orders, l.RDP = slices.Clone(l.Orders), slices.Clone(l.RDP)
+	l.PLD = slices.Clone(l.PLD)
 	return l
 }
 

@@ -14,6 +14,10 @@ const (
 	fracSeriesRel   = 1e-11
 )
 
+// negligibleRDP is the per-step RDP below which the Gaussian bound is used
+// as is (see orderTerms.rdp).
+const negligibleRDP = 1e-100
+
 // fracSeriesMaxTerms bounds the series; an order that needs more is
 // reported as +Inf (never usable, so never under-reported).
 const fracSeriesMaxTerms = 2_000_000
@@ -176,6 +180,13 @@ func (o *orderTerms) rdp(pt *phaseTerms) float64 {
 		return 0
 	case 1:
 		return gaussianRDP(pt.NoiseMultiplier, o.alpha)
+	}
+	// Subsampling never raises the Rényi divergence above the Gaussian's
+	// α/(2σ²) (quasi-convexity of D_α). Where that bound is negligible it
+	// is the answer to far below any conversion's resolution, and the
+	// series, whose terms hold σ², would overflow (σ ≳ 1e154) or crawl.
+	if g := gaussianRDP(pt.NoiseMultiplier, o.alpha); g < negligibleRDP {
+		return g
 	}
 	var logA float64
 	if o.n >= 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/integrate/quad"
 )
@@ -320,6 +321,29 @@ func TestRDPBudget(t *testing.T) {
 			if math.Abs(got-3) > 1e-12 {
 				t.Errorf("%v α=%v: conversion of the budget %v gives ε=%v, want 3", conv, a, b, got)
 			}
+		}
+	}
+}
+
+// TestHugeNoiseAndNoSpend: σ so large that σ² overflows is fast and gives
+// the same ε as σ = 1e100 (the conversion's floor at the largest order);
+// a run that samples nothing has ε = 0 and no edge warning.
+func TestHugeNoiseAndNoSpend(t *testing.T) {
+	ref, err := Epsilon([]Phase{{SampleRate: 0.01, NoiseMultiplier: 1e100, Steps: 100}}, 1e-5, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sigma := range []float64{1e60, 1e155, 1e200, math.MaxFloat64} {
+		start := time.Now()
+		res, err := Epsilon([]Phase{{SampleRate: 0.01, NoiseMultiplier: sigma, Steps: 100}}, 1e-5, Options{})
+		if err != nil || res.Epsilon != ref.Epsilon || time.Since(start) > 2*time.Second {
+			t.Errorf("σ=%v: %+v, %v in %v; σ=1e100 gives %v", sigma, res, err, time.Since(start), ref.Epsilon)
+		}
+	}
+	for _, p := range []Phase{{SampleRate: 0, NoiseMultiplier: 1.1, Steps: 100}, {SampleRate: 0.01, NoiseMultiplier: 1.1, Steps: 0}} {
+		res, err := Epsilon([]Phase{p}, 1e-5, Options{})
+		if err != nil || res.Epsilon != 0 || res.Order != 0 || res.EdgeWarning != "" {
+			t.Errorf("%+v: %+v, %v; want ε = 0", p, res, err)
 		}
 	}
 }

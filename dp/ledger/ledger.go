@@ -353,7 +353,7 @@ func (l *Ledger) after(group string, loss account.Loss) (*total, error) {
 // spent is a total loss's (ε, δ): without a Rényi part its own; with one,
 // the Rényi part converted at the δ the budget leaves (+Inf if none).
 func (l *Ledger) spent(loss account.Loss) (eps, delta float64) {
-	if !loss.HasRDP() {
+	if !loss.NeedsConversion() {
 		return loss.Epsilon, loss.Delta
 	}
 	eps, err := loss.EpsilonAt(l.budget.Delta, l.meta.Conversion)

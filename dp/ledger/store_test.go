@@ -34,7 +34,45 @@ func openLedger(t testing.TB, path string, b account.Budget) *ledger.Ledger {
 func sameLoss(a, b account.Loss) bool {
 	return a.Mechanism == b.Mechanism && maps.Equal(a.Params, b.Params) &&
 		a.Epsilon == b.Epsilon && a.Delta == b.Delta && a.Rho == b.Rho &&
-		slices.Equal(a.Orders, b.Orders) && slices.Equal(a.RDP, b.RDP)
+		slices.Equal(a.Orders, b.Orders) && slices.Equal(a.RDP, b.RDP) && slices.Equal(a.PLD, b.PLD)
+}
+
+// TestPLDCharges: a group pays PLD losses, read at the budget's δ by the
+// PLD accountant; a second DP-SGD run exceeds the budget; the stored terms
+// come back on reopening with the same spend.
+func TestPLDCharges(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	budget := account.Budget{Epsilon: 3, Delta: 1e-5}
+	l := openLedger(t, path, budget)
+	terms, err := account.PhaseTerms([]account.Phase{{SampleRate: 256.0 / 60000, NoiseMultiplier: 1.1, Steps: 14062}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := account.PLDLoss("dp-sgd", terms...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Record(ledger.Charge{Groups: []string{"model"}, Loss: run}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := account.PLDEpsilon(terms, 1e-5, account.PLDOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eps, delta := l.Spent("model"); eps != want.Epsilon || delta != 1e-5 {
+		t.Errorf("spent (%v, %v), want (%v, 1e-5)", eps, delta, want.Epsilon)
+	}
+	if _, err := l.Record(ledger.Charge{Groups: []string{"model"}, Loss: run}); !errors.Is(err, account.ErrBudgetExceeded) {
+		t.Errorf("a second run: %v, want the budget exceeded", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLedger(t, path, budget)
+	defer l.Close()
+	if eps, _ := l.Spent("model"); eps != want.Epsilon || !sameLoss(l.Loss("model"), run) {
+		t.Errorf("reopened: spent %v, loss %+v", eps, l.Loss("model"))
+	}
 }
 
 // sameEntry compares entries by value, times by the instant.
