@@ -42,7 +42,9 @@ type Tree struct {
 	steps, levels, dim int
 	bound              float64
 	noise              *GaussianVector // nil: exact sums (tests only)
-	t                  int
+	t                  int             // leaves closed
+	atoms              int             // atoms accumulated since the pending leaf opened
+	pending            []float64
 	exact              [][]float64 // exact[i]: exact sum of the last node completed at level i
 	noisy              [][]float64 // noisy[i]: its released (noisy) value
 	prefix             []float64   // Σ noisy[i] over the 1-bits i of t
@@ -99,20 +101,97 @@ func TreeNoiseMultiplier(steps int, rho float64) (float64, error) {
 	return math.Sqrt(float64(TreeLevels(steps)) / (2 * rho)), nil
 }
 
-// Add appends atom w (‖w‖₂ ≤ bound) and returns the noisy prefix sum Ŵ_t.
-// The returned slice is the tree's own and changes at the next Add. It
-// errors, changing nothing, on a wrong length, a coordinate that is not
-// finite, a norm above the bound, or an atom beyond the declared T.
+// Add appends atom w (‖w‖₂ ≤ bound) as leaf t and returns the noisy prefix
+// sum Ŵ_t: Accumulate then Flush.
 func (t *Tree) Add(r *rng.Rand, w []float64) ([]float64, error) {
-	if err := t.check(w); err != nil {
+	if err := t.Accumulate(w); err != nil {
 		return nil, err
+	}
+	return t.Flush(r)
+}
+
+// Accumulate adds atom w (‖w‖₂ ≤ bound) to the pending leaf, which Flush
+// closes: a leaf may hold several atoms (a block of records), and the
+// guarantee is unchanged since replacing one atom still moves one node
+// per level by at most 2R. It errors, changing nothing, on a wrong length,
+// a coordinate that is not finite, a norm above the bound, or an atom
+// beyond the declared T leaves.
+func (t *Tree) Accumulate(w []float64) error {
+	if err := t.check(w); err != nil {
+		return err
+	}
+	if t.pending == nil {
+		t.pending = make([]float64, t.dim)
+	}
+	addTo(t.pending, w)
+	t.atoms++
+	return nil
+}
+
+// AccumulateOuter adds the atom c·v vᵀ, in the packed form of PackOuter,
+// to the pending leaf of a tree of dimension SymDim(len(v)), in one pass
+// and without forming the atom. Its norm |c|·‖v‖² must be ≤ bound (the
+// packed entries' rounding, a relative 1e-16, is covered by the relative
+// 1e-12 by which the sampler's variance is rounded up). It errors, changing
+// nothing, like Accumulate.
+func (t *Tree) AccumulateOuter(v []float64, c float64) error {
+	step := t.t + 1
+	switch {
+	case step > t.steps:
+		return fmt.Errorf("tree: atom %d is beyond the declared T = %d", step, t.steps)
+	case SymDim(len(v)) != t.dim:
+		return fmt.Errorf("tree: atom %d: a %d-vector's outer product has packed dimension %d, want %d", step, len(v), SymDim(len(v)), t.dim)
+	}
+	for k, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("tree: atom %d: coordinate %d is %v", step, k, x)
+		}
+	}
+	if math.IsNaN(c) || math.IsInf(c, 0) {
+		return fmt.Errorf("tree: atom %d: scale %v", step, c)
+	}
+	// ‖v‖·‖v‖ rather than ⟨v, v⟩: rounding is monotone, so a v that passed
+	// ‖v‖ ≤ R passes |c|·‖v‖² ≤ |c|·R·R here.
+	nv := vec.Norm(v)
+	if n := math.Abs(c) * nv * nv; n > t.bound {
+		return fmt.Errorf("tree: atom %d has norm %v above the bound %v", step, n, t.bound)
+	}
+	if t.pending == nil {
+		t.pending = make([]float64, t.dim)
+	}
+	p := t.pending
+	k := 0
+	for i, a := range v {
+		p[k] += c * a * a
+		k++
+		ca := c * math.Sqrt2 * a
+		row := p[k : k+len(v)-i-1]
+		for j, b := range v[i+1:] {
+			row[j] += ca * b
+		}
+		k += len(row)
+	}
+	t.atoms++
+	return nil
+}
+
+// Flush closes the pending leaf as leaf t and returns the noisy prefix sum
+// Ŵ_t. The returned slice is the tree's own and changes at the next Flush.
+func (t *Tree) Flush(r *rng.Rand) ([]float64, error) {
+	if t.t >= t.steps {
+		return nil, fmt.Errorf("tree: leaf %d is beyond the declared T = %d", t.t+1, t.steps)
 	}
 	t.t++
 	i := bits.TrailingZeros(uint(t.t))
 	// The node ending at t at level i is the union of the nodes completed
-	// at levels < i (which no prefix needs any more) and the leaf w.
+	// at levels < i (which no prefix needs any more) and the leaf.
 	node := t.exact[i]
-	copy(node, w)
+	if t.pending == nil {
+		clear(node)
+	} else {
+		copy(node, t.pending)
+		clear(t.pending)
+	}
 	for j := range i {
 		addTo(node, t.exact[j])
 		subFrom(t.prefix, t.noisy[j])
@@ -121,9 +200,10 @@ func (t *Tree) Add(r *rng.Rand, w []float64) ([]float64, error) {
 	copy(out, node)
 	if t.noise != nil {
 		if err := t.noise.AddTo(r, out); err != nil {
-			return nil, fmt.Errorf("tree step %d: %w", t.t, err)
+			return nil, fmt.Errorf("tree leaf %d: %w", t.t, err)
 		}
 	}
+	t.atoms = 0
 	addTo(t.prefix, out)
 	return t.prefix, nil
 }
@@ -134,16 +214,24 @@ func (t *Tree) check(w []float64) error {
 	if step > t.steps {
 		return fmt.Errorf("tree: atom %d is beyond the declared T = %d", step, t.steps)
 	}
+	if t.atoms > 0 {
+		return t.checkAtom(fmt.Sprintf("leaf %d atom %d", step, t.atoms+1), w)
+	}
+	return t.checkAtom(fmt.Sprintf("atom %d", step), w)
+}
+
+// checkAtom validates w, naming it what in errors.
+func (t *Tree) checkAtom(what string, w []float64) error {
 	if len(w) != t.dim {
-		return fmt.Errorf("tree: atom %d has dimension %d, want %d", step, len(w), t.dim)
+		return fmt.Errorf("tree: %s has dimension %d, want %d", what, len(w), t.dim)
 	}
 	for k, x := range w {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return fmt.Errorf("tree: atom %d: coordinate %d is %v", step, k, x)
+			return fmt.Errorf("tree: %s: coordinate %d is %v", what, k, x)
 		}
 	}
 	if n := vec.Norm(w); n > t.bound {
-		return fmt.Errorf("tree: atom %d has norm %v above the bound %v", step, n, t.bound)
+		return fmt.Errorf("tree: %s has norm %v above the bound %v", what, n, t.bound)
 	}
 	return nil
 }
@@ -163,7 +251,7 @@ func subFrom(dst, src []float64) {
 // Steps is the declared number of atoms T.
 func (t *Tree) Steps() int { return t.steps }
 
-// Len is the number of atoms added so far.
+// Len is the number of leaves closed so far.
 func (t *Tree) Len() int { return t.t }
 
 // Levels is ⌈log₂T⌉+1, the number of released nodes an atom can touch.

@@ -45,6 +45,47 @@ func TestTreeExactPrefixSums(t *testing.T) {
 	}
 }
 
+// Leaves may hold several atoms, added as vectors or as packed outer
+// products; with the noise off the prefix sums are still exact.
+func TestTreeBlocks(t *testing.T) {
+	v := []float64{0.5, -0.25, 0.75}
+	tr, err := newTree(3, SymDim(3), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	atom := make([]float64, SymDim(3))
+	PackOuter(atom, v, -0.5)
+	want := make([]float64, SymDim(3))
+	for leaf := 1; leaf <= 3; leaf++ {
+		for range 2 {
+			if err := tr.AccumulateOuter(v, -0.5); err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.Accumulate(atom); err != nil {
+				t.Fatal(err)
+			}
+			addTo(want, atom)
+			addTo(want, atom)
+		}
+		got, err := tr.Flush(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range want {
+			if math.Abs(got[k]-want[k]) > 1e-12 {
+				t.Fatalf("leaf %d: prefix %v, want %v", leaf, got, want)
+			}
+		}
+	}
+	if err := tr.AccumulateOuter(v, 1); err == nil || !strings.Contains(err.Error(), "beyond the declared T = 3") {
+		t.Fatalf("atom beyond T: %v", err)
+	}
+	tr2, _ := newTree(3, SymDim(3), 0.5)
+	if err := tr2.AccumulateOuter(v, 1); err == nil || !strings.Contains(err.Error(), "above the bound") {
+		t.Fatalf("atom above the bound: %v", err)
+	}
+}
+
 func TestTreeRejectsBadAtoms(t *testing.T) {
 	tr, err := NewTree(2, 2, 1, 1)
 	if err != nil {
@@ -246,6 +287,6 @@ func TestAuditTree(t *testing.T) {
 // reset starts the tree over with the same noise, so audits need not
 // rebuild the sampler's table for each trial.
 func (t *Tree) reset() {
-	t.t = 0
+	t.t, t.atoms = 0, 0
 	clear(t.prefix)
 }
