@@ -326,3 +326,35 @@ func TestPOLCorrectedNoise(t *testing.T) {
 		t.Fatal("model outside C")
 	}
 }
+
+// Run's offline optimum is the ridge objective at the leader, and the plain
+// leader's regret is never negative.
+func TestRunRegret(t *testing.T) {
+	const d, steps = 3, 400
+	cost := Cost{Loss: Squared, Dim: d, FeatureBound: 1, LabelBound: 1, Alpha: 1, Radius: math.Inf(1)}
+	data := synthetic(d, steps, 8)
+	q, _ := NewQFTL(cost)
+	cps, err := Run(nil, PlainFTL{q}, cost, data, Checkpoints(steps, 5), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cps) == 0 || cps[len(cps)-1].T != steps {
+		t.Fatalf("checkpoints %v", cps)
+	}
+	for _, c := range cps {
+		leader, _ := NewQFTL(cost)
+		var direct float64
+		for _, ex := range data[:c.T] {
+			_ = leader.Observe(ex)
+		}
+		for _, ex := range data[:c.T] {
+			direct += cost.Value(leader.Point(), ex)
+		}
+		if math.Abs(c.Best-direct) > 1e-9*(1+direct) {
+			t.Fatalf("t=%d: best %v, direct %v", c.T, c.Best, direct)
+		}
+		if c.Loss < c.Best-1e-9 {
+			t.Fatalf("t=%d: FTL paid %v below the optimum %v", c.T, c.Loss, c.Best)
+		}
+	}
+}
