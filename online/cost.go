@@ -1,6 +1,7 @@
 package online
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -38,18 +39,32 @@ func ParseLoss(s string) (LossKind, error) {
 // Cost is the family f_t(x) = ℓ(x; v_t, y_t) + (α/2)‖x‖² on the ball C of
 // radius Radius, with the declared bounds every record must meet.
 type Cost struct {
-	Loss LossKind
+	Loss LossKind `json:"loss"`
 	// Dim is the dimension d of v and x.
-	Dim int
+	Dim int `json:"dim"`
 	// FeatureBound is R ≥ ‖v‖₂.
-	FeatureBound float64
+	FeatureBound float64 `json:"feature_bound"`
 	// LabelBound is B ≥ |y| (squared loss only; the classification losses
 	// need y = ±1).
-	LabelBound float64
+	LabelBound float64 `json:"label_bound,omitempty"`
 	// Alpha is the strong-convexity modulus α > 0 of the regulariser.
-	Alpha float64
+	Alpha float64 `json:"alpha"`
 	// Radius is r, the radius of C (+Inf allowed for FTL only).
-	Radius float64
+	Radius float64 `json:"-"`
+}
+
+// MarshalJSON writes the cost with an unbounded radius as null (JSON has
+// no infinity).
+func (c Cost) MarshalJSON() ([]byte, error) {
+	type plain Cost
+	out := struct {
+		plain
+		Radius *float64 `json:"radius"`
+	}{plain: plain(c)}
+	if !math.IsInf(c.Radius, 1) {
+		out.Radius = &c.Radius
+	}
+	return json.Marshal(out)
 }
 
 // Validate checks the declared parameters.

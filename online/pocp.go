@@ -37,9 +37,10 @@ type Calibration struct {
 	// releases, so μ = 1/σ(ε, δ) of the analytic Gaussian calibration).
 	// Otherwise β is the paper's formula (Algorithm 1), whose claimed
 	// guarantee is (3ε, 2δ) (Theorem 1).
-	Exact bool
+	Exact bool `json:"exact"`
 	// Epsilon and Delta are the target.
-	Epsilon, Delta float64
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
 }
 
 func (c Calibration) validate() error {

@@ -1,8 +1,10 @@
 package online
 
 import (
+	"fmt"
 	"math"
 
+	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/vec"
@@ -184,4 +186,66 @@ func Checkpoints(T, n int) []int {
 		out = append(out, T)
 	}
 	return out
+}
+
+// Spec describes a run for NewLearner.
+type Spec struct {
+	// Algorithm is "igd", "giga" or "ftl".
+	Algorithm string `json:"algorithm"`
+	// Cost is the cost family and its declared bounds.
+	Cost Cost `json:"cost"`
+	// Steps is T, the number of records of the run.
+	Steps int `json:"steps"`
+	// Batch is FTL's leaf size (records per tree leaf and per solve; 1 is
+	// Algorithm 4).
+	Batch int `json:"batch,omitempty"`
+	// Calibration is the privacy target and how β is chosen.
+	Calibration Calibration `json:"calibration"`
+	// NonPrivate runs the plain algorithm: no noise, no ledger.
+	NonPrivate bool `json:"non_private,omitempty"`
+}
+
+// NewLearner builds the learner spec describes and, when private, charges
+// its whole run to groups in l; it returns the run's Privacy (nil when
+// non-private).
+func NewLearner(spec Spec, l *ledger.Ledger, groups []string) (Learner, *Privacy, error) {
+	switch spec.Algorithm {
+	case "igd", "giga":
+		var alg Algorithm
+		var err error
+		if spec.Algorithm == "igd" {
+			alg, err = NewIGD(spec.Cost, spec.Steps)
+		} else {
+			alg, err = NewGIGA(spec.Cost)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if spec.NonPrivate {
+			return NewPlain(alg), nil, nil
+		}
+		p, err := NewPOCP(alg, spec.Steps, spec.Calibration, l, groups)
+		if err != nil {
+			return nil, nil, err
+		}
+		pr := p.Privacy()
+		return p, &pr, nil
+	case "ftl":
+		if spec.NonPrivate {
+			q, err := NewQFTL(spec.Cost)
+			return PlainFTL{q}, nil, err
+		}
+		batch := max(spec.Batch, 1)
+		cal, err := CalibrateFTL(spec.Cost, spec.Steps, batch, spec.Calibration)
+		if err != nil {
+			return nil, nil, err
+		}
+		a, err := NewPFTL(spec.Cost, cal, l, groups)
+		if err != nil {
+			return nil, nil, err
+		}
+		pr := a.Privacy()
+		return a, &pr, nil
+	}
+	return nil, nil, fmt.Errorf("unknown algorithm %q (want igd, giga or ftl)", spec.Algorithm)
 }
