@@ -53,8 +53,9 @@ type Checkpoint struct {
 	T int `json:"t"`
 	// Loss is Σ_{τ≤t} f_τ(x̂_τ), the cost paid.
 	Loss float64 `json:"loss"`
-	// Best is min_x Σ_{τ≤t} f_τ(x) when it is computable (the squared
-	// loss on C = R^d, by ridge regression); NaN otherwise.
+	// Best is min_x∈C Σ_{τ≤t} f_τ(x) when it is computable (the squared
+	// loss, by ridge regression, when the ridge minimiser lies in C); NaN
+	// otherwise.
 	Best float64 `json:"best"`
 }
 
@@ -68,7 +69,7 @@ func (c Checkpoint) AverageRegret() float64 { return (c.Loss - c.Best) / float64
 // called after every round.
 func Run(r *rng.Rand, learner Learner, cost Cost, records []Example, at []int, progress func(int)) ([]Checkpoint, error) {
 	var leader *QFTL
-	if cost.Loss == Squared && math.IsInf(cost.Radius, 1) {
+	if cost.Loss == Squared {
 		var err error
 		if leader, err = NewQFTL(cost); err != nil {
 			return nil, err
@@ -98,7 +99,8 @@ func Run(r *rng.Rand, learner Learner, cost Cost, records []Example, at []int, p
 		}
 		for next < len(at) && at[next] == t {
 			c := Checkpoint{T: t, Loss: loss, Best: math.NaN()}
-			if leader != nil {
+			if leader != nil && vec.Norm(leader.Point()) <= cost.Radius {
+				// The ridge minimiser lies in C, so it is C's minimiser too.
 				c.Best = leader.value(sumY2)
 			}
 			out = append(out, c)
