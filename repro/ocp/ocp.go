@@ -213,6 +213,9 @@ func fig2ab(opt Options, sum *Summary, fig, source string) error {
 	if err := addRun("FTL (non-private)", ftlSpec(d, 1, opt.Delta, true)); err != nil {
 		return err
 	}
+	if err := addZero(d, at, &p, sum, fig); err != nil {
+		return err
+	}
 	for _, eps := range opt.FTLEpsilons {
 		if err := addRun("PFTL ε="+ftoa(eps)+" (paper σ)", ftlSpec(d, eps, opt.Delta, false)); err != nil {
 			return err
@@ -226,6 +229,33 @@ func fig2ab(opt Options, sum *Summary, fig, source string) error {
 		}
 	}
 	return p.Save(filepath.Join(opt.OutDir, "fig2"+fig[1:]))
+}
+
+// zero is the trivial learner that always plays x = 0: a private learner
+// whose regret is above its curve has learnt nothing usable.
+type zero struct{ x []float64 }
+
+func (z zero) Point() []float64                        { return z.x }
+func (z zero) Observe(*rng.Rand, online.Example) error { return nil }
+
+// addZero adds the trivial learner's curve.
+func addZero(d *online.Data, at []int, p *figure.Plot, sum *Summary, fig string) error {
+	cost := ftlSpec(d, 1, 0.01, true).Cost
+	cps, err := online.Run(nil, zero{make([]float64, d.Dim)}, cost, d.Train, at, nil)
+	if err != nil {
+		return err
+	}
+	s := figure.Series{Name: "x = 0 (trivial)"}
+	for _, c := range cps {
+		if v := c.AverageRegret(); v > 0 {
+			s.X, s.Y = append(s.X, float64(c.T)), append(s.Y, v)
+		}
+	}
+	p.Series = append(p.Series, s)
+	last := cps[len(cps)-1]
+	sum.Runs = append(sum.Runs, Run{Figure: fig, Name: "x = 0 (trivial)", Spec: online.Spec{Algorithm: "zero", Cost: cost, Steps: len(d.Train), NonPrivate: true},
+		Data: d.Name, Final: last.AverageRegret()})
+	return nil
 }
 
 // fig2c is the Figure 2(c) analogue: test accuracy of the final released
