@@ -35,7 +35,7 @@ func init() {
 	f.Uint64("seed", 0, "seed of the data order and every run's noise (default: drawn at random and reported)")
 	f.StringSlice("figures", []string{"2a", "2b", "2c", "regret"}, "figures to make: 2a, 2b, 2c, regret")
 	f.Int("synth-t", 0, "Fig. 2(a) horizon T (default 100000, the paper's)")
-	f.Int("beijing-t", 0, "Fig. 2(b) horizon T (default: the whole training part, about 344,000)")
+	f.Int("beijing-t", 0, "Fig. 2(b) horizon T (default: the whole training part, 344,115)")
 	f.Int("kdd-t", 0, "Fig. 2(c) training records (default: all 494,021)")
 	f.Int("repeats", 0, "Fig. 2(c) shuffles per row (default 10, the paper's)")
 	f.IntSlice("regret-t", nil, "horizons of the regret-vs-T figure (default 1e3,3e3,1e4,3e4,1e5)")

@@ -59,7 +59,8 @@ func TreeLevels(steps int) int {
 	return bits.Len(uint(steps-1)) + 1
 }
 
-// NewTree returns the tree mechanism for up to steps atoms of dimension dim
+// NewTree returns the tree mechanism for up to steps leaves (one atom each,
+// or blocks of atoms: Accumulate, Flush) of dimension dim
 // with ‖w‖₂ ≤ bound, adding to each node noise of standard deviation
 // z·2·bound per coordinate (z = noiseMultiplier).
 func NewTree(steps, dim int, bound, noiseMultiplier float64) (*Tree, error) {
@@ -248,7 +249,7 @@ func subFrom(dst, src []float64) {
 	}
 }
 
-// Steps is the declared number of atoms T.
+// Steps is the declared number of leaves T.
 func (t *Tree) Steps() int { return t.steps }
 
 // Len is the number of leaves closed so far.
