@@ -358,3 +358,35 @@ func TestRunRegret(t *testing.T) {
 		}
 	}
 }
+
+// The paper's λ_GIGA = 2G/α is too small (spec N9): two streams that differ
+// in the first record after the burn-in move x by 2η·R·B, above 2G/(ατ)
+// when r < RB/(R²+α); the corrected 4G/α covers it.
+func TestGIGAPaperSensitivityTooSmall(t *testing.T) {
+	cost := Cost{Loss: Squared, Dim: 1, FeatureBound: 1, LabelBound: 1, Alpha: 0.5, Radius: 0.5}
+	run := func(y float64) float64 {
+		a, err := NewGIGA(cost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for s := 1; s <= a.Warmup(); s++ {
+			if _, err := a.Update(s, Example{V: []float64{1}, Y: 0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		x, err := a.Update(a.Warmup()+1, Example{V: []float64{1}, Y: y})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x[0]
+	}
+	a, _ := NewGIGA(cost)
+	tau := float64(a.Warmup() + 1)
+	moved := math.Abs(run(1) - run(-1))
+	if paper := a.PaperStability() / tau; !(moved > paper) {
+		t.Fatalf("moved %v, paper's bound %v: expected the paper's bound to fail here", moved, paper)
+	}
+	if ours := a.Stability() / tau; moved > ours {
+		t.Fatalf("moved %v above the corrected bound %v", moved, ours)
+	}
+}
