@@ -50,7 +50,7 @@ func init() {
 	f.Bool("non-private", false, "run the plain algorithm (no noise, no ledger) as a baseline")
 	f.Uint64("seed", 0, "seed for the data order and the noise (experiments only; default: secure noise)")
 	f.String("ledger", "", "durable ledger file: the run's loss is committed to it before the first release")
-	f.Float64("budget", 0, "with --ledger: the ε budget of a new ledger file (default: the run's charged ε)")
+	f.Float64("budget", 0, "with --ledger: the ε budget of a new ledger file (default: the ε this run charges)")
 	f.String("out", "", "write every released iterate as JSON lines {\"t\":…,\"x\":[…]} to FILE (- for stdout)")
 	f.Bool("json", false, "print the summary as one JSON object")
 	f.Bool("no-progress", false, "no progress bar")
@@ -101,7 +101,7 @@ func runOCP(cmd *cobra.Command, _ []string) error {
 	}
 	spec.Cost.Dim, spec.Cost.FeatureBound, spec.Cost.LabelBound = d.Dim, d.FeatureBound, d.LabelBound
 	spec.Steps = len(d.Train)
-	led, err := ocpLedger(cmd, spec)
+	led, err := ocpLedger(cmd, spec, d.Name)
 	if err != nil {
 		return err
 	}
@@ -188,9 +188,10 @@ func ocpSpec(cmd *cobra.Command) (online.Spec, error) {
 	return s, nil
 }
 
-// ocpLedger opens the --ledger file, or an in-memory ledger whose budget
-// is the run's charged ε at --delta (it holds exactly this run).
-func ocpLedger(cmd *cobra.Command, spec online.Spec) (*ledger.Ledger, error) {
+// ocpLedger opens the --ledger file (a new one gets --budget, by default
+// the ε this run charges, so that a second run on the same records finds
+// it spent), or an in-memory ledger that records this run only.
+func ocpLedger(cmd *cobra.Command, spec online.Spec, name string) (*ledger.Ledger, error) {
 	f := cmd.Flags()
 	path, _ := f.GetString("ledger")
 	if spec.NonPrivate {
@@ -209,13 +210,31 @@ func ocpLedger(cmd *cobra.Command, spec online.Spec) (*ledger.Ledger, error) {
 	if f.Changed("budget") {
 		b.Epsilon, _ = f.GetFloat64("budget")
 	} else {
-		b.Epsilon = spec.Calibration.Epsilon
+		charged, err := chargedEpsilon(spec, name)
+		if err != nil {
+			return nil, err
+		}
+		b.Epsilon = charged
 	}
 	led, err := openLedgerFile(path, ledgerFileBudget(path, f.Changed("budget"), b))
 	if err != nil {
 		return nil, fmt.Errorf("--ledger: %w", err)
 	}
 	return led, nil
+}
+
+// chargedEpsilon is the ε the run spec would charge at its δ: the learner
+// is built once against a scratch in-memory ledger, and nothing is released.
+func chargedEpsilon(spec online.Spec, name string) (float64, error) {
+	scratch, err := ledger.New(account.Budget{Epsilon: math.MaxFloat64, Delta: spec.Calibration.Delta})
+	if err != nil {
+		return 0, err
+	}
+	_, priv, err := online.NewLearner(spec, scratch, []string{"ocp/" + name})
+	if err != nil {
+		return 0, err
+	}
+	return priv.ChargedEpsilon, nil
 }
 
 // ocpStream plays the stream, writes the releases to --out and fills the

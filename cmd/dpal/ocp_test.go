@@ -38,7 +38,7 @@ func TestOCPJSON(t *testing.T) {
 func TestOCPOutAndLedgerFile(t *testing.T) {
 	dir := t.TempDir()
 	outPath, ledPath := filepath.Join(dir, "x.jsonl"), filepath.Join(dir, "l.db")
-	args := []string{"ocp", "--records", "300", "--seed", "1", "--out", outPath, "--ledger", ledPath, "--budget", "1.5", "--no-progress"}
+	args := []string{"ocp", "--records", "300", "--seed", "1", "--out", outPath, "--ledger", ledPath, "--no-progress"}
 	if _, _, err := runCLI(t, "", args...); err != nil {
 		t.Fatal(err)
 	}
@@ -75,5 +75,19 @@ func TestOCPBadArguments(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// A budget below the run's charge stops it before anything is released.
+func TestOCPBudgetTooSmall(t *testing.T) {
+	dir := t.TempDir()
+	outPath := filepath.Join(dir, "x.jsonl")
+	_, _, err := runCLI(t, "", "ocp", "--records", "300", "--seed", "1", "--out", outPath,
+		"--ledger", filepath.Join(dir, "l.db"), "--budget", "0.5", "--no-progress")
+	if err == nil || !strings.Contains(err.Error(), "budget exceeded") {
+		t.Fatalf("error %v, want the budget exceeded", err)
+	}
+	if b, err := os.ReadFile(outPath); err == nil && len(b) > 0 {
+		t.Fatalf("released %d bytes despite the refused charge", len(b))
 	}
 }
