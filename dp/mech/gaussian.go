@@ -246,15 +246,21 @@ func AnalyticGaussianSigma(eps, delta, sens float64) (float64, error) {
 			return 0, fmt.Errorf("no sigma achieves delta %v at epsilon %v", delta, eps)
 		}
 	}
-	for hi-lo > 1e-14*hi {
+	return bisectFeasible(lo, hi, 1e-14, func(s float64) bool { return AnalyticGaussianDelta(eps, s) <= delta }) * sens, nil
+}
+
+// bisectFeasible narrows [lo, hi], hi feasible and lo not, to relative
+// width rel and returns the feasible end hi (feasibility monotone in x).
+func bisectFeasible(lo, hi, rel float64, feasible func(x float64) bool) float64 {
+	for hi-lo > rel*hi {
 		mid := lo + (hi-lo)/2
-		if AnalyticGaussianDelta(eps, mid) > delta {
-			lo = mid
-		} else {
+		if feasible(mid) {
 			hi = mid
+		} else {
+			lo = mid
 		}
 	}
-	return hi * sens, nil
+	return hi
 }
 
 // AnalyticGaussianDelta is the exact δ(ε) of the Gaussian mechanism with
@@ -264,6 +270,33 @@ func AnalyticGaussianDelta(eps, s float64) float64 {
 	a := 1/(2*s) - eps*s
 	b := -1/(2*s) - eps*s
 	return math.Exp(logPhi(a)) - math.Exp(eps+logPhi(b))
+}
+
+// GaussianEpsilon is the exact ε(δ) of μ-GDP (Dong, Roth, Su 2022,
+// Cor. 2.13), i.e. of the Gaussian mechanism with σ = Δ/μ: the smallest
+// ε ≥ 0 with AnalyticGaussianDelta(ε, 1/μ) ≤ δ, found by bisection to a
+// relative precision of 1e-12 and rounded up. A sequence of Gaussian
+// releases whose means move by Δ_i under noise σ_i is μ-GDP with
+// μ² = Σ (Δ_i/σ_i)², so this is the tight figure for a whole run.
+func GaussianEpsilon(mu, delta float64) (float64, error) {
+	if !(mu > 0) || math.IsInf(mu, 0) {
+		return 0, fmt.Errorf("gaussian epsilon: mu must be finite and > 0, got %v", mu)
+	}
+	if !(delta > 0 && delta < 1) {
+		return 0, fmt.Errorf("gaussian epsilon: delta must satisfy 0 < delta < 1, got %v", delta)
+	}
+	s := 1 / mu
+	if AnalyticGaussianDelta(0, s) <= delta {
+		return 0, nil
+	}
+	lo, hi := 0.0, 1.0
+	for AnalyticGaussianDelta(hi, s) > delta {
+		lo, hi = hi, 2*hi
+		if hi > 1e6 {
+			return 0, fmt.Errorf("gaussian epsilon: no epsilon below %v reaches delta %v at mu %v", hi, delta, mu)
+		}
+	}
+	return bisectFeasible(lo, hi, 1e-12, func(e float64) bool { return AnalyticGaussianDelta(e, s) <= delta }), nil
 }
 
 // logPhi is log Φ(x) for the standard normal CDF, accurate in the far left

@@ -1,0 +1,325 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dpal-dev/dpal/data"
+	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
+	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/online"
+	"github.com/dpal-dev/dpal/progress"
+)
+
+var ocpCmd = &cobra.Command{
+	Use:   "ocp",
+	Short: "Private online convex programming (Jain, Kothari & Thakurta 2012): IGD, GIGA, quadratic FTL",
+	Long: `ocp streams a data set once through a private online learner and releases
+its iterate after every record: private IGD or GIGA (the POCP wrapper,
+Algorithms 1-3) or private follow-the-leader on tree sums (Algorithm 4).
+The whole run's privacy loss is charged to the ledger before the first
+release. It prints the regret (when the offline optimum is computable: the
+squared loss), the final iterate's test accuracy or MSE, the paper's
+nominal ε and the exact ε of the whole release sequence (μ-GDP), and the ε
+the ledger charged (zCDP). See docs/repro-ocp.md.`,
+	Args: cobra.NoArgs,
+	RunE: runOCP,
+}
+
+func init() {
+	f := ocpCmd.Flags()
+	f.String("algorithm", "ftl", "igd, giga or ftl")
+	f.String("loss", "", "logistic, hinge or squared (default: squared for ftl, logistic otherwise)")
+	f.String("data", "synthetic", "synthetic, beijing, kdd99, mnist09 or a CSV FILE (label ±1 last)")
+	f.String("data-dir", data.DefaultDir, "data root holding beijing_air_quality/, kddcup99/, mnist/")
+	f.Int("records", 0, "use the first N records of the stream (0 = all; synthetic: 100000)")
+	f.Int("dim", 10, "synthetic data: dimension d")
+	f.Float64("epsilon", 1, "target ε (> 0)")
+	f.Float64("delta", 0.01, "target δ (0 < δ < 1)")
+	f.Float64("alpha", 0, "strong convexity α of the ℓ2 regulariser (default 1 for ftl, 0.01 otherwise)")
+	f.Float64("radius", 0, "radius of the ball C (default: unbounded for ftl, 10 otherwise)")
+	f.String("calibration", "exact", "exact (smallest noise for (ε, δ) under μ-GDP) or paper (the paper's β / σ formulas)")
+	f.Int("batch", 1, "ftl: records per tree leaf and per solve (1 = Algorithm 4)")
+	f.Bool("non-private", false, "run the plain algorithm (no noise, no ledger) as a baseline")
+	f.Uint64("seed", 0, "seed for the data order and the noise (experiments only; default: secure noise)")
+	f.String("ledger", "", "durable ledger file: the run's loss is committed to it before the first release")
+	f.Float64("budget", 0, "with --ledger: the ε budget of a new ledger file (default: the ε this run charges)")
+	f.String("out", "", "write every released iterate as JSON lines {\"t\":…,\"x\":[…]} to FILE (- for stdout)")
+	f.Bool("json", false, "print the summary as one JSON object")
+	f.Bool("no-progress", false, "no progress bar")
+	rootCmd.AddCommand(ocpCmd)
+}
+
+// ocpSummary is what `dpal ocp` reports.
+type ocpSummary struct {
+	Spec          online.Spec     `json:"spec"`
+	Data          *online.Data    `json:"data"`
+	Records       int             `json:"records"`
+	Seed          *uint64         `json:"seed,omitempty"`
+	Privacy       *online.Privacy `json:"privacy,omitempty"`
+	Loss          float64         `json:"loss"`
+	Regret        *float64        `json:"regret,omitempty"`
+	AverageRegret *float64        `json:"average_regret,omitempty"`
+	TestAccuracy  *float64        `json:"test_accuracy,omitempty"`
+	TestMSE       *float64        `json:"test_mse,omitempty"`
+	TestRecords   int             `json:"test_records"`
+	Seconds       float64         `json:"seconds"`
+	Ledger        *ledger.Report  `json:"ledger,omitempty"`
+}
+
+func runOCP(cmd *cobra.Command, _ []string) error {
+	f := cmd.Flags()
+	spec, err := ocpSpec(cmd)
+	if err != nil {
+		return err
+	}
+	seed, err := seedFlag(cmd)
+	if err != nil {
+		return err
+	}
+	dataSeed := uint64(1)
+	if seed != nil {
+		dataSeed = *seed
+	}
+	name, _ := f.GetString("data")
+	dir, _ := f.GetString("data-dir")
+	n, _ := f.GetInt("records")
+	dim, _ := f.GetInt("dim")
+	d, err := online.LoadData(name, dir, spec.Cost.Loss, n, dim, dataSeed)
+	if err != nil {
+		return fmt.Errorf("--data: %w", err)
+	}
+	if len(d.Train) < 2 {
+		return fmt.Errorf("--data %s: %d records, need at least 2", name, len(d.Train))
+	}
+	spec.Cost.Dim, spec.Cost.FeatureBound, spec.Cost.LabelBound = d.Dim, d.FeatureBound, d.LabelBound
+	spec.Steps = len(d.Train)
+	led, err := ocpLedger(cmd, spec, d.Name)
+	if err != nil {
+		return err
+	}
+	if led != nil {
+		defer led.Close()
+	}
+	group := "ocp/" + d.Name
+	learner, priv, err := online.NewLearner(spec, led, []string{group})
+	if err != nil {
+		return err
+	}
+	r := rng.New(seed)
+	if spec.NonPrivate {
+		r = nil
+	}
+	sum := &ocpSummary{Spec: spec, Data: d, Records: spec.Steps, Seed: seed, Privacy: priv, TestRecords: len(d.Test)}
+	start := time.Now()
+	if err := ocpStream(cmd, r, learner, spec, d, sum); err != nil {
+		return err
+	}
+	sum.Seconds = time.Since(start).Seconds()
+	if led != nil {
+		if sum.Ledger, err = led.Report(group); err != nil {
+			return err
+		}
+	}
+	return printOCP(cmd, sum)
+}
+
+// ocpSpec reads the algorithm, cost and calibration flags.
+func ocpSpec(cmd *cobra.Command) (online.Spec, error) {
+	f := cmd.Flags()
+	var s online.Spec
+	s.Algorithm, _ = f.GetString("algorithm")
+	if s.Algorithm != "igd" && s.Algorithm != "giga" && s.Algorithm != "ftl" {
+		return s, fmt.Errorf("--algorithm: %q is not igd, giga or ftl", s.Algorithm)
+	}
+	ftl := s.Algorithm == "ftl"
+	lossName, _ := f.GetString("loss")
+	if lossName == "" {
+		lossName = map[bool]string{true: "squared", false: "logistic"}[ftl]
+	}
+	loss, err := online.ParseLoss(lossName)
+	if err != nil {
+		return s, fmt.Errorf("--loss: %w", err)
+	}
+	if ftl && loss != online.Squared {
+		return s, fmt.Errorf("--loss %s: ftl is for the squared loss", loss)
+	}
+	s.Cost = online.Cost{Loss: loss, Alpha: 1, Radius: math.Inf(1)}
+	if !ftl {
+		s.Cost.Alpha, s.Cost.Radius = 0.01, 10
+	}
+	if f.Changed("alpha") {
+		s.Cost.Alpha, _ = f.GetFloat64("alpha")
+	}
+	if f.Changed("radius") {
+		s.Cost.Radius, _ = f.GetFloat64("radius")
+	}
+	if !(s.Cost.Alpha > 0) || math.IsInf(s.Cost.Alpha, 0) {
+		return s, fmt.Errorf("--alpha must be finite and > 0, got %v", s.Cost.Alpha)
+	}
+	if !(s.Cost.Radius > 0) {
+		return s, fmt.Errorf("--radius must be > 0, got %v", s.Cost.Radius)
+	}
+	s.Batch, _ = f.GetInt("batch")
+	if s.Batch < 1 {
+		return s, fmt.Errorf("--batch must be >= 1, got %d", s.Batch)
+	}
+	s.NonPrivate, _ = f.GetBool("non-private")
+	cal, _ := f.GetString("calibration")
+	if cal != "exact" && cal != "paper" {
+		return s, fmt.Errorf("--calibration: %q is not exact or paper", cal)
+	}
+	s.Calibration.Exact = cal == "exact"
+	s.Calibration.Epsilon, _ = f.GetFloat64("epsilon")
+	s.Calibration.Delta, _ = f.GetFloat64("delta")
+	if err := account.ValidateEpsilon(s.Calibration.Epsilon); err != nil {
+		return s, fmt.Errorf("--epsilon: %w", err)
+	}
+	if d := s.Calibration.Delta; !(d > 0 && d < 1) {
+		return s, fmt.Errorf("--delta must satisfy 0 < delta < 1, got %v", d)
+	}
+	return s, nil
+}
+
+// ocpLedger opens the --ledger file (a new one gets --budget, by default
+// the ε this run charges, so that a second run on the same records finds
+// it spent), or an in-memory ledger that records this run only.
+func ocpLedger(cmd *cobra.Command, spec online.Spec, name string) (*ledger.Ledger, error) {
+	f := cmd.Flags()
+	path, _ := f.GetString("ledger")
+	if spec.NonPrivate {
+		if path != "" {
+			return nil, errors.New("--ledger: the non-private baseline spends no budget")
+		}
+		return nil, nil
+	}
+	b := account.Budget{Delta: spec.Calibration.Delta}
+	if path == "" {
+		// The in-memory ledger records this run only; its budget is not a
+		// limit, the report shows what was charged.
+		b.Epsilon = math.MaxFloat64
+		return ledger.New(b)
+	}
+	if f.Changed("budget") {
+		b.Epsilon, _ = f.GetFloat64("budget")
+	} else {
+		charged, err := chargedEpsilon(spec, name)
+		if err != nil {
+			return nil, err
+		}
+		b.Epsilon = charged
+	}
+	led, err := openLedgerFile(path, ledgerFileBudget(path, f.Changed("budget"), b))
+	if err != nil {
+		return nil, fmt.Errorf("--ledger: %w", err)
+	}
+	return led, nil
+}
+
+// chargedEpsilon is the ε the run spec would charge at its δ: the learner
+// is built once against a scratch in-memory ledger, and nothing is released.
+func chargedEpsilon(spec online.Spec, name string) (float64, error) {
+	scratch, err := ledger.New(account.Budget{Epsilon: math.MaxFloat64, Delta: spec.Calibration.Delta})
+	if err != nil {
+		return 0, err
+	}
+	_, priv, err := online.NewLearner(spec, scratch, []string{"ocp/" + name})
+	if err != nil {
+		return 0, err
+	}
+	return priv.ChargedEpsilon, nil
+}
+
+// ocpStream plays the stream, writes the releases to --out and fills the
+// regret and test figures.
+func ocpStream(cmd *cobra.Command, r *rng.Rand, learner online.Learner, spec online.Spec, d *online.Data, sum *ocpSummary) error {
+	path, _ := cmd.Flags().GetString("out")
+	var enc *json.Encoder
+	if path != "" {
+		w, closeOut, err := openOutput(cmd, path)
+		if err != nil {
+			return err
+		}
+		defer closeOut()
+		enc = json.NewEncoder(w)
+	}
+	bar := progress.New(progressOut(cmd), len(d.Train), "ocp")
+	defer bar.Finish()
+	var writeErr error
+	tick := func(t int) {
+		bar.Add(1)
+		if enc != nil && writeErr == nil && t < len(d.Train) {
+			writeErr = enc.Encode(struct {
+				T int       `json:"t"`
+				X []float64 `json:"x"`
+			}{t + 1, learner.Point()})
+		}
+	}
+	cps, err := online.Run(r, learner, spec.Cost, d.Train, []int{len(d.Train)}, tick)
+	if err != nil {
+		return err
+	}
+	if writeErr != nil {
+		return fmt.Errorf("--out: %w", writeErr)
+	}
+	last := cps[len(cps)-1]
+	sum.Loss = last.Loss
+	if !math.IsNaN(last.Best) {
+		reg, avg := last.Loss-last.Best, last.AverageRegret()
+		sum.Regret, sum.AverageRegret = &reg, &avg
+	}
+	if len(d.Test) > 0 {
+		x := learner.Point()
+		if spec.Cost.Loss == online.Squared {
+			m := online.MSE(x, d.Test)
+			sum.TestMSE = &m
+		} else {
+			a := online.Accuracy(x, d.Test)
+			sum.TestAccuracy = &a
+		}
+	}
+	return nil
+}
+
+func printOCP(cmd *cobra.Command, s *ocpSummary) error {
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+		return printJSON(cmd.OutOrStdout(), s)
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "ocp: %s, %s loss on %s (%d records, d = %d) in %.1fs\n", s.Spec.Algorithm, s.Spec.Cost.Loss, s.Data.Name, s.Records, s.Data.Dim, s.Seconds)
+	if s.Seed != nil {
+		fmt.Fprintf(w, "seed: %d\n", *s.Seed)
+	}
+	fmt.Fprintf(w, "cost paid: %.6g\n", s.Loss)
+	if s.Regret != nil {
+		fmt.Fprintf(w, "regret: %.6g (average %.4g)\n", *s.Regret, *s.AverageRegret)
+	}
+	if s.TestAccuracy != nil {
+		fmt.Fprintf(w, "test accuracy: %.4f (%d records)\n", *s.TestAccuracy, s.TestRecords)
+	}
+	if s.TestMSE != nil {
+		fmt.Fprintf(w, "test MSE: %.6g (%d records)\n", *s.TestMSE, s.TestRecords)
+	}
+	printPrivacy(w, s.Privacy)
+	return nil
+}
+
+func printPrivacy(w io.Writer, p *online.Privacy) {
+	if p == nil {
+		fmt.Fprintln(w, "privacy: none (non-private baseline)")
+		return
+	}
+	fmt.Fprintf(w, "nominal: (ε, δ) = (%.4g, %.4g)  [paper's claim for this calibration]\n", p.NominalEpsilon, p.NominalDelta)
+	if p.ProofNote != "" {
+		fmt.Fprintf(w, "  note: %s\n", p.ProofNote)
+	}
+	fmt.Fprintf(w, "exact:   ε = %.4g at δ = %.4g  [whole release sequence, μ-GDP, μ = %.4g]\n", p.ExactEpsilon, p.Delta, p.Mu)
+	fmt.Fprintf(w, "charged: ε = %.4g at δ = %.4g  [ledger, ρ = %.4g zCDP]\n", p.ChargedEpsilon, p.Delta, p.Rho)
+}

@@ -1,0 +1,292 @@
+package mech
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/audit"
+	"github.com/dpal-dev/dpal/dp/rng"
+)
+
+func TestTreeLevels(t *testing.T) {
+	for _, c := range []struct{ steps, want int }{
+		{1, 1}, {2, 2}, {3, 3}, {4, 3}, {5, 4}, {8, 4}, {9, 5}, {100000, 18}, {500000, 20},
+	} {
+		if got := TreeLevels(c.steps); got != c.want {
+			t.Errorf("TreeLevels(%d) = %d, want %d", c.steps, got, c.want)
+		}
+	}
+}
+
+// With the noise off the released prefix sums are the exact ones.
+func TestTreeExactPrefixSums(t *testing.T) {
+	for _, steps := range []int{1, 2, 7, 8, 37} {
+		tr, err := newTree(steps, 3, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rng.Seeded(uint64(steps))
+		want := make([]float64, 3)
+		for s := 1; s <= steps; s++ {
+			w := []float64{float64(r.Uint64()%1000)/1000 - 0.5, float64(s % 3), -0.25}
+			addTo(want, w)
+			got, err := tr.Add(nil, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range want {
+				if math.Abs(got[k]-want[k]) > 1e-12*(1+math.Abs(want[k])) {
+					t.Fatalf("T=%d step %d coord %d: prefix %v, want %v", steps, s, k, got[k], want[k])
+				}
+			}
+		}
+	}
+}
+
+// Leaves may hold several atoms, added as vectors or as packed outer
+// products; with the noise off the prefix sums are still exact.
+func TestTreeBlocks(t *testing.T) {
+	v := []float64{0.5, -0.25, 0.75}
+	tr, err := newTree(3, SymDim(3), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	atom := make([]float64, SymDim(3))
+	PackOuter(atom, v, -0.5)
+	want := make([]float64, SymDim(3))
+	for leaf := 1; leaf <= 3; leaf++ {
+		for range 2 {
+			if err := tr.AccumulateOuter(v, -0.5); err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.Accumulate(atom); err != nil {
+				t.Fatal(err)
+			}
+			addTo(want, atom)
+			addTo(want, atom)
+		}
+		got, err := tr.Flush(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range want {
+			if math.Abs(got[k]-want[k]) > 1e-12 {
+				t.Fatalf("leaf %d: prefix %v, want %v", leaf, got, want)
+			}
+		}
+	}
+	if err := tr.AccumulateOuter(v, 1); err == nil || !strings.Contains(err.Error(), "beyond the declared T = 3") {
+		t.Fatalf("atom beyond T: %v", err)
+	}
+	tr2, _ := newTree(3, SymDim(3), 0.5)
+	if err := tr2.AccumulateOuter(v, 1); err == nil || !strings.Contains(err.Error(), "above the bound") {
+		t.Fatalf("atom above the bound: %v", err)
+	}
+}
+
+func TestTreeRejectsBadAtoms(t *testing.T) {
+	tr, err := NewTree(2, 2, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rng.Seeded(1)
+	for _, c := range []struct {
+		name string
+		w    []float64
+		want string
+	}{
+		{"norm", []float64{1, 1}, "atom 1 has norm"},
+		{"nan", []float64{math.NaN(), 0}, "atom 1: coordinate 0 is NaN"},
+		{"dim", []float64{0}, "atom 1 has dimension 1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := tr.Add(r, c.w); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+	for range 2 {
+		if _, err := tr.Add(r, []float64{0.5, 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tr.Add(r, []float64{0, 0}); err == nil || !strings.Contains(err.Error(), "beyond the declared T = 2") {
+		t.Fatalf("third atom of T=2: error %v", err)
+	}
+	if _, err := NewTree(0, 1, 1, 1); err == nil {
+		t.Fatal("T = 0 accepted")
+	}
+}
+
+// The noise of the prefix at t is the sum of popcount(t) node noises drawn
+// once each: its variance is popcount(t)·σ², and consecutive prefixes
+// share their nodes' noise.
+func TestTreeNoisePerNode(t *testing.T) {
+	const runs = 4000
+	tr0, _ := NewTree(8, 1, 1, 2)
+	sigma2 := tr0.Sigma() * tr0.Sigma()
+	r := rng.Seeded(3)
+	var sum [8]float64
+	var diff67 float64 // Ŵ_7 − Ŵ_6 is the noisy leaf 7 alone
+	for range runs {
+		tr, _ := NewTree(8, 1, 1, 2)
+		var prev float64
+		for s := range 8 {
+			out, err := tr.Add(r, []float64{0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum[s] += out[0] * out[0]
+			if s == 6 {
+				diff67 += (out[0] - prev) * (out[0] - prev)
+			}
+			prev = out[0]
+		}
+	}
+	for s := range 8 {
+		want := float64(popcount(s+1)) * sigma2
+		if got := sum[s] / runs; math.Abs(got-want) > 0.1*want {
+			t.Errorf("t=%d: noise variance %.4g, want %d·σ² = %.4g", s+1, got, popcount(s+1), want)
+		}
+	}
+	if got := diff67 / runs; math.Abs(got-sigma2) > 0.1*sigma2 {
+		t.Errorf("Ŵ_7 − Ŵ_6 variance %.4g, want σ² = %.4g (nodes 0 and 10 reused)", got, sigma2)
+	}
+}
+
+func popcount(x int) int {
+	n := 0
+	for ; x > 0; x &= x - 1 {
+		n++
+	}
+	return n
+}
+
+func TestTreeLoss(t *testing.T) {
+	tr, err := NewTree(100000, 4, 1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := tr.Loss()
+	if want := 18.0 / (2 * 9); math.Abs(l.Rho-want) > 1e-12 {
+		t.Fatalf("rho %v, want Levels/(2z²) = %v", l.Rho, want)
+	}
+	charged, err := l.EpsilonAt(1e-5, account.Balle2020)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tight, err := GaussianEpsilon(tr.Mu(), 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(tight <= charged) {
+		t.Fatalf("μ-GDP ε %v above the zCDP charge %v", tight, charged)
+	}
+	if z, _ := TreeNoiseMultiplier(100000, l.Rho); math.Abs(z-3) > 1e-12 {
+		t.Fatalf("TreeNoiseMultiplier round trip %v, want 3", z)
+	}
+}
+
+func TestPackOuter(t *testing.T) {
+	v := []float64{1, -2, 3}
+	p := make([]float64, SymDim(3))
+	PackOuter(p, v, 0.5)
+	var n2 float64
+	for _, x := range p {
+		n2 += x * x
+	}
+	if want := 0.5 * 14; math.Abs(math.Sqrt(n2)-want) > 1e-12 {
+		t.Fatalf("packed norm %v, want |c|·‖v‖² = %v", math.Sqrt(n2), want)
+	}
+	m := make([]float64, 9)
+	UnpackSym(m, p, 3)
+	for i := range 3 {
+		for j := range 3 {
+			if want := 0.5 * v[i] * v[j]; math.Abs(m[i*3+j]-want) > 1e-12 {
+				t.Fatalf("entry (%d,%d) = %v, want %v", i, j, m[i*3+j], want)
+			}
+		}
+	}
+}
+
+// GaussianEpsilon inverts the analytic calibration: σ/Δ at the returned ε
+// is 1/μ, and it reproduces the spec's table (§10 N7): the paper's β at
+// T = 1e5, ε = 1, δ = 0.01 is μ ≈ 0.108-GDP, ε ≈ 0.061 at δ' = 0.02.
+func TestGaussianEpsilon(t *testing.T) {
+	for _, c := range []struct{ mu, delta float64 }{{0.1, 1e-5}, {1, 1e-5}, {2.06, 0.02}, {5, 1e-9}} {
+		eps, err := GaussianEpsilon(c.mu, c.delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := AnalyticGaussianSigma(eps, c.delta, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(s*c.mu-1) > 1e-8 {
+			t.Errorf("μ=%v δ=%v: ε=%v gives σ/Δ=%v, want 1/μ=%v", c.mu, c.delta, eps, s, 1/c.mu)
+		}
+	}
+	beta := 2.92e3
+	eps, _ := GaussianEpsilon(math.Sqrt(1e5-1)/beta, 0.02)
+	if math.Abs(eps-0.061) > 0.002 {
+		t.Errorf("spec N7 row T=1e5, ε=1: ε_true = %v, want ≈ 0.061", eps)
+	}
+	if _, err := GaussianEpsilon(0, 0.1); err == nil {
+		t.Error("mu = 0 accepted")
+	}
+}
+
+// The audit runs a T = 4 tree on neighbouring streams that differ in the
+// first atom (w_1 = +R vs −R, the worst case: it lies under a released node
+// at every level). The statistic Ŵ_1 + Ŵ_2 + Ŵ_4 is the sum of the three
+// nodes containing w_1 ([1], [1,2], [1..4]), the likelihood-ratio test.
+// A mutant tree with half the noise must be caught.
+func TestAuditTree(t *testing.T) {
+	const delta = 1e-5
+	z := 3.2 // ρ = 3/(2z²) ≈ 0.146: charged ε ≈ 2.6 at δ = 1e-5
+	genuine, _ := NewTree(4, 1, 1, z)
+	charged, _ := genuine.Loss().EpsilonAt(delta, account.Balle2020)
+	run := func(zz, first float64) func(*rng.Rand) float64 {
+		tr, _ := NewTree(4, 1, 1, zz)
+		return func(r *rng.Rand) float64 {
+			tr.reset()
+			var stat float64
+			for s := range 4 {
+				w := 0.0
+				if s == 0 {
+					w = first
+				}
+				out, _ := tr.Add(r, []float64{w})
+				if s != 2 {
+					stat += out[0]
+				}
+			}
+			return stat
+		}
+	}
+	c := audit.Config{Trials: 300000, Confidence: auditConfidence, Delta: delta}
+	res, err := audit.Continuous(rng.Seeded(11), run(z, 1), run(z, -1), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Epsilon > charged {
+		t.Errorf("audit lower bound %.3f exceeds the charged ε=%.3f (event %s)", res.Epsilon, charged, res.Event)
+	}
+	mut, err := audit.Continuous(rng.Seeded(12), run(z/2, 1), run(z/2, -1), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mut.Epsilon <= charged {
+		t.Errorf("halved-noise tree not caught: lower bound %.3f ≤ charged ε=%.3f", mut.Epsilon, charged)
+	}
+	t.Logf("tree T=4: charged ε=%.3f, genuine ε_lb=%.3f, mutant ε_lb=%.3f", charged, res.Epsilon, mut.Epsilon)
+}
+
+// reset starts the tree over with the same noise, so audits need not
+// rebuild the sampler's table for each trial.
+func (t *Tree) reset() {
+	t.t, t.atoms = 0, 0
+	clear(t.prefix)
+}
