@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +17,7 @@ import (
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/online"
+	"github.com/dpal-dev/dpal/outfile"
 	"github.com/dpal-dev/dpal/progress"
 )
 
@@ -89,6 +92,9 @@ func runOCP(cmd *cobra.Command, _ []string) error {
 		dataSeed = *seed
 	}
 	name, _ := f.GetString("data")
+	if err := checkOCPPaths(cmd, name); err != nil {
+		return err
+	}
 	dir, _ := f.GetString("data-dir")
 	n, _ := f.GetInt("records")
 	dim, _ := f.GetInt("dim")
@@ -216,11 +222,46 @@ func ocpLedger(cmd *cobra.Command, spec online.Spec, name string) (*ledger.Ledge
 		}
 		b.Epsilon = charged
 	}
-	led, err := openLedgerFile(path, ledgerFileBudget(path, f.Changed("budget"), b))
+	led, err := openLedgerFlag(path, f.Changed("budget"), b)
 	if err != nil {
 		return nil, fmt.Errorf("--ledger: %w", err)
 	}
 	return led, nil
+}
+
+// checkOCPPaths refuses an output (--out, --ledger) that would clobber
+// the --data file, and probes both before the data are read.
+func checkOCPPaths(cmd *cobra.Command, data string) error {
+	p := pathFlags(cmd, "out", "ledger")
+	outs := []outfile.Path{p["out"], p["ledger"]}
+	in := outfile.Path{Flag: "--data", Path: data}
+	if _, err := os.Stat(data); err != nil {
+		in.Path = "" // a named dataset, not a file
+	}
+	if err := outfile.CheckDistinct(outs, []outfile.Path{in}); err != nil {
+		return err
+	}
+	return probeOutputs(outs)
+}
+
+// openReleases opens --out for the released iterates ("-" is stdout);
+// the returned function flushes and closes it.
+func openReleases(cmd *cobra.Command, path string) (io.Writer, func() error, error) {
+	if path == "-" {
+		return cmd.OutOrStdout(), func() error { return nil }, nil
+	}
+	fh, err := os.Create(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--out: %w", err)
+	}
+	bw := bufio.NewWriter(fh)
+	return bw, func() error {
+		if err := bw.Flush(); err != nil {
+			fh.Close()
+			return err
+		}
+		return fh.Close()
+	}, nil
 }
 
 // chargedEpsilon is the ε the run spec would charge at its δ: the learner
@@ -243,7 +284,7 @@ func ocpStream(cmd *cobra.Command, r *rng.Rand, learner online.Learner, spec onl
 	path, _ := cmd.Flags().GetString("out")
 	var enc *json.Encoder
 	if path != "" {
-		w, closeOut, err := openOutput(cmd, path)
+		w, closeOut, err := openReleases(cmd, path)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dpal-dev/dpal/data"
+	"github.com/dpal-dev/dpal/outfile"
 	ocprepro "github.com/dpal-dev/dpal/repro/ocp"
 )
 
@@ -53,6 +54,9 @@ func runReproOCP(cmd *cobra.Command, _ []string) error {
 		opt = ocprepro.QuickOptions()
 	}
 	opt.OutDir, _ = f.GetString("out")
+	if err := outfile.ProbeDir(opt.OutDir); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
 	opt.DataDir, _ = f.GetString("data-dir")
 	opt.Figures, _ = f.GetStringSlice("figures")
 	opt.IGDAlpha, _ = f.GetFloat64("igd-alpha")
