@@ -3,6 +3,7 @@ package service
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -167,4 +168,65 @@ func TestLabelConflicts(t *testing.T) {
 	if b.Stats.Labelled != 2 {
 		t.Errorf("labelled %d, want 2", b.Stats.Labelled)
 	}
+}
+
+// TestTokens: an admin makes a token over the API, it works at once, and
+// stops working when revoked; a revoked or unknown id is a 404.
+func TestTokens(t *testing.T) {
+	ts := newTestServer(t)
+	var tok struct{ Token, ID, Role string }
+	ts.mustDo(http.StatusCreated, RoleAdmin, "POST", "/v1/tokens", `{"role":"officer"}`, &tok)
+	ts.tok["new"] = tok.Token
+	if got := ts.do("new", "GET", "/v1/ledger", "", nil); got != http.StatusOK {
+		t.Fatalf("new officer token: %d", got)
+	}
+	if got := ts.do(RoleOfficer, "POST", "/v1/tokens", `{"role":"admin"}`, nil); got != http.StatusForbidden {
+		t.Errorf("officer makes a token: %d", got)
+	}
+	var e errorBody
+	if got := ts.do(RoleAdmin, "POST", "/v1/tokens", `{"role":"root"}`, &e); got != 400 || e.Field != "role" {
+		t.Errorf("unknown role: %d %+v", got, e)
+	}
+	ts.mustDo(http.StatusNoContent, RoleAdmin, "DELETE", "/v1/tokens/"+tok.ID, "", nil)
+	if got := ts.do("new", "GET", "/v1/ledger", "", nil); got != http.StatusUnauthorized {
+		t.Errorf("revoked token: %d", got)
+	}
+	if got := ts.do(RoleAdmin, "DELETE", "/v1/tokens/"+tok.ID, "", nil); got != http.StatusNotFound {
+		t.Errorf("revoking twice: %d", got)
+	}
+}
+
+// TestFirstStartPrintsAdminToken: a fresh store prints one admin token,
+// which works; a second start prints none.
+func TestFirstStartPrintsAdminToken(t *testing.T) {
+	path := t.TempDir() + "/s.db"
+	for i, want := range []bool{true, false} {
+		st, err := OpenStore(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		srv, err := New(st, Options{Out: &out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(out.String(), tokenPrefix+"admin_"); got != want {
+			t.Errorf("start %d printed %q", i, out.String())
+		}
+		if want {
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			tok := lines[len(lines)-1]
+			r := httptestRequest("GET", "/v1/ledger", tok)
+			if role, _, ok := srv.auth.role(r); !ok || role != RoleAdmin {
+				t.Errorf("printed token %q has role %q", tok, role)
+			}
+		}
+		st.Close()
+	}
+}
+
+func httptestRequest(method, path, tok string) *http.Request {
+	r := httptest.NewRequest(method, path, nil)
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return r
 }

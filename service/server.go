@@ -17,6 +17,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/dp/ledger"
 )
 
@@ -42,7 +43,7 @@ type Server struct {
 
 	mu       sync.RWMutex
 	learners map[string]*hosted
-	routes   []string // registered patterns, for the OpenAPI check
+	routes   []Route // registered, for the OpenAPI check
 }
 
 // New loads the store's tokens and learners. A store without an admin
@@ -98,8 +99,17 @@ func (s *Server) firstAdmin() error {
 // Handler is the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.mux }
 
-// Routes lists the registered patterns ("METHOD /path").
-func (s *Server) Routes() []string { return append([]string(nil), s.routes...) }
+// Route is one registered endpoint.
+type Route struct {
+	// Pattern is "METHOD /path" (net/http's pattern syntax).
+	Pattern string
+	// Roles are the roles admitted besides admin; none for an endpoint
+	// that needs no token.
+	Roles []Role
+}
+
+// Routes lists the registered endpoints.
+func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
 
 // caller is an authenticated request's role and token id.
 type caller struct {
@@ -112,7 +122,7 @@ type handler func(w http.ResponseWriter, r *http.Request, c caller) error
 // handle registers h for pattern, open to roles (and admin); no roles
 // means no authentication.
 func (s *Server) handle(pattern string, h handler, roles ...Role) {
-	s.routes = append(s.routes, pattern)
+	s.routes = append(s.routes, Route{Pattern: pattern, Roles: roles})
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
@@ -191,7 +201,7 @@ func (s *Server) routeAll() {
 		return nil
 	}, all...)
 	s.handle("POST /v1/learners", s.createLearner, RoleAdmin)
-	s.handle("GET /v1/learners", s.listLearners, RoleOfficer, RoleAnnotator, RoleIngest)
+	s.handle("GET /v1/learners", s.listLearners, RoleOfficer, RoleAnnotator)
 	s.handle("POST /v1/learners/{name}/events", s.ingest, RoleIngest)
 	s.handle("GET /v1/learners/{name}/requests", listing(s, "requests", (*hosted).pending), RoleAnnotator)
 	s.handle("POST /v1/learners/{name}/requests/{id}/claim", s.claim, RoleAnnotator)
@@ -201,6 +211,54 @@ func (s *Server) routeAll() {
 	s.handle("GET /v1/learners/{name}/budget", s.budget, RoleOfficer)
 	s.handle("GET /v1/records/{id}/epsilon", s.recordEpsilon, RoleOfficer)
 	s.handle("GET /v1/ledger", s.ledger, RoleOfficer)
+	s.handle("POST /v1/tokens", s.createToken, RoleAdmin)
+	s.handle("DELETE /v1/tokens/{id}", s.revokeToken, RoleAdmin)
+}
+
+// createToken makes a token of the role in the body ({"role": "ingest"})
+// and answers it with its id: the only time the token is shown.
+func (s *Server) createToken(w http.ResponseWriter, r *http.Request, _ caller) error {
+	body, err := readBody(w, r, s.opts.MaxBody)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Role string `json:"role"`
+	}
+	if err := decodeStrict(body, &req); err != nil {
+		return err
+	}
+	role, err := ParseRole(req.Role)
+	if err != nil {
+		return badField("role", "want ingest, annotator, officer or admin")
+	}
+	tok, err := s.store.CreateToken(role)
+	if err == nil {
+		err = s.auth.reload()
+	}
+	if err != nil {
+		return err
+	}
+	s.log.Info("token created", "role", role, "token_id", TokenID(tok))
+	writeJSON(w, http.StatusCreated, map[string]string{"token": tok, "id": TokenID(tok), "role": string(role)})
+	return nil
+}
+
+// revokeToken deletes a token by its id; it stops working at once.
+func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, c caller) error {
+	id := r.PathValue("id")
+	if id == c.who {
+		return badField("id", "a token cannot revoke itself")
+	}
+	if err := s.store.RevokeToken(id); err != nil {
+		return &apiError{status: http.StatusNotFound, field: "id", msg: err.Error()}
+	}
+	if err := s.auth.reload(); err != nil {
+		return err
+	}
+	s.log.Info("token revoked", "token_id", id)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 func (s *Server) ready(w http.ResponseWriter, _ *http.Request, _ caller) error {
@@ -250,6 +308,15 @@ func (s *Server) createLearner(w http.ResponseWriter, r *http.Request, _ caller)
 	if err != nil {
 		return err
 	}
+	if err := s.addLearner(name, cfg, budget); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"name": name, "config": cfg, "budget": budget})
+	return nil
+}
+
+// addLearner creates and hosts a learner.
+func (s *Server) addLearner(name string, cfg stream.Config, budget float64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.learners[name]; ok {
@@ -262,7 +329,6 @@ func (s *Server) createLearner(w http.ResponseWriter, r *http.Request, _ caller)
 	h.log, h.met = s.log, s.met
 	s.learners[name] = h
 	s.log.Info("learner created", "learner", name, "dim", cfg.Dim, "budget", budget)
-	writeJSON(w, http.StatusCreated, map[string]any{"name": name, "config": cfg, "budget": budget})
 	return nil
 }
 

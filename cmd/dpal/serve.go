@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dpal-dev/dpal/service"
+)
+
+func init() {
+	serveCmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run private stream learners as a durable, authenticated HTTP service",
+		Long: `serve runs named private stream learners (the learner of 'dpal stream') behind
+an HTTP/JSON API (GET /openapi.json describes it; docs/serve.md has a quick
+start). Everything — each learner's ledger and checkpoint, label requests,
+labels, releases and the hashed API tokens — lives in one store file; every
+spend is committed before its release leaves, and a restart resumes each
+learner exactly. A fresh store prints an admin token once, on stdout.
+
+--config FILE is JSON: {"store", "listen", "max_events_body", "max_body",
+"learners": [bodies of POST /v1/learners]}; flags override it. SIGTERM or
+SIGINT shut down gracefully. Logs are JSON lines on stderr.`,
+		Args: cobra.NoArgs,
+		RunE: runServe,
+	}
+	f := serveCmd.Flags()
+	f.String("store", service.DefaultStore, "store file (created if absent, mode 0600; holds private data)")
+	f.String("listen", service.DefaultListen, "address to listen on")
+	f.String("config", "", "JSON config file (learners to create, limits)")
+
+	token := groupCommand("token", "Create or revoke API tokens (while the server is stopped)")
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Print a new token of --role (stored hashed: shown only now)",
+		Args:  cobra.NoArgs,
+		RunE:  runTokenCreate,
+	}
+	create.Flags().String("role", "", "ingest, annotator, officer or admin (required)")
+	revoke := &cobra.Command{
+		Use:   "revoke ID",
+		Short: "Revoke the token of this id (the 16 hex digits 'token create' printed) or the token itself",
+		Args:  cobra.ExactArgs(1),
+		RunE:  runTokenRevoke,
+	}
+	for _, c := range []*cobra.Command{create, revoke} {
+		c.Flags().String("store", service.DefaultStore, "store file")
+		token.AddCommand(c)
+	}
+	serveCmd.AddCommand(token)
+	rootCmd.AddCommand(serveCmd)
+}
+
+func runServe(cmd *cobra.Command, _ []string) error {
+	f := cmd.Flags()
+	var c service.Config
+	if path, _ := f.GetString("config"); path != "" {
+		var err error
+		if c, err = service.LoadConfig(path); err != nil {
+			return fmt.Errorf("--config: %w", err)
+		}
+	}
+	if f.Changed("store") || c.Store == "" {
+		c.Store, _ = f.GetString("store")
+	}
+	if f.Changed("listen") || c.Listen == "" {
+		c.Listen, _ = f.GetString("listen")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+	return service.Run(ctx, c, cmd.OutOrStdout(), log, nil)
+}
+
+// openTokenStore opens --store, which must exist: a token for a store
+// that a typo would create is useless.
+func openTokenStore(cmd *cobra.Command) (*service.Store, error) {
+	path, _ := cmd.Flags().GetString("store")
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("--store: %w", err)
+	}
+	st, err := service.OpenStore(path)
+	if errors.Is(err, service.ErrLocked) {
+		return nil, fmt.Errorf("--store: %w (stop the server first)", err)
+	}
+	return st, err
+}
+
+func runTokenCreate(cmd *cobra.Command, _ []string) error {
+	r, _ := cmd.Flags().GetString("role")
+	role, err := service.ParseRole(r)
+	if err != nil {
+		return fmt.Errorf("--role: %w", err)
+	}
+	st, err := openTokenStore(cmd)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tok, err := st.CreateToken(role)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), tok)
+	fmt.Fprintf(cmd.ErrOrStderr(), "dpal serve token: %s token, id %s (keep the token secret; revoke it by its id)\n", role, service.TokenID(tok))
+	return nil
+}
+
+func runTokenRevoke(cmd *cobra.Command, args []string) error {
+	st, err := openTokenStore(cmd)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return st.RevokeToken(args[0])
+}
