@@ -76,6 +76,27 @@ type hosted struct {
 	meta learnerMeta
 	l    *stream.Learner
 	led  *ledger.Ledger
+	// broken is set by an internal error (a failed commit, a learner
+	// error other than a bad event or the budget): the in-memory learner
+	// may be ahead of the store, so the learner refuses everything until
+	// a restart restores it from its checkpoint.
+	broken error
+	commitQueue
+	inflightKeys   map[string]bool // idempotency keys being committed
+	inflightLabels map[uint64]bool // labels being committed
+}
+
+// newHosted returns a hosted learner around meta and its ledger.
+func newHosted(s *Store, meta learnerMeta, led *ledger.Ledger) *hosted {
+	return &hosted{store: s, meta: meta, led: led, inflightKeys: map[string]bool{}, inflightLabels: map[uint64]bool{}}
+}
+
+// usable refuses calls to a broken learner.
+func (h *hosted) usable() error {
+	if h.broken != nil {
+		return errBroken
+	}
+	return nil
 }
 
 // openLedger opens a learner's ledger in the store.
@@ -112,7 +133,8 @@ func (s *Store) createLearner(name string, cfg stream.Config, budget float64) (*
 	if err := session.SetInfo(l, session.StreamInfo{Mode: "service"}); err != nil {
 		return nil, err
 	}
-	h := &hosted{store: s, meta: learnerMeta{Name: name, Config: cfg, Budget: budget, Created: time.Now().UTC()}, l: l, led: led}
+	h := newHosted(s, learnerMeta{Name: name, Config: cfg, Budget: budget, Created: time.Now().UTC()}, led)
+	h.l = l
 	var state bytes.Buffer
 	if err := l.SaveState(&state); err != nil {
 		return nil, err
@@ -148,7 +170,7 @@ func (s *Store) loadLearners() (map[string]*hosted, error) {
 		if err != nil {
 			return nil, fmt.Errorf("learner %s: %w", m.Name, err)
 		}
-		h := &hosted{store: s, meta: m, led: led}
+		h := newHosted(s, m, led)
 		if err := h.restore(); err != nil {
 			return nil, err
 		}
@@ -185,44 +207,6 @@ func (h *hosted) restore() error {
 	return nil
 }
 
-// commit makes the learner's new releases, the changes of fn and a new
-// checkpoint durable in one transaction. If that fails, the learner goes
-// back to its last checkpoint: nothing of this call was acknowledged.
-// The ledger charges paid for the releases were committed before their
-// noise was drawn and stay. h.mu must be held.
-func (h *hosted) commit(fn func(tx *bolt.Tx) error) ([]stream.Release, error) {
-	rels := h.l.Releases()
-	h.l.DropReleases()
-	var state bytes.Buffer
-	err := h.l.SaveState(&state)
-	if err == nil {
-		err = h.store.db.Update(func(tx *bolt.Tx) error {
-			rb := bucket(tx, h.meta.Name, subReleases)
-			now := time.Now().UTC()
-			for _, r := range rels {
-				if err := putJSON(rb, u64Key(uint64(r.Update)), releaseRecord{r.Observation, r.Update, r.W, now}); err != nil {
-					return err
-				}
-			}
-			if err := fn(tx); err != nil {
-				return err
-			}
-			if err := putJSON(tx.Bucket(bucketLearners), []byte(h.meta.Name), h.meta); err != nil {
-				return err
-			}
-			return tx.Bucket(bucketState).Put([]byte(h.meta.Name), state.Bytes())
-		})
-	}
-	if err != nil {
-		h.log.Error("commit failed; learner restored from its checkpoint", "learner", h.meta.Name, "err", err)
-		if rerr := h.restore(); rerr != nil {
-			return nil, errors.Join(err, rerr)
-		}
-		return nil, err
-	}
-	return rels, nil
-}
-
 // event is one parsed input line.
 type event struct {
 	line   int
@@ -248,37 +232,90 @@ type ingestResult struct {
 }
 
 // ingest observes the events in order and commits them; a replayed
-// idempotency key returns the stored answer and observes nothing.
+// idempotency key returns the stored answer and observes nothing. If the
+// budget runs out mid-batch, the lines before are accepted and the rest
+// rejected as "budget-exhausted".
 func (h *hosted) ingest(evs []event, key string) ([]byte, error) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	if err := h.usable(); err != nil {
+		h.mu.Unlock()
+		return nil, err
+	}
 	if key != "" {
 		if prev := h.storedAnswer(key); prev != nil {
+			h.mu.Unlock()
 			return prev, nil
 		}
+		if h.inflightKeys[key] {
+			h.mu.Unlock()
+			return nil, errInFlight
+		}
 	}
+	res, reqs, refs, err := h.observe(evs)
+	if err != nil {
+		h.broken = err
+		h.mu.Unlock()
+		return nil, err
+	}
+	answer, err := jsonBytes(res)
+	if err != nil {
+		h.mu.Unlock()
+		return nil, err
+	}
+	if key != "" {
+		h.inflightKeys[key] = true
+	}
+	rels, err := h.enqueue(func(tx *bolt.Tx) error {
+		rq := bucket(tx, h.meta.Name, subRequests)
+		for _, r := range reqs {
+			if err := putJSON(rq, u64Key(r.ID), r); err != nil {
+				return err
+			}
+		}
+		rb := tx.Bucket(bucketRecords)
+		for id, ref := range refs {
+			if err := putJSON(rb, []byte(id), ref); err != nil {
+				return err
+			}
+		}
+		if key != "" {
+			return bucket(tx, h.meta.Name, subIdem).Put([]byte(key), answer)
+		}
+		return nil
+	}, func() { delete(h.inflightKeys, key) })
+	if err != nil {
+		return nil, err
+	}
+	h.met.ingested(h.meta.Name, res.Accepted, res.Rejected, len(reqs), rels)
+	h.met.spent(h.meta.Name, h.led)
+	return answer, nil
+}
+
+// observe feeds the events to the learner (h.mu held). Its error is an
+// internal one: the learner is then unusable until a restart.
+func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string]recordRef, error) {
 	res := ingestResult{Results: make([]lineResult, len(evs))}
 	var reqs []requestRecord
-	var refs []recordRef
-	var recIDs []string
+	refs := map[string]recordRef{}
+	exhausted := false
 	for i, ev := range evs {
 		lr := &res.Results[i]
 		lr.Line = ev.line
-		if ev.field == "" {
+		if ev.field == "" && !exhausted {
 			dec, err := h.l.Observe(ev.x)
 			switch {
 			case errors.Is(err, stream.ErrInvalidEvent):
 				ev.field = "x"
+			case errors.Is(err, account.ErrBudgetExceeded):
+				// Observe left the learner unchanged: what came before stands.
+				exhausted = true
 			case err != nil:
-				// A budget or state error: nothing of this batch is
-				// acknowledged, and the learner goes back to its checkpoint.
-				return nil, h.abort(fmt.Errorf("line %d: %w", ev.line, err))
+				return res, nil, nil, fmt.Errorf("learner %s line %d: %w", h.meta.Name, ev.line, err)
 			default:
 				lr.Status, lr.Event = "accepted", dec.ID
 				res.Accepted++
 				if ev.record != "" {
-					refs = append(refs, recordRef{Learner: h.meta.Name, Event: dec.ID})
-					recIDs = append(recIDs, ev.record)
+					refs[ev.record] = recordRef{Learner: h.meta.Name, Event: dec.ID}
 				}
 				if dec.Request {
 					reqs = append(reqs, requestRecord{ID: dec.ID, X: ev.x, Record: ev.record})
@@ -289,46 +326,15 @@ func (h *hosted) ingest(evs []event, key string) ([]byte, error) {
 				continue
 			}
 		}
-		lr.Status, lr.Error, lr.Field = "rejected", session.RejectedClass, ev.field
 		res.Rejected++
+		if exhausted {
+			lr.Status, lr.Error = "rejected", "budget-exhausted"
+			continue
+		}
+		lr.Status, lr.Error, lr.Field = "rejected", session.RejectedClass, ev.field
 		h.log.Warn("event rejected", "learner", h.meta.Name, "line", ev.line, "field", ev.field)
 	}
-	answer, err := jsonBytes(res)
-	if err != nil {
-		return nil, h.abort(err)
-	}
-	rels, err := h.commit(func(tx *bolt.Tx) error {
-		rq := bucket(tx, h.meta.Name, subRequests)
-		for _, r := range reqs {
-			if err := putJSON(rq, u64Key(r.ID), r); err != nil {
-				return err
-			}
-		}
-		rb := tx.Bucket(bucketRecords)
-		for i, ref := range refs {
-			if err := putJSON(rb, []byte(recIDs[i]), ref); err != nil {
-				return err
-			}
-		}
-		if key != "" {
-			return bucket(tx, h.meta.Name, subIdem).Put([]byte(key), answer)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	h.met.ingested(h.meta.Name, res.Accepted, res.Rejected, len(reqs), len(rels))
-	h.met.spent(h.meta.Name, h.led)
-	return answer, nil
-}
-
-// abort restores the learner after a failed call and returns err.
-func (h *hosted) abort(err error) error {
-	if rerr := h.restore(); rerr != nil {
-		return errors.Join(err, rerr)
-	}
-	return err
+	return res, reqs, refs, nil
 }
 
 func (h *hosted) storedAnswer(key string) []byte {
@@ -340,7 +346,7 @@ func (h *hosted) storedAnswer(key string) []byte {
 	return out
 }
 
-// request reads one request record.
+// request reads one committed request record.
 func (h *hosted) request(id uint64) (requestRecord, error) {
 	var r requestRecord
 	var ok bool
@@ -356,14 +362,13 @@ func (h *hosted) request(id uint64) (requestRecord, error) {
 }
 
 // claim reserves request id for the annotator who and returns its record.
+// It holds h.mu through its own transaction; a label being committed is
+// in inflightLabels, so a claim never overwrites it.
 func (h *hosted) claim(id uint64, who string) (requestRecord, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	r, err := h.request(id)
+	r, err := h.labelable(id, who)
 	if err != nil {
-		return r, err
-	}
-	if err := claimable(r, who); err != nil {
 		return r, err
 	}
 	r.ClaimedBy, r.ClaimedAt = who, time.Now().UTC()
@@ -387,33 +392,45 @@ func claimable(r requestRecord, who string) error {
 
 // label gives request id the label y and commits it with any release the
 // label triggers.
-func (h *hosted) label(id uint64, y float64, who string) (int, error) {
+func (h *hosted) label(id uint64, y float64, who string) error {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	r, err := h.request(id)
+	r, err := h.labelable(id, who)
 	if err != nil {
-		return 0, err
-	}
-	if err := claimable(r, who); err != nil {
-		return 0, err
+		h.mu.Unlock()
+		return err
 	}
 	r.LabelledAtUpdate = h.l.Stats().Updates
 	if err := h.l.Label(id, y); err != nil {
-		if errors.Is(err, stream.ErrUnknownRequest) {
-			return 0, errNoRequest
-		}
-		return 0, h.abort(err)
+		h.broken = err
+		h.mu.Unlock()
+		return err
 	}
 	r.Label, r.ClaimedBy = y, who
-	rels, err := h.commit(func(tx *bolt.Tx) error {
+	h.inflightLabels[id] = true
+	rels, err := h.enqueue(func(tx *bolt.Tx) error {
 		return putJSON(bucket(tx, h.meta.Name, subRequests), u64Key(id), r)
-	})
+	}, func() { delete(h.inflightLabels, id) })
 	if err != nil {
-		return 0, err
+		return err
 	}
-	h.met.labelled(h.meta.Name, len(rels))
+	h.met.labelled(h.meta.Name, rels)
 	h.met.spent(h.meta.Name, h.led)
-	return len(rels), nil
+	return nil
+}
+
+// labelable reads request id if who may claim or label it (h.mu held).
+func (h *hosted) labelable(id uint64, who string) (requestRecord, error) {
+	if err := h.usable(); err != nil {
+		return requestRecord{}, err
+	}
+	if h.inflightLabels[id] {
+		return requestRecord{}, errLabelled
+	}
+	r, err := h.request(id)
+	if err != nil {
+		return r, err
+	}
+	return r, claimable(r, who)
 }
 
 // pendingView is one open request as an annotator lists it: no record.
@@ -438,8 +455,12 @@ func (h *hosted) pending(after uint64, limit int) ([]pendingView, error) {
 				break
 			}
 			var r requestRecord
-			if _, err := getJSON(rq, u64Key(id), &r); err != nil {
+			ok, err := getJSON(rq, u64Key(id), &r)
+			if err != nil {
 				return err
+			}
+			if !ok {
+				continue // not committed yet
 			}
 			out = append(out, pendingView{ID: id, Claimed: r.ClaimedBy != "" && time.Since(r.ClaimedAt) < claimTTL})
 		}

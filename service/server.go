@@ -446,7 +446,7 @@ func (s *Server) label(w http.ResponseWriter, r *http.Request, c caller) error {
 	if err != nil {
 		return err
 	}
-	if _, err := h.label(req.ID, req.Y, c.who); err != nil {
+	if err := h.label(req.ID, req.Y, c.who); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": req.ID, "status": "labelled"})

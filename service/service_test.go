@@ -137,3 +137,46 @@ func TestIdempotentIngest(t *testing.T) {
 		t.Errorf("observed %d after a replayed batch of 5", b.Stats.Observed)
 	}
 }
+
+// TestConcurrentIngestAndLabels: concurrent batches, labels and reads
+// share commits (group commit) and lose nothing.
+func TestConcurrentIngestAndLabels(t *testing.T) {
+	ts := newTestServer(t)
+	ts.createLearner("a")
+	const workers, batches = 4, 5
+	done := make(chan int, workers)
+	for w := range workers {
+		go func() {
+			n := 0
+			for b := range batches {
+				var ans ingestAnswer
+				if ts.do(RoleIngest, "POST", "/v1/learners/a/events", events(10), &ans, "Idempotency-Key", fmt.Sprintf("w%d-b%d", w, b)) == http.StatusOK {
+					n += ans.Accepted
+				}
+				var list requestList
+				ts.do(RoleAnnotator, "GET", "/v1/learners/a/requests?limit=1", "", &list)
+				for _, r := range list.Requests {
+					ts.do(RoleAnnotator, "POST", "/v1/learners/a/labels", fmt.Sprintf(`{"id":%d,"y":1}`, r.ID), nil)
+				}
+			}
+			done <- n
+		}()
+	}
+	total := 0
+	for range workers {
+		total += <-done
+	}
+	var b budgetView
+	var rels struct{ Releases []releaseRecord }
+	ts.mustDo(http.StatusOK, RoleOfficer, "GET", "/v1/learners/a/budget", "", &b)
+	ts.mustDo(http.StatusOK, RoleOfficer, "GET", "/v1/learners/a/releases", "", &rels)
+	if total != workers*batches*10 || b.Stats.Observed != total || len(rels.Releases) != b.Stats.Updates {
+		t.Errorf("acknowledged %d, observed %d; %d releases for %d updates", total, b.Stats.Observed, len(rels.Releases), b.Stats.Updates)
+	}
+	ts.restart()
+	var after budgetView
+	ts.mustDo(http.StatusOK, RoleOfficer, "GET", "/v1/learners/a/budget", "", &after)
+	if !reflect.DeepEqual(after, b) {
+		t.Errorf("after restart %+v, before %+v", after, b)
+	}
+}

@@ -42,6 +42,8 @@ var (
 	errLabelled  = &apiError{status: http.StatusConflict, field: "id", msg: "the request is already labelled"}
 	errClaimed   = &apiError{status: http.StatusConflict, field: "id", msg: "the request is claimed by another annotator"}
 	errTooLarge  = &apiError{status: http.StatusRequestEntityTooLarge, msg: "request body too large"}
+	errInFlight  = &apiError{status: http.StatusConflict, field: "Idempotency-Key", msg: "a batch with this key is being committed; retry for its answer"}
+	errBroken    = &apiError{status: http.StatusServiceUnavailable, msg: "the learner stopped after an internal error (see the server log); restart the server to resume it from its last checkpoint"}
 )
 
 // statusOf maps an error to its HTTP status (500 for an unknown error).
