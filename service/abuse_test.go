@@ -230,3 +230,21 @@ func httptestRequest(method, path, tok string) *http.Request {
 	r.Header.Set("Authorization", "Bearer "+tok)
 	return r
 }
+
+// TestRateLimit: a token over its rate gets 429; another token is not
+// slowed by it.
+func TestRateLimit(t *testing.T) {
+	ts := newTestServer(t)
+	ts.srv.lim = newLimiters(0.001, 3)
+	for i := range 3 {
+		if got := ts.do(RoleOfficer, "GET", "/v1/ledger", "", nil); got != http.StatusOK {
+			t.Fatalf("request %d: %d", i, got)
+		}
+	}
+	if got := ts.do(RoleOfficer, "GET", "/v1/ledger", "", nil); got != http.StatusTooManyRequests {
+		t.Errorf("over the limit: %d", got)
+	}
+	if got := ts.do(RoleAdmin, "GET", "/v1/ledger", "", nil); got != http.StatusOK {
+		t.Errorf("another token: %d", got)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -23,6 +25,9 @@ type Config struct {
 	// MaxEventsBody and MaxBody bound request bodies (see Options).
 	MaxEventsBody int64 `json:"max_events_body,omitempty"`
 	MaxBody       int64 `json:"max_body,omitempty"`
+	// RatePerToken and Burst limit each token's requests (see Options).
+	RatePerToken float64 `json:"rate_per_token,omitempty"`
+	Burst        int     `json:"burst,omitempty"`
 	// Learners are created at start unless the store holds them: each is
 	// the body of POST /v1/learners.
 	Learners []json.RawMessage `json:"learners,omitempty"`
@@ -47,6 +52,17 @@ func LoadConfig(path string) (Config, error) {
 		return c, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil
+}
+
+// LearnerFlag turns "NAME:DIM" into the body of POST /v1/learners for a
+// learner with the default settings.
+func LearnerFlag(s string) (json.RawMessage, error) {
+	name, dim, ok := strings.Cut(s, ":")
+	d, err := strconv.Atoi(dim)
+	if !ok || err != nil {
+		return nil, errors.New("want NAME:DIM, e.g. fraud:3")
+	}
+	return json.Marshal(createRequest{Name: name, Dim: d})
 }
 
 // ensureLearner creates the learner of a create request unless it exists.
@@ -77,7 +93,8 @@ func Run(ctx context.Context, c Config, out io.Writer, log *slog.Logger, listeni
 		return err
 	}
 	defer st.Close()
-	srv, err := New(st, Options{MaxEventsBody: c.MaxEventsBody, MaxBody: c.MaxBody, Log: log, Out: out})
+	srv, err := New(st, Options{MaxEventsBody: c.MaxEventsBody, MaxBody: c.MaxBody,
+		RatePerToken: c.RatePerToken, Burst: c.Burst, Log: log, Out: out})
 	if err != nil {
 		return err
 	}

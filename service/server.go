@@ -30,6 +30,10 @@ type Options struct {
 	Log *slog.Logger
 	// Out receives the admin token a fresh store creates (default: discarded).
 	Out io.Writer
+	// RatePerToken and Burst limit each token's requests (defaults 2000/s
+	// and 4000); a request over the limit gets 429.
+	RatePerToken float64
+	Burst        int
 }
 
 // Server serves the learners of one Store.
@@ -39,6 +43,7 @@ type Server struct {
 	log   *slog.Logger
 	met   *metrics
 	auth  *authenticator
+	lim   *limiters
 	mux   *http.ServeMux
 
 	mu       sync.RWMutex
@@ -61,7 +66,8 @@ func New(store *Store, opts Options) (*Server, error) {
 	if opts.Out == nil {
 		opts.Out = io.Discard
 	}
-	s := &Server{store: store, opts: opts, log: opts.Log, met: newMetrics(), auth: &authenticator{store: store}, mux: http.NewServeMux()}
+	s := &Server{store: store, opts: opts, log: opts.Log, met: newMetrics(), auth: &authenticator{store: store},
+		lim: newLimiters(opts.RatePerToken, opts.Burst), mux: http.NewServeMux()}
 	if err := s.firstAdmin(); err != nil {
 		return nil, err
 	}
@@ -137,6 +143,10 @@ func (s *Server) handle(pattern string, h handler, roles ...Role) {
 				return
 			case !admits(role, roles):
 				writeError(sw, &apiError{status: http.StatusForbidden, msg: fmt.Sprintf("the %s role may not call this endpoint", role)})
+				return
+			case !s.lim.allow(who):
+				sw.Header().Set("Retry-After", "1")
+				writeError(sw, &apiError{status: http.StatusTooManyRequests, msg: "rate limit of this token exceeded"})
 				return
 			}
 			c = caller{role: role, who: who}

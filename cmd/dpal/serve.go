@@ -35,6 +35,7 @@ SIGINT shut down gracefully. Logs are JSON lines on stderr.`,
 	f.String("store", service.DefaultStore, "store file (created if absent, mode 0600; holds private data)")
 	f.String("listen", service.DefaultListen, "address to listen on")
 	f.String("config", "", "JSON config file (learners to create, limits)")
+	f.StringArray("learner", nil, "create learner NAME:DIM with the default settings of 'dpal stream' unless the store holds it (repeatable)")
 
 	token := groupCommand("token", "Create or revoke API tokens (while the server is stopped)")
 	create := &cobra.Command{
@@ -89,6 +90,14 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	}
 	if f.Changed("listen") || c.Listen == "" {
 		c.Listen, _ = f.GetString("listen")
+	}
+	learners, _ := f.GetStringArray("learner")
+	for _, l := range learners {
+		raw, err := service.LearnerFlag(l)
+		if err != nil {
+			return fmt.Errorf("--learner %q: %w", l, err)
+		}
+		c.Learners = append(c.Learners, raw)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
