@@ -202,6 +202,14 @@ func (s *Server) routeAll() {
 		_, err := w.Write(openAPI)
 		return err
 	})
+	s.handle("GET /ui/", func(w http.ResponseWriter, r *http.Request, _ caller) error {
+		page().ServeHTTP(w, r)
+		return nil
+	})
+	s.handle("GET /{$}", func(w http.ResponseWriter, r *http.Request, _ caller) error {
+		http.Redirect(w, r, "/ui/", http.StatusFound)
+		return nil
+	})
 	s.handle("GET /metrics", func(w http.ResponseWriter, r *http.Request, _ caller) error {
 		s.met.handler().ServeHTTP(w, r)
 		return nil

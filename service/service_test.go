@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/dpal-dev/dpal/active/stream"
@@ -178,5 +179,32 @@ func TestConcurrentIngestAndLabels(t *testing.T) {
 	ts.mustDo(http.StatusOK, RoleOfficer, "GET", "/v1/learners/a/budget", "", &after)
 	if !reflect.DeepEqual(after, b) {
 		t.Errorf("after restart %+v, before %+v", after, b)
+	}
+}
+
+// TestPage: the page and its assets are served with a strict content
+// policy, and / leads to it.
+func TestPage(t *testing.T) {
+	ts := newTestServer(t)
+	for _, p := range []string{"/ui/", "/ui/app.js", "/ui/style.css"} {
+		resp, err := http.Get(ts.http.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'self'") {
+			t.Errorf("%s: %d, CSP %q", p, resp.StatusCode, resp.Header.Get("Content-Security-Policy"))
+		}
+	}
+	resp, err := http.Get(ts.http.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Request.URL.Path != "/ui/" {
+		t.Errorf("/ led to %s", resp.Request.URL.Path)
+	}
+	if got := ts.do("", "GET", "/nothing", "", nil); got != http.StatusNotFound {
+		t.Errorf("/nothing: %d", got)
 	}
 }
