@@ -231,11 +231,12 @@ type ingestResult struct {
 	Results  []lineResult `json:"results"`
 }
 
-// ingest observes the events in order and commits them; a replayed
-// idempotency key returns the stored answer and observes nothing. If the
-// budget runs out mid-batch, the lines before are accepted and the rest
-// rejected as "budget-exhausted".
-func (h *hosted) ingest(evs []event, key string) ([]byte, error) {
+// ingest observes the events in order and commits them, with extra's
+// writes (if any) in the same transaction; a replayed idempotency key
+// returns the stored answer and observes nothing. If the budget runs out
+// mid-batch, the lines before are accepted and the rest rejected as
+// "budget-exhausted".
+func (h *hosted) ingest(evs []event, key string, extra func(tx *bolt.Tx) error) ([]byte, error) {
 	h.mu.Lock()
 	if err := h.usable(); err != nil {
 		h.mu.Unlock()
@@ -279,7 +280,12 @@ func (h *hosted) ingest(evs []event, key string) ([]byte, error) {
 			}
 		}
 		if key != "" {
-			return bucket(tx, h.meta.Name, subIdem).Put([]byte(key), answer)
+			if err := bucket(tx, h.meta.Name, subIdem).Put([]byte(key), answer); err != nil {
+				return err
+			}
+		}
+		if extra != nil {
+			return extra(tx)
 		}
 		return nil
 	}, func() { delete(h.inflightKeys, key) })

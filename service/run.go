@@ -31,6 +31,8 @@ type Config struct {
 	// Learners are created at start unless the store holds them: each is
 	// the body of POST /v1/learners.
 	Learners []json.RawMessage `json:"learners,omitempty"`
+	// Kafka, when set, feeds a learner from a Kafka topic.
+	Kafka *KafkaConfig `json:"kafka,omitempty"`
 }
 
 // The defaults of Config.
@@ -111,7 +113,24 @@ func Run(ctx context.Context, c Config, out io.Writer, log *slog.Logger, listeni
 	if listening != nil {
 		listening(ln.Addr().String())
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	kafkaErr := make(chan error, 1)
+	if c.Kafka != nil {
+		go func() {
+			err := srv.ConsumeKafka(ctx, *c.Kafka)
+			if err != nil {
+				log.Error("kafka consumer stopped; shutting down", "err", err)
+			}
+			kafkaErr <- err
+			cancel() // a server that silently stopped consuming would look healthy
+		}()
+	} else {
+		kafkaErr <- nil
+	}
 	err = srv.Serve(ctx, ln, 10*time.Second)
+	cancel()
+	err = errors.Join(err, <-kafkaErr)
 	log.Info("dpal serve stopped", "err", err)
 	return err
 }

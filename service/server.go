@@ -368,7 +368,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, _ caller) error 
 	if len(evs) == 0 {
 		return badField("body", "no events")
 	}
-	answer, err := h.ingest(evs, key)
+	answer, err := h.ingest(evs, key, nil)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 //	learners               name → learnerMeta
 //	state                  name → the learner's last checkpoint (SaveState)
 //	records                client record id → recordRef
+//	kafka                  learner/topic/partition → next offset (8 bytes)
 //	<name>/requests        event id (8 bytes) → requestRecord
 //	<name>/releases        update number (8 bytes) → releaseRecord
 //	<name>/idempotency     Idempotency-Key → the stored ingest answer
@@ -39,6 +40,7 @@ var (
 	bucketLearners = []byte("learners")
 	bucketState    = []byte("state")
 	bucketRecords  = []byte("records")
+	bucketKafka    = []byte("kafka")
 	keyLedgerMeta  = []byte("ledger")
 )
 
@@ -65,7 +67,7 @@ func OpenStore(path string) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketTokens, bucketLearners, bucketState, bucketRecords} {
+		for _, b := range [][]byte{bucketTokens, bucketLearners, bucketState, bucketRecords, bucketKafka} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

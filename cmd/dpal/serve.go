@@ -35,6 +35,10 @@ SIGINT shut down gracefully. Logs are JSON lines on stderr.`,
 	f.String("store", service.DefaultStore, "store file (created if absent, mode 0600; holds private data)")
 	f.String("listen", service.DefaultListen, "address to listen on")
 	f.String("config", "", "JSON config file (learners to create, limits)")
+	f.StringSlice("kafka-brokers", nil, "consume events from Kafka: seed brokers host:port,…")
+	f.String("kafka-topic", "", "with --kafka-brokers: the topic (each record: one event line, or several)")
+	f.String("kafka-learner", "", "with --kafka-brokers: the learner the topic feeds")
+	f.String("kafka-group", "", "with --kafka-brokers: the consumer group (default dpal-serve-LEARNER)")
 	f.StringArray("learner", nil, "create learner NAME:DIM with the default settings of 'dpal stream' unless the store holds it (repeatable)")
 
 	token := groupCommand("token", "Create or revoke API tokens (while the server is stopped)")
@@ -99,10 +103,30 @@ func runServe(cmd *cobra.Command, _ []string) error {
 		}
 		c.Learners = append(c.Learners, raw)
 	}
+	if err := kafkaFlags(cmd, &c); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
 	return service.Run(ctx, c, cmd.OutOrStdout(), log, nil)
+}
+
+// kafkaFlags sets c.Kafka from the --kafka-* flags, if any.
+func kafkaFlags(cmd *cobra.Command, c *service.Config) error {
+	f := cmd.Flags()
+	brokers, _ := f.GetStringSlice("kafka-brokers")
+	topic, _ := f.GetString("kafka-topic")
+	learner, _ := f.GetString("kafka-learner")
+	group, _ := f.GetString("kafka-group")
+	switch {
+	case len(brokers) == 0 && topic == "" && learner == "" && group == "":
+		return nil
+	case len(brokers) == 0 || topic == "" || learner == "":
+		return errors.New("--kafka-brokers, --kafka-topic and --kafka-learner go together")
+	}
+	c.Kafka = &service.KafkaConfig{Brokers: brokers, Topic: topic, Learner: learner, Group: group}
+	return nil
 }
 
 // openTokenStore opens --store, which must exist: a token for a store
