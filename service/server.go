@@ -48,6 +48,7 @@ type Server struct {
 
 	mu       sync.RWMutex
 	learners map[string]*hosted
+	searches map[string]*searchPop
 	routes   []Route // registered, for the OpenAPI check
 }
 
@@ -83,6 +84,9 @@ func New(store *Store, opts Options) (*Server, error) {
 		s.met.spent(h.meta.Name, h.led)
 	}
 	s.learners = learners
+	if s.searches, err = store.loadSearches(); err != nil {
+		return nil, err
+	}
 	s.routeAll()
 	return s, nil
 }
@@ -229,6 +233,10 @@ func (s *Server) routeAll() {
 	s.handle("GET /v1/learners/{name}/budget", s.budget, RoleOfficer)
 	s.handle("GET /v1/records/{id}/epsilon", s.recordEpsilon, RoleOfficer)
 	s.handle("GET /v1/ledger", s.ledger, RoleOfficer)
+	s.handle("POST /v1/searches", s.createSearch, RoleAdmin)
+	s.handle("GET /v1/searches/{name}", s.getSearch, RoleOfficer)
+	s.handle("POST /v1/searches/{name}/scores", s.addScores, RoleIngest)
+	s.handle("POST /v1/searches/{name}/runs", s.runSearch, RoleAdmin)
 	s.handle("POST /v1/tokens", s.createToken, RoleAdmin)
 	s.handle("DELETE /v1/tokens/{id}", s.revokeToken, RoleAdmin)
 }
@@ -515,36 +523,50 @@ func (s *Server) recordEpsilon(w http.ResponseWriter, r *http.Request, _ caller)
 	return nil
 }
 
-// ledger writes one learner's ledger report (?learner=NAME), the JSON of
-// `dpal ledger show --json`, or every learner's under its name.
+// ledger writes one learner's or search population's ledger report
+// (?learner=NAME or ?search=NAME), the JSON of `dpal ledger show --json`,
+// or all of them under "learners" and "searches".
 func (s *Server) ledger(w http.ResponseWriter, r *http.Request, _ caller) error {
 	s.mu.RLock()
-	hs := make(map[string]*hosted, len(s.learners))
+	learners := make(map[string]*ledger.Ledger, len(s.learners))
 	for k, v := range s.learners {
-		hs[k] = v
+		learners[k] = v.led
+	}
+	searches := make(map[string]*ledger.Ledger, len(s.searches))
+	for k, v := range s.searches {
+		searches[k] = v.led
 	}
 	s.mu.RUnlock()
-	if name := r.URL.Query().Get("learner"); name != "" {
-		h, ok := hs[name]
-		if !ok {
-			return errNoLearner
+	for _, q := range []struct {
+		param string
+		leds  map[string]*ledger.Ledger
+		err   error
+	}{{"learner", learners, errNoLearner}, {"search", searches, errNoSearch}} {
+		if name := r.URL.Query().Get(q.param); name != "" {
+			led, ok := q.leds[name]
+			if !ok {
+				return q.err
+			}
+			rep, err := led.Report("")
+			if err != nil {
+				return err
+			}
+			writeJSON(w, http.StatusOK, rep)
+			return nil
 		}
-		rep, err := h.led.Report("")
-		if err != nil {
-			return err
-		}
-		writeJSON(w, http.StatusOK, rep)
-		return nil
 	}
-	out := make(map[string]*ledger.Report, len(hs))
-	for name, h := range hs {
-		rep, err := h.led.Report("")
-		if err != nil {
-			return err
+	all := map[string]map[string]*ledger.Report{}
+	for key, leds := range map[string]map[string]*ledger.Ledger{"learners": learners, "searches": searches} {
+		all[key] = make(map[string]*ledger.Report, len(leds))
+		for name, led := range leds {
+			rep, err := led.Report("")
+			if err != nil {
+				return err
+			}
+			all[key][name] = rep
 		}
-		out[name] = rep
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"learners": out})
+	writeJSON(w, http.StatusOK, all)
 	return nil
 }
 
