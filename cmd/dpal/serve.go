@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dpal-dev/dpal/service"
+)
+
+func init() {
+	serveCmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run private stream learners as a durable, authenticated HTTP service",
+		Long: `serve runs named private stream learners (the learner of 'dpal stream') behind
+an HTTP/JSON API (GET /openapi.json describes it; docs/serve.md has a quick
+start). Everything — each learner's ledger and checkpoint, label requests,
+labels, releases and the hashed API tokens — lives in one store file; every
+spend is committed before its release leaves, and a restart resumes each
+learner exactly. A fresh store prints an admin token once, on stdout.
+
+--config FILE is JSON: {"store", "listen", "max_events_body", "max_body",
+"learners": [bodies of POST /v1/learners]}; flags override it. SIGTERM or
+SIGINT shut down gracefully. Logs are JSON lines on stderr.`,
+		Args: cobra.NoArgs,
+		RunE: runServe,
+	}
+	f := serveCmd.Flags()
+	f.String("store", service.DefaultStore, "store file (created if absent, mode 0600; holds private data)")
+	f.String("listen", service.DefaultListen, "address to listen on")
+	f.String("config", "", "JSON config file (learners to create, limits)")
+	f.StringSlice("kafka-brokers", nil, "consume events from Kafka: seed brokers host:port,…")
+	f.String("kafka-topic", "", "with --kafka-brokers: the topic (each record: one event line, or several)")
+	f.String("kafka-learner", "", "with --kafka-brokers: the learner the topic feeds")
+	f.String("kafka-group", "", "with --kafka-brokers: the consumer group (default dpal-serve-LEARNER)")
+	f.StringArray("learner", nil, "create learner NAME:DIM with the default settings of 'dpal stream' unless the store holds it (repeatable)")
+
+	token := groupCommand("token", "Create or revoke API tokens (while the server is stopped)")
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Print a new token of --role (stored hashed: shown only now)",
+		Args:  cobra.NoArgs,
+		RunE:  runTokenCreate,
+	}
+	create.Flags().String("role", "", "ingest, annotator, officer or admin (required)")
+	revoke := &cobra.Command{
+		Use:   "revoke ID",
+		Short: "Revoke the token of this id (the 16 hex digits 'token create' printed) or the token itself",
+		Args:  cobra.ExactArgs(1),
+		RunE:  runTokenRevoke,
+	}
+	for _, c := range []*cobra.Command{create, revoke} {
+		c.Flags().String("store", service.DefaultStore, "store file")
+		token.AddCommand(c)
+	}
+	bench := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure durable ingest over loopback: a fixed count of events against an in-process server on a scratch store",
+		Long: `bench starts a server on a fresh store in a temporary directory, listening on
+127.0.0.1, creates a learner of --dim, and sends --events synthetic events in
+requests of --batch lines from --workers clients. Every event counted was
+durably accepted (committed before the answer). It prints events/s and the
+p50/p99 request latency as one JSON object, then deletes the store.`,
+		Args: cobra.NoArgs,
+		RunE: runServeBench,
+	}
+	bf := bench.Flags()
+	bf.Int("events", 100_000, "events to send")
+	bf.Int("batch", 1000, "events per request (1: single-event ingest)")
+	bf.Int("workers", 2, "concurrent clients")
+	bf.Int("dim", 16, "event dimension")
+	bf.Uint64("seed", 1, "seed of the synthetic events (the learner's noise stays secure)")
+	serveCmd.AddCommand(token, bench)
+	rootCmd.AddCommand(serveCmd)
+}
+
+func runServe(cmd *cobra.Command, _ []string) error {
+	f := cmd.Flags()
+	var c service.Config
+	if path, _ := f.GetString("config"); path != "" {
+		var err error
+		if c, err = service.LoadConfig(path); err != nil {
+			return fmt.Errorf("--config: %w", err)
+		}
+	}
+	if f.Changed("store") || c.Store == "" {
+		c.Store, _ = f.GetString("store")
+	}
+	if f.Changed("listen") || c.Listen == "" {
+		c.Listen, _ = f.GetString("listen")
+	}
+	learners, _ := f.GetStringArray("learner")
+	for _, l := range learners {
+		raw, err := service.LearnerFlag(l)
+		if err != nil {
+			return fmt.Errorf("--learner %q: %w", l, err)
+		}
+		c.Learners = append(c.Learners, raw)
+	}
+	if err := kafkaFlags(cmd, &c); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+	return service.Run(ctx, c, cmd.OutOrStdout(), log, nil)
+}
+
+// kafkaFlags sets c.Kafka from the --kafka-* flags, if any.
+func kafkaFlags(cmd *cobra.Command, c *service.Config) error {
+	f := cmd.Flags()
+	brokers, _ := f.GetStringSlice("kafka-brokers")
+	topic, _ := f.GetString("kafka-topic")
+	learner, _ := f.GetString("kafka-learner")
+	group, _ := f.GetString("kafka-group")
+	switch {
+	case len(brokers) == 0 && topic == "" && learner == "" && group == "":
+		return nil
+	case len(brokers) == 0 || topic == "" || learner == "":
+		return errors.New("--kafka-brokers, --kafka-topic and --kafka-learner go together")
+	}
+	c.Kafka = &service.KafkaConfig{Brokers: brokers, Topic: topic, Learner: learner, Group: group}
+	return nil
+}
+
+// openTokenStore opens --store, which must exist: a token for a store
+// that a typo would create is useless.
+func openTokenStore(cmd *cobra.Command) (*service.Store, error) {
+	path, _ := cmd.Flags().GetString("store")
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("--store: %w", err)
+	}
+	st, err := service.OpenStore(path)
+	if errors.Is(err, service.ErrLocked) {
+		return nil, fmt.Errorf("--store: %w (stop the server first)", err)
+	}
+	return st, err
+}
+
+func runTokenCreate(cmd *cobra.Command, _ []string) error {
+	r, _ := cmd.Flags().GetString("role")
+	role, err := service.ParseRole(r)
+	if err != nil {
+		return fmt.Errorf("--role: %w", err)
+	}
+	st, err := openTokenStore(cmd)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tok, err := st.CreateToken(role)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), tok)
+	fmt.Fprintf(cmd.ErrOrStderr(), "dpal serve token: %s token, id %s (keep the token secret; revoke it by its id)\n", role, service.TokenID(tok))
+	return nil
+}
+
+func runTokenRevoke(cmd *cobra.Command, args []string) error {
+	st, err := openTokenStore(cmd)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return st.RevokeToken(args[0])
+}
+
+func runServeBench(cmd *cobra.Command, _ []string) error {
+	f := cmd.Flags()
+	var c service.LoadSpec
+	c.Events, _ = f.GetInt("events")
+	c.Batch, _ = f.GetInt("batch")
+	c.Workers, _ = f.GetInt("workers")
+	c.Dim, _ = f.GetInt("dim")
+	c.Seed, _ = f.GetUint64("seed")
+	dir, err := os.MkdirTemp("", "dpal-serve-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	res, err := service.SelfLoad(cmd.Context(), dir, c)
+	if err != nil {
+		return err
+	}
+	return printJSON(cmd.OutOrStdout(), res)
+}

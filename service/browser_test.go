@@ -1,0 +1,81 @@
+package service
+
+import (
+	"context"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromium finds a Chromium or Chrome binary ("" if none).
+func chromium() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestPageInBrowser drives the page in headless Chromium: an admin signs
+// in, claims a request, labels it with the keyboard shortcut, and the
+// officer view shows the release and the budget change.
+func TestPageInBrowser(t *testing.T) {
+	path := chromium()
+	if path == "" {
+		t.Skip("no Chromium installed (Debian: apt-get install chromium; .ci/run installs it): the page is not tested in a browser")
+	}
+	ts := newTestServer(t)
+	ts.createLearner("a")
+	var list requestList
+	for len(list.Requests) == 0 {
+		ts.mustDo(http.StatusOK, RoleIngest, "POST", "/v1/learners/a/events", events(5), nil)
+		ts.mustDo(http.StatusOK, RoleAnnotator, "GET", "/v1/learners/a/requests", "", &list)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox)
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+
+	var before, after, status, releases string
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(ts.http.URL+"/ui/"),
+		chromedp.SendKeys("#token", ts.tok[RoleAdmin], chromedp.ByID),
+		chromedp.Click("#login", chromedp.ByID),
+		chromedp.WaitVisible("#budget-a", chromedp.ByID),
+		chromedp.Text("#budget-a", &before, chromedp.ByID),
+		chromedp.Click("#claim", chromedp.ByID),
+		chromedp.WaitVisible("#record-box", chromedp.ByID),
+		chromedp.KeyEvent("k"),
+		chromedp.Poll(`document.getElementById("status").textContent.includes("labelled")`, nil, chromedp.WithPollingTimeout(15*time.Second)),
+		chromedp.Text("#status", &status, chromedp.ByID),
+		chromedp.Reload(),
+		chromedp.WaitVisible("#budget-a", chromedp.ByID),
+		chromedp.Text("#budget-a", &after, chromedp.ByID),
+		chromedp.Text("#releases-a", &releases, chromedp.ByID),
+	)
+	if err != nil {
+		var st string
+		_ = chromedp.Run(ctx, chromedp.Text("#status", &st, chromedp.ByID))
+		t.Fatalf("%v (page status %q)", err, st)
+	}
+	t.Logf("budget before %q, after %q; %q", before, after, status)
+	if before == after || !strings.Contains(after, "ε spent per record 2") {
+		t.Errorf("budget before %q, after %q: want the update's ε_g added", before, after)
+	}
+	if !strings.Contains(releases, "update") || len(strings.Fields(releases)) < 8 {
+		t.Errorf("release table %q has no release", releases)
+	}
+	var b budgetView
+	ts.mustDo(http.StatusOK, RoleOfficer, "GET", "/v1/learners/a/budget", "", &b)
+	if b.Stats.Labelled != 1 || b.Stats.Updates != 1 {
+		t.Errorf("after the page's label: %+v", b.Stats)
+	}
+}

@@ -1,0 +1,226 @@
+package service
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dpal-dev/dpal/dp/ledger"
+)
+
+// childEnv makes the test binary a server on the store it names (see
+// TestMain): the crash test kills such children.
+const childEnv = "DPAL_SERVE_CRASH_CHILD"
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(childEnv); path != "" {
+		err := Run(context.Background(), Config{Store: path, Listen: "127.0.0.1:0"}, io.Discard,
+			slog.New(slog.NewJSONHandler(io.Discard, nil)),
+			func(addr string) { fmt.Printf("ADDR %s\n", addr) })
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// crashClient talks to one child server.
+type crashClient struct {
+	t    *testing.T
+	base string
+	tok  map[Role]string
+}
+
+// call sends a request; err is a transport error (the server died).
+func (c *crashClient) call(role Role, method, path, body string, out any, key string) (int, error) {
+	req, _ := http.NewRequest(method, c.base+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+c.tok[role])
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(b, out); err != nil {
+			return 0, err
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// startChild runs a server on path and returns it with its address.
+func startChild(t *testing.T, path string) (*exec.Cmd, string) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDR ")
+	if err != nil || !ok {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child did not start: %q %v", line, err)
+	}
+	return cmd, "http://" + addr
+}
+
+// crashState is what the clients were told, and what they still owe.
+type crashState struct {
+	acked     int    // events acknowledged as accepted
+	labels    int    // labels acknowledged (or found committed on retry)
+	batch     int    // sequence of the next batch
+	inflight  string // key of a batch sent but not acknowledged
+	inLabel   uint64 // a label sent but not acknowledged
+	maxSpent  map[string]float64
+	batchSize int
+}
+
+// TestCrash kills a server with SIGKILL at random moments under load, 50
+// times. After each restart: an unacknowledged batch resent with its key
+// is observed at most once, so the events observed equal those
+// acknowledged; every acknowledged label is there; every release has its
+// ledger entry; and the recorded spend never decreases.
+func TestCrash(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "crash.db")
+	st, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := map[Role]string{}
+	for _, r := range []Role{RoleIngest, RoleAnnotator, RoleOfficer} {
+		if tok[r], err = st.CreateToken(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := New(st, Options{Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err == nil {
+		err = srv.ensureLearner([]byte(`{"name":"c","dim":2,"config":{"window":2}}`))
+	}
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &crashState{maxSpent: map[string]float64{}, batchSize: 20}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	const kills = 50
+	for i := range kills {
+		cmd, base := startChild(t, path)
+		c := &crashClient{t: t, base: base, tok: tok}
+		s.check(t, c, i)
+		timer := time.AfterFunc(time.Duration(2+rnd.IntN(30))*time.Millisecond, func() { cmd.Process.Signal(syscall.SIGKILL) })
+		s.load(c)
+		timer.Stop()
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+	}
+	cmd, base := startChild(t, path)
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	s.check(t, &crashClient{t: t, base: base, tok: tok}, kills)
+	t.Logf("%d kills: %d events and %d labels acknowledged", kills, s.acked, s.labels)
+	if s.acked == 0 || s.labels == 0 {
+		t.Error("the load acknowledged nothing: the kills came too early")
+	}
+}
+
+// load sends batches and labels until the server dies.
+func (s *crashState) load(c *crashClient) {
+	for {
+		key := fmt.Sprintf("b%d", s.batch)
+		s.inflight = key
+		var ans ingestAnswer
+		if _, err := c.call(RoleIngest, "POST", "/v1/learners/c/events", events(s.batchSize), &ans, key); err != nil {
+			return
+		}
+		s.acked += ans.Accepted
+		s.inflight, s.batch = "", s.batch+1
+		var list requestList
+		if _, err := c.call(RoleAnnotator, "GET", "/v1/learners/c/requests?limit=2", "", &list, ""); err != nil {
+			return
+		}
+		for _, r := range list.Requests {
+			s.inLabel = r.ID
+			code, err := c.call(RoleAnnotator, "POST", "/v1/learners/c/labels", fmt.Sprintf(`{"id":%d,"y":1}`, r.ID), nil, "")
+			if err != nil {
+				return
+			}
+			if code == http.StatusOK {
+				s.labels++
+			}
+			s.inLabel = 0
+		}
+	}
+}
+
+// check settles what was in flight at the kill and checks the invariants.
+func (s *crashState) check(t *testing.T, c *crashClient, round int) {
+	t.Helper()
+	if s.inflight != "" {
+		var ans ingestAnswer
+		if code, err := c.call(RoleIngest, "POST", "/v1/learners/c/events", events(s.batchSize), &ans, s.inflight); err != nil || code != 200 {
+			t.Fatalf("round %d: resending %s: %d %v", round, s.inflight, code, err)
+		}
+		s.acked += ans.Accepted
+		s.inflight, s.batch = "", s.batch+1
+	}
+	if s.inLabel != 0 {
+		code, err := c.call(RoleAnnotator, "POST", "/v1/learners/c/labels", fmt.Sprintf(`{"id":%d,"y":1}`, s.inLabel), nil, "")
+		if err != nil || code != http.StatusOK && code != http.StatusConflict {
+			t.Fatalf("round %d: resending the label of %d: %d %v", round, s.inLabel, code, err)
+		}
+		s.labels++ // 409: it was committed before the kill
+		s.inLabel = 0
+	}
+	var b budgetView
+	var rels struct{ Releases []releaseRecord }
+	var rep ledger.Report
+	for _, q := range []struct {
+		path string
+		out  any
+	}{{"/v1/learners/c/budget", &b}, {"/v1/learners/c/releases", &rels}, {"/v1/ledger?learner=c", &rep}} {
+		if code, err := c.call(RoleOfficer, "GET", q.path, "", q.out, ""); err != nil || code != 200 {
+			t.Fatalf("round %d: %s: %d %v", round, q.path, code, err)
+		}
+	}
+	if b.Stats.Observed != s.acked || b.Stats.Labelled != s.labels {
+		t.Fatalf("round %d: observed %d labelled %d, acknowledged %d and %d", round, b.Stats.Observed, b.Stats.Labelled, s.acked, s.labels)
+	}
+	if len(rels.Releases) != b.Stats.Updates {
+		t.Fatalf("round %d: %d releases stored for %d updates", round, len(rels.Releases), b.Stats.Updates)
+	}
+	paid := false
+	for _, e := range rep.Entries {
+		paid = paid || strings.HasSuffix(e.Once, "/update")
+	}
+	if len(rels.Releases) > 0 && !paid {
+		t.Fatalf("round %d: %d releases without their ledger entry", round, len(rels.Releases))
+	}
+	for _, g := range rep.Groups {
+		if g.Epsilon < s.maxSpent[g.Group] {
+			t.Fatalf("round %d: group %s spend fell from %v to %v", round, g.Group, s.maxSpent[g.Group], g.Epsilon)
+		}
+		s.maxSpent[g.Group] = g.Epsilon
+	}
+}

@@ -1,0 +1,124 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	bolt "go.etcd.io/bbolt"
+)
+
+// KafkaConfig makes a learner consume a Kafka topic (franz-go): each
+// record's value is one event line, or several lines (the events body's
+// format).
+type KafkaConfig struct {
+	Brokers []string `json:"brokers"`
+	Topic   string   `json:"topic"`
+	// Learner is the learner the events feed; it must exist.
+	Learner string `json:"learner"`
+	// Group is the consumer group (default "dpal-serve-" + Learner).
+	Group string `json:"group,omitempty"`
+}
+
+// ConsumeKafka feeds kc.Topic to its learner until ctx ends. Exactly once:
+// the next offset of every partition is committed to the store in the
+// same transaction as the events it covers, and records below it are
+// skipped, so a crash between that commit and the group's offset commit
+// replays nothing; the group's offsets (where a restarted consumer starts
+// reading) are committed to Kafka only after the events are durably
+// accepted, so a crash loses nothing.
+func (s *Server) ConsumeKafka(ctx context.Context, kc KafkaConfig) error {
+	s.mu.RLock()
+	h, ok := s.learners[kc.Learner]
+	s.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("kafka: no learner %q", kc.Learner)
+	}
+	if kc.Group == "" {
+		kc.Group = "dpal-serve-" + kc.Learner
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.Brokers...), kgo.ConsumerGroup(kc.Group), kgo.ConsumeTopics(kc.Topic),
+		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return fmt.Errorf("kafka: %w", err)
+	}
+	defer cl.CloseAllowingRebalance() // Close would wait for a rebalance that BlockRebalanceOnPoll holds
+	s.log.Info("kafka: consuming", "topic", kc.Topic, "learner", kc.Learner, "group", kc.Group)
+	for {
+		fetches := cl.PollRecords(ctx, 10_000)
+		if ctx.Err() != nil {
+			return nil
+		}
+		fetches.EachError(func(topic string, p int32, err error) {
+			s.log.Warn("kafka: fetch error", "topic", topic, "partition", p, "err", err)
+		})
+		if err := s.consumeFetches(ctx, cl, h, kc, fetches); err != nil {
+			return err
+		}
+		cl.AllowRebalance()
+	}
+}
+
+// consumeFetches ingests one poll's new records and then commits the
+// group's offsets.
+func (s *Server) consumeFetches(ctx context.Context, cl *kgo.Client, h *hosted, kc KafkaConfig, fetches kgo.Fetches) error {
+	var evs []event
+	next := map[int32]int64{}
+	var recs []*kgo.Record
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		from := h.store.kafkaNext(h.meta.Name, p.Topic, p.Partition)
+		for _, r := range p.Records {
+			recs = append(recs, r)
+			if r.Offset < from {
+				continue // already accepted before a crash
+			}
+			for _, ev := range parseEvents(r.Value, false, h.meta.Config.Dim) {
+				ev.line = int(r.Offset) // the operator log names the record by offset
+				evs = append(evs, ev)
+			}
+			next[p.Partition] = r.Offset + 1
+		}
+	})
+	if len(next) > 0 {
+		res, err := h.ingest(evs, "", func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketKafka)
+			for p, off := range next {
+				if err := b.Put(kafkaKey(h.meta.Name, kc.Topic, p), u64Key(uint64(off))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("kafka: %w", err)
+		}
+		s.log.Debug("kafka: ingested", "learner", h.meta.Name, "answer_bytes", len(res))
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := cl.CommitRecords(ctx, recs...); err != nil && !errors.Is(err, context.Canceled) {
+		// The store's offsets keep the events exactly once; the group
+		// merely restarts earlier.
+		s.log.Warn("kafka: committing offsets", "err", err)
+	}
+	return nil
+}
+
+func kafkaKey(learner, topic string, p int32) []byte {
+	return []byte(learner + "/" + topic + "/" + strconv.Itoa(int(p)))
+}
+
+// kafkaNext is the first offset of partition p not yet accepted (0: none).
+func (s *Store) kafkaNext(learner, topic string, p int32) int64 {
+	var off int64
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		off = int64(keyU64(tx.Bucket(bucketKafka).Get(kafkaKey(learner, topic, p))))
+		return nil
+	})
+	return off
+}

@@ -1,0 +1,592 @@
+package service
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/dpal-dev/dpal/active/stream"
+	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
+	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/session"
+)
+
+// learnerMeta is a learner's stored settings.
+type learnerMeta struct {
+	Name    string        `json:"name"`
+	Config  stream.Config `json:"config"`
+	Budget  float64       `json:"budget"`
+	Created time.Time     `json:"created"`
+	// BudgetReachedAt is the event count when the label budget was used
+	// up (0: not yet); later events are not screened and spend nothing.
+	BudgetReachedAt int `json:"budget_reached_at,omitempty"`
+}
+
+// requestRecord is one label request: the record the annotator sees, its
+// claim and its label.
+type requestRecord struct {
+	ID        uint64    `json:"id"`
+	X         []float64 `json:"x"`
+	Record    string    `json:"record,omitempty"`
+	ClaimedBy string    `json:"claimed_by,omitempty"`
+	ClaimedAt time.Time `json:"claimed_at,omitzero"`
+	Label     float64   `json:"label,omitempty"`
+	// LabelledAtUpdate is the update count when the label arrived: the
+	// record entered an update iff the count has grown since.
+	LabelledAtUpdate int `json:"labelled_at_update,omitempty"`
+}
+
+// releaseRecord is one stored release (T_i, w_{T_i}).
+type releaseRecord struct {
+	Observation int       `json:"observation"`
+	Update      int       `json:"update"`
+	W           []float64 `json:"w"`
+	Time        time.Time `json:"time"`
+}
+
+// recordRef locates a client's record id.
+type recordRef struct {
+	Learner string `json:"learner"`
+	Event   uint64 `json:"event"`
+}
+
+// claimTTL is how long a claim keeps a request from other annotators.
+const claimTTL = 15 * time.Minute
+
+// nameRE is a learner name: it appears in URLs, bucket names and metrics.
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// hosted is one learner with its ledger; mu serialises everything that
+// touches the learner, so a checkpoint is always a consistent state.
+type hosted struct {
+	store *Store
+	log   *slog.Logger
+	met   *metrics
+
+	mu   sync.Mutex
+	meta learnerMeta
+	l    *stream.Learner
+	led  *ledger.Ledger
+	// broken is set by an internal error (a failed commit, a learner
+	// error other than a bad event or the budget): the in-memory learner
+	// may be ahead of the store, so the learner refuses everything until
+	// a restart restores it from its checkpoint.
+	broken error
+	commitQueue
+	inflightKeys   map[string]bool // idempotency keys being committed
+	inflightLabels map[uint64]bool // labels being committed
+}
+
+// newHosted returns a hosted learner around meta and its ledger.
+func newHosted(s *Store, meta learnerMeta, led *ledger.Ledger) *hosted {
+	return &hosted{store: s, meta: meta, led: led, inflightKeys: map[string]bool{}, inflightLabels: map[uint64]bool{}}
+}
+
+// usable refuses calls to a broken learner.
+func (h *hosted) usable() error {
+	if h.broken != nil {
+		return errBroken
+	}
+	return nil
+}
+
+// openLedger opens a learner's ledger in the store.
+func (s *Store) openLedger(name string, budget float64) (*ledger.Ledger, error) {
+	b := account.Budget{Epsilon: budget}
+	if budget == 0 {
+		b = account.Budget{}
+	}
+	return ledger.Open(&ledgerStore{db: s.db, name: name}, b)
+}
+
+// createLearner creates, charges nothing, and checkpoints a new learner.
+func (s *Store) createLearner(name string, cfg stream.Config, budget float64) (*hosted, error) {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketLearners).Get([]byte(name)) != nil {
+			return errExists
+		}
+		if err := dropLearnerBuckets(tx, name); err != nil {
+			return err
+		}
+		return learnerBuckets(tx, name)
+	})
+	if err != nil {
+		return nil, err
+	}
+	led, err := s.openLedger(name, budget)
+	if err != nil {
+		return nil, err
+	}
+	l, err := stream.New(cfg, rng.Secure(), led)
+	if err != nil {
+		return nil, err
+	}
+	if err := session.SetInfo(l, session.StreamInfo{Mode: "service"}); err != nil {
+		return nil, err
+	}
+	h := newHosted(s, learnerMeta{Name: name, Config: cfg, Budget: budget, Created: time.Now().UTC()}, led)
+	h.l = l
+	var state bytes.Buffer
+	if err := l.SaveState(&state); err != nil {
+		return nil, err
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		if err := putJSON(tx.Bucket(bucketLearners), []byte(name), h.meta); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketState).Put([]byte(name), state.Bytes())
+	})
+	return h, err
+}
+
+// loadLearners restores every learner from its checkpoint.
+func (s *Store) loadLearners() (map[string]*hosted, error) {
+	out := map[string]*hosted{}
+	var metas []learnerMeta
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketLearners).ForEach(func(k, v []byte) error {
+			var m learnerMeta
+			if _, err := getJSON(tx.Bucket(bucketLearners), k, &m); err != nil {
+				return fmt.Errorf("learner %s: %w", k, err)
+			}
+			metas = append(metas, m)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range metas {
+		led, err := s.openLedger(m.Name, 0)
+		if err != nil {
+			return nil, fmt.Errorf("learner %s: %w", m.Name, err)
+		}
+		h := newHosted(s, m, led)
+		if err := h.restore(); err != nil {
+			return nil, err
+		}
+		out[m.Name] = h
+	}
+	return out, nil
+}
+
+// restore replaces the in-memory learner by its last checkpoint, with
+// fresh secure randomness. Restore re-makes any charge the checkpoint
+// implies that the ledger lacks, so the spend never decreases.
+func (h *hosted) restore() error {
+	var state []byte
+	err := h.store.db.View(func(tx *bolt.Tx) error {
+		state = bytes.Clone(tx.Bucket(bucketState).Get([]byte(h.meta.Name)))
+		var m learnerMeta
+		if _, err := getJSON(tx.Bucket(bucketLearners), []byte(h.meta.Name), &m); err != nil {
+			return err
+		}
+		h.meta = m
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("learner %s: %w", h.meta.Name, err)
+	}
+	if state == nil {
+		return fmt.Errorf("learner %s: no checkpoint", h.meta.Name)
+	}
+	l, err := stream.Restore(bytes.NewReader(state), rng.Secure(), h.led)
+	if err != nil {
+		return fmt.Errorf("learner %s: %w", h.meta.Name, err)
+	}
+	h.l = l
+	return nil
+}
+
+// event is one parsed input line.
+type event struct {
+	line   int
+	x      []float64
+	record string // the client's record id, if any
+	field  string // set when the line was rejected: the field at fault
+}
+
+// lineResult is the public answer for one input line: acceptance only.
+type lineResult struct {
+	Line   int    `json:"line"`
+	Status string `json:"status"`          // accepted or rejected
+	Event  uint64 `json:"event,omitempty"` // the event id of an accepted line
+	Error  string `json:"error,omitempty"` // session.RejectedClass
+	Field  string `json:"field,omitempty"` // the field at fault, never its value
+}
+
+// ingestResult is the answer to an ingest call.
+type ingestResult struct {
+	Accepted int          `json:"accepted"`
+	Rejected int          `json:"rejected"`
+	Results  []lineResult `json:"results"`
+}
+
+// ingest observes the events in order and commits them, with extra's
+// writes (if any) in the same transaction; a replayed idempotency key
+// returns the stored answer and observes nothing. If the budget runs out
+// mid-batch, the lines before are accepted and the rest rejected as
+// "budget-exhausted".
+func (h *hosted) ingest(evs []event, key string, extra func(tx *bolt.Tx) error) ([]byte, error) {
+	h.mu.Lock()
+	if err := h.usable(); err != nil {
+		h.mu.Unlock()
+		return nil, err
+	}
+	if key != "" {
+		if prev := h.storedAnswer(key); prev != nil {
+			h.mu.Unlock()
+			return prev, nil
+		}
+		if h.inflightKeys[key] {
+			h.mu.Unlock()
+			return nil, errInFlight
+		}
+	}
+	res, reqs, refs, err := h.observe(evs)
+	if err != nil {
+		h.broken = err
+		h.mu.Unlock()
+		return nil, err
+	}
+	answer, err := jsonBytes(res)
+	if err != nil {
+		h.mu.Unlock()
+		return nil, err
+	}
+	if key != "" {
+		h.inflightKeys[key] = true
+	}
+	rels, err := h.enqueue(func(tx *bolt.Tx) error {
+		rq := bucket(tx, h.meta.Name, subRequests)
+		for _, r := range reqs {
+			if err := putJSON(rq, u64Key(r.ID), r); err != nil {
+				return err
+			}
+		}
+		rb := tx.Bucket(bucketRecords)
+		for id, ref := range refs {
+			if err := putJSON(rb, []byte(id), ref); err != nil {
+				return err
+			}
+		}
+		if key != "" {
+			if err := bucket(tx, h.meta.Name, subIdem).Put([]byte(key), answer); err != nil {
+				return err
+			}
+		}
+		if extra != nil {
+			return extra(tx)
+		}
+		return nil
+	}, func() { delete(h.inflightKeys, key) })
+	if err != nil {
+		return nil, err
+	}
+	h.met.ingested(h.meta.Name, res.Accepted, res.Rejected, len(reqs), rels)
+	h.met.spent(h.meta.Name, h.led)
+	return answer, nil
+}
+
+// observe feeds the events to the learner (h.mu held). Its error is an
+// internal one: the learner is then unusable until a restart.
+func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string]recordRef, error) {
+	res := ingestResult{Results: make([]lineResult, len(evs))}
+	var reqs []requestRecord
+	refs := map[string]recordRef{}
+	exhausted := false
+	for i, ev := range evs {
+		lr := &res.Results[i]
+		lr.Line = ev.line
+		if ev.field == "" && !exhausted {
+			dec, err := h.l.Observe(ev.x)
+			switch {
+			case errors.Is(err, stream.ErrInvalidEvent):
+				ev.field = "x"
+			case errors.Is(err, account.ErrBudgetExceeded):
+				// Observe left the learner unchanged: what came before stands.
+				exhausted = true
+			case err != nil:
+				return res, nil, nil, fmt.Errorf("learner %s line %d: %w", h.meta.Name, ev.line, err)
+			default:
+				lr.Status, lr.Event = "accepted", dec.ID
+				res.Accepted++
+				if ev.record != "" {
+					refs[ev.record] = recordRef{Learner: h.meta.Name, Event: dec.ID}
+				}
+				if dec.Request {
+					reqs = append(reqs, requestRecord{ID: dec.ID, X: ev.x, Record: ev.record})
+					if h.meta.BudgetReachedAt == 0 && h.l.Stats().BudgetReached {
+						h.meta.BudgetReachedAt = int(dec.ID)
+					}
+				}
+				continue
+			}
+		}
+		res.Rejected++
+		if exhausted {
+			lr.Status, lr.Error = "rejected", "budget-exhausted"
+			continue
+		}
+		lr.Status, lr.Error, lr.Field = "rejected", session.RejectedClass, ev.field
+		h.log.Warn("event rejected", "learner", h.meta.Name, "line", ev.line, "field", ev.field)
+	}
+	return res, reqs, refs, nil
+}
+
+func (h *hosted) storedAnswer(key string) []byte {
+	var out []byte
+	_ = h.store.db.View(func(tx *bolt.Tx) error {
+		out = bytes.Clone(bucket(tx, h.meta.Name, subIdem).Get([]byte(key)))
+		return nil
+	})
+	return out
+}
+
+// request reads one committed request record.
+func (h *hosted) request(id uint64) (requestRecord, error) {
+	var r requestRecord
+	var ok bool
+	err := h.store.db.View(func(tx *bolt.Tx) error {
+		var err error
+		ok, err = getJSON(bucket(tx, h.meta.Name, subRequests), u64Key(id), &r)
+		return err
+	})
+	if err == nil && !ok {
+		err = errNoRequest
+	}
+	return r, err
+}
+
+// claim reserves request id for the annotator who and returns its record.
+// It holds h.mu through its own transaction; a label being committed is
+// in inflightLabels, so a claim never overwrites it.
+func (h *hosted) claim(id uint64, who string) (requestRecord, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r, err := h.labelable(id, who)
+	if err != nil {
+		return r, err
+	}
+	r.ClaimedBy, r.ClaimedAt = who, time.Now().UTC()
+	err = h.store.db.Update(func(tx *bolt.Tx) error {
+		return putJSON(bucket(tx, h.meta.Name, subRequests), u64Key(id), r)
+	})
+	return r, err
+}
+
+// claimable refuses a labelled request or one another annotator claimed
+// less than claimTTL ago.
+func claimable(r requestRecord, who string) error {
+	switch {
+	case r.Label != 0:
+		return errLabelled
+	case r.ClaimedBy != "" && r.ClaimedBy != who && time.Since(r.ClaimedAt) < claimTTL:
+		return errClaimed
+	}
+	return nil
+}
+
+// label gives request id the label y and commits it with any release the
+// label triggers.
+func (h *hosted) label(id uint64, y float64, who string) error {
+	h.mu.Lock()
+	r, err := h.labelable(id, who)
+	if err != nil {
+		h.mu.Unlock()
+		return err
+	}
+	r.LabelledAtUpdate = h.l.Stats().Updates
+	if err := h.l.Label(id, y); err != nil {
+		h.broken = err
+		h.mu.Unlock()
+		return err
+	}
+	r.Label, r.ClaimedBy = y, who
+	h.inflightLabels[id] = true
+	rels, err := h.enqueue(func(tx *bolt.Tx) error {
+		return putJSON(bucket(tx, h.meta.Name, subRequests), u64Key(id), r)
+	}, func() { delete(h.inflightLabels, id) })
+	if err != nil {
+		return err
+	}
+	h.met.labelled(h.meta.Name, rels)
+	h.met.spent(h.meta.Name, h.led)
+	return nil
+}
+
+// labelable reads request id if who may claim or label it (h.mu held).
+func (h *hosted) labelable(id uint64, who string) (requestRecord, error) {
+	if err := h.usable(); err != nil {
+		return requestRecord{}, err
+	}
+	if h.inflightLabels[id] {
+		return requestRecord{}, errLabelled
+	}
+	r, err := h.request(id)
+	if err != nil {
+		return r, err
+	}
+	return r, claimable(r, who)
+}
+
+// pendingView is one open request as an annotator lists it: no record.
+type pendingView struct {
+	ID      uint64 `json:"id"`
+	Claimed bool   `json:"claimed"`
+}
+
+// pending lists up to limit open requests after id after.
+func (h *hosted) pending(after uint64, limit int) ([]pendingView, error) {
+	h.mu.Lock()
+	ids := h.l.Pending()
+	h.mu.Unlock()
+	out := []pendingView{}
+	err := h.store.db.View(func(tx *bolt.Tx) error {
+		rq := bucket(tx, h.meta.Name, subRequests)
+		for _, id := range ids {
+			if id <= after {
+				continue
+			}
+			if len(out) == limit {
+				break
+			}
+			var r requestRecord
+			ok, err := getJSON(rq, u64Key(id), &r)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue // not committed yet
+			}
+			out = append(out, pendingView{ID: id, Claimed: r.ClaimedBy != "" && time.Since(r.ClaimedAt) < claimTTL})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// releases lists up to limit stored releases after update after.
+func (h *hosted) releases(after uint64, limit int) ([]releaseRecord, error) {
+	out := []releaseRecord{}
+	err := h.store.db.View(func(tx *bolt.Tx) error {
+		c := bucket(tx, h.meta.Name, subReleases).Cursor()
+		for k, v := c.Seek(u64Key(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+			var r releaseRecord
+			if err := jsonUnmarshal(v, &r); err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// modelView is the currently published model.
+type modelView struct {
+	Learner     string    `json:"learner"`
+	Update      int       `json:"update"`
+	Observation int       `json:"observation"`
+	W           []float64 `json:"w"`
+}
+
+func (h *hosted) model() (modelView, error) {
+	h.mu.Lock()
+	w, upd := h.l.Weights(), h.l.Stats().Updates
+	h.mu.Unlock()
+	m := modelView{Learner: h.meta.Name, Update: upd, W: w}
+	if upd > 0 {
+		rels, err := h.releases(uint64(upd-1), 1)
+		if err != nil {
+			return m, err
+		}
+		if len(rels) == 1 {
+			m.Observation = rels[0].Observation
+		}
+	}
+	return m, nil
+}
+
+// budgetView is a learner's spend against its budget.
+type budgetView struct {
+	Learner string                `json:"learner"`
+	Budget  account.Budget        `json:"budget"`
+	Groups  []ledger.GroupSummary `json:"groups"`
+	Stats   stream.Stats          `json:"stats"`
+}
+
+func (h *hosted) budget() budgetView {
+	h.mu.Lock()
+	st := h.l.Stats()
+	h.mu.Unlock()
+	return budgetView{Learner: h.meta.Name, Budget: h.led.Budget(), Groups: h.led.Summary(), Stats: st}
+}
+
+// recordEpsilonView is what one record has spent.
+type recordEpsilonView struct {
+	Record  string  `json:"record"`
+	Learner string  `json:"learner"`
+	Event   uint64  `json:"event"`
+	Group   string  `json:"group,omitempty"` // the ledger group the record belongs to
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+}
+
+// recordEpsilon says what event id has spent: ε_s if it was screened
+// (GroupObserved), ε_s + ε_g if its label entered an update
+// (GroupBatched), as the ledger holds them; 0 after the label budget.
+func (h *hosted) recordEpsilon(record string, id uint64) (recordEpsilonView, error) {
+	v := recordEpsilonView{Record: record, Learner: h.meta.Name, Event: id}
+	h.mu.Lock()
+	st, reached := h.l.Stats(), h.meta.BudgetReachedAt
+	h.mu.Unlock()
+	if id == 0 || id > uint64(st.Observed) {
+		return v, errNoRecord
+	}
+	r, err := h.request(id)
+	switch {
+	case err == nil && r.Label != 0 && st.Updates > r.LabelledAtUpdate:
+		v.Group = stream.GroupBatched
+	case err != nil && !errors.Is(err, errNoRequest):
+		return v, err
+	case reached == 0 || id <= uint64(reached):
+		v.Group = stream.GroupObserved
+	}
+	if v.Group != "" {
+		v.Epsilon, v.Delta = h.led.Spent(v.Group)
+	}
+	return v, nil
+}
+
+// lookupRecord finds a client's record id, or reads a default id
+// "learner:event" (the name of every event without a client id).
+func (s *Store) lookupRecord(id string) (recordRef, error) {
+	if name, ev, ok := strings.Cut(id, ":"); ok {
+		n, err := strconv.ParseUint(ev, 10, 64)
+		if err != nil || !nameRE.MatchString(name) {
+			return recordRef{}, errNoRecord
+		}
+		return recordRef{Learner: name, Event: n}, nil
+	}
+	var ref recordRef
+	var ok bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		ok, err = getJSON(tx.Bucket(bucketRecords), []byte(id), &ref)
+		return err
+	})
+	if err == nil && !ok {
+		err = errNoRecord
+	}
+	return ref, err
+}

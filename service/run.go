@@ -1,0 +1,136 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the file `dpal serve --config FILE` reads (JSON). Flags
+// override its fields; every field has a working default.
+type Config struct {
+	// Store is the store file (default DefaultStore in the working directory).
+	Store string `json:"store,omitempty"`
+	// Listen is the address (default DefaultListen, loopback only).
+	Listen string `json:"listen,omitempty"`
+	// MaxEventsBody and MaxBody bound request bodies (see Options).
+	MaxEventsBody int64 `json:"max_events_body,omitempty"`
+	MaxBody       int64 `json:"max_body,omitempty"`
+	// RatePerToken and Burst limit each token's requests (see Options).
+	RatePerToken float64 `json:"rate_per_token,omitempty"`
+	Burst        int     `json:"burst,omitempty"`
+	// Learners are created at start unless the store holds them: each is
+	// the body of POST /v1/learners.
+	Learners []json.RawMessage `json:"learners,omitempty"`
+	// Kafka, when set, feeds a learner from a Kafka topic.
+	Kafka *KafkaConfig `json:"kafka,omitempty"`
+}
+
+// The defaults of Config.
+const (
+	DefaultStore  = "dpal-serve.db"
+	DefaultListen = "127.0.0.1:8080"
+)
+
+// LoadConfig reads a config file, refusing unknown fields.
+func LoadConfig(path string) (Config, error) {
+	var c Config
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return c, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// LearnerFlag turns "NAME:DIM" into the body of POST /v1/learners for a
+// learner with the default settings.
+func LearnerFlag(s string) (json.RawMessage, error) {
+	name, dim, ok := strings.Cut(s, ":")
+	d, err := strconv.Atoi(dim)
+	if !ok || err != nil {
+		return nil, errors.New("want NAME:DIM, e.g. fraud:3")
+	}
+	return json.Marshal(createRequest{Name: name, Dim: d})
+}
+
+// ensureLearner creates the learner of a create request unless it exists.
+func (s *Server) ensureLearner(raw []byte) error {
+	name, cfg, budget, err := decodeCreate(raw)
+	if err != nil {
+		return err
+	}
+	if err := s.addLearner(name, cfg, budget); err != nil && !errors.Is(err, errExists) {
+		return fmt.Errorf("learner %s: %w", name, err)
+	}
+	return nil
+}
+
+// Run opens the store, creates the configured learners, and serves until
+// ctx ends; then it shuts down gracefully and closes the store. A fresh
+// store's admin token goes to out; listening(addr) is called once the
+// socket is open (nil: nothing).
+func Run(ctx context.Context, c Config, out io.Writer, log *slog.Logger, listening func(addr string)) error {
+	if c.Store == "" {
+		c.Store = DefaultStore
+	}
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	st, err := OpenStore(c.Store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	srv, err := New(st, Options{MaxEventsBody: c.MaxEventsBody, MaxBody: c.MaxBody,
+		RatePerToken: c.RatePerToken, Burst: c.Burst, Log: log, Out: out})
+	if err != nil {
+		return err
+	}
+	for i, raw := range c.Learners {
+		if err := srv.ensureLearner(raw); err != nil {
+			return fmt.Errorf("config learners[%d]: %w", i, err)
+		}
+	}
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return err
+	}
+	log.Info("dpal serve listening", "addr", ln.Addr().String(), "store", c.Store)
+	if listening != nil {
+		listening(ln.Addr().String())
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	kafkaErr := make(chan error, 1)
+	if c.Kafka != nil {
+		go func() {
+			err := srv.ConsumeKafka(ctx, *c.Kafka)
+			if err != nil {
+				log.Error("kafka consumer stopped; shutting down", "err", err)
+			}
+			kafkaErr <- err
+			cancel() // a server that silently stopped consuming would look healthy
+		}()
+	} else {
+		kafkaErr <- nil
+	}
+	err = srv.Serve(ctx, ln, 10*time.Second)
+	cancel()
+	err = errors.Join(err, <-kafkaErr)
+	log.Info("dpal serve stopped", "err", err)
+	return err
+}

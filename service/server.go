@@ -1,0 +1,600 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/dpal-dev/dpal/active/stream"
+	"github.com/dpal-dev/dpal/dp/ledger"
+)
+
+// Options configure a Server. The zero value works.
+type Options struct {
+	// MaxEventsBody bounds an events body (default 16 MiB); other bodies
+	// are bounded by MaxBody (default 64 KiB).
+	MaxEventsBody, MaxBody int64
+	// Log is the operator log (default slog.Default()).
+	Log *slog.Logger
+	// Out receives the admin token a fresh store creates (default: discarded).
+	Out io.Writer
+	// RatePerToken and Burst limit each token's requests (defaults 2000/s
+	// and 4000); a request over the limit gets 429.
+	RatePerToken float64
+	Burst        int
+}
+
+// Server serves the learners of one Store.
+type Server struct {
+	store *Store
+	opts  Options
+	log   *slog.Logger
+	met   *metrics
+	auth  *authenticator
+	lim   *limiters
+	mux   *http.ServeMux
+
+	mu       sync.RWMutex
+	learners map[string]*hosted
+	searches map[string]*searchPop
+	routes   []Route // registered, for the OpenAPI check
+}
+
+// New loads the store's tokens and learners. A store without an admin
+// token gets one, written once to opts.Out.
+func New(store *Store, opts Options) (*Server, error) {
+	if opts.MaxEventsBody <= 0 {
+		opts.MaxEventsBody = 16 << 20
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = 64 << 10
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	s := &Server{store: store, opts: opts, log: opts.Log, met: newMetrics(), auth: &authenticator{store: store},
+		lim: newLimiters(opts.RatePerToken, opts.Burst), mux: http.NewServeMux()}
+	if err := s.firstAdmin(); err != nil {
+		return nil, err
+	}
+	if err := s.auth.reload(); err != nil {
+		return nil, err
+	}
+	learners, err := store.loadLearners()
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range learners {
+		h.log, h.met = s.log, s.met
+		s.met.spent(h.meta.Name, h.led)
+	}
+	s.learners = learners
+	if s.searches, err = store.loadSearches(); err != nil {
+		return nil, err
+	}
+	s.routeAll()
+	return s, nil
+}
+
+// firstAdmin creates and prints an admin token for a store that has none.
+func (s *Server) firstAdmin() error {
+	ok, err := s.store.hasRole(RoleAdmin)
+	if err != nil || ok {
+		return err
+	}
+	tok, err := s.store.CreateToken(RoleAdmin)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.opts.Out, "dpal serve: new store %s: admin token (shown once, keep it secret):\n%s\n", s.store.Path(), tok)
+	s.log.Info("created the first admin token", "token_id", TokenID(tok))
+	return nil
+}
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Route is one registered endpoint.
+type Route struct {
+	// Pattern is "METHOD /path" (net/http's pattern syntax).
+	Pattern string
+	// Roles are the roles admitted besides admin; none for an endpoint
+	// that needs no token.
+	Roles []Role
+}
+
+// Routes lists the registered endpoints.
+func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
+
+// caller is an authenticated request's role and token id.
+type caller struct {
+	role Role
+	who  string // the token's id, never the token
+}
+
+type handler func(w http.ResponseWriter, r *http.Request, c caller) error
+
+// handle registers h for pattern, open to roles (and admin); no roles
+// means no authentication.
+func (s *Server) handle(pattern string, h handler, roles ...Role) {
+	s.routes = append(s.routes, Route{Pattern: pattern, Roles: roles})
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		defer func() { s.met.observe(pattern, sw.code, start) }()
+		var c caller
+		if len(roles) > 0 {
+			role, who, ok := s.auth.role(r)
+			switch {
+			case !ok:
+				sw.Header().Set("WWW-Authenticate", `Bearer realm="dpal"`)
+				writeError(sw, &apiError{status: http.StatusUnauthorized, msg: "missing or unknown bearer token"})
+				return
+			case !admits(role, roles):
+				writeError(sw, &apiError{status: http.StatusForbidden, msg: fmt.Sprintf("the %s role may not call this endpoint", role)})
+				return
+			case !s.lim.allow(who):
+				sw.Header().Set("Retry-After", "1")
+				writeError(sw, &apiError{status: http.StatusTooManyRequests, msg: "rate limit of this token exceeded"})
+				return
+			}
+			c = caller{role: role, who: who}
+		}
+		if err := h(sw, r, c); err != nil {
+			if statusOf(err) == http.StatusInternalServerError {
+				s.log.Error("request failed", "route", pattern, "err", err)
+				err = &apiError{status: http.StatusInternalServerError, msg: "internal error (see the server log)"}
+			}
+			writeError(sw, err)
+		}
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) { w.code = code; w.ResponseWriter.WriteHeader(code) }
+
+func writeError(w http.ResponseWriter, err error) {
+	body := errorBody{Error: err.Error()}
+	var ae *apiError
+	if errors.As(err, &ae) {
+		body = errorBody{Error: ae.msg, Field: ae.field}
+	}
+	writeJSON(w, statusOf(err), body)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeRaw(w http.ResponseWriter, code int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(b)
+	_, _ = w.Write([]byte{'\n'})
+}
+
+func (s *Server) routeAll() {
+	all := []Role{RoleIngest, RoleAnnotator, RoleOfficer}
+	s.handle("GET /healthz", func(w http.ResponseWriter, _ *http.Request, _ caller) error {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		return nil
+	})
+	s.handle("GET /readyz", s.ready)
+	s.handle("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request, _ caller) error {
+		w.Header().Set("Content-Type", "application/json")
+		_, err := w.Write(openAPI)
+		return err
+	})
+	s.handle("GET /ui/", func(w http.ResponseWriter, r *http.Request, _ caller) error {
+		page().ServeHTTP(w, r)
+		return nil
+	})
+	s.handle("GET /{$}", func(w http.ResponseWriter, r *http.Request, _ caller) error {
+		http.Redirect(w, r, "/ui/", http.StatusFound)
+		return nil
+	})
+	s.handle("GET /metrics", func(w http.ResponseWriter, r *http.Request, _ caller) error {
+		s.met.handler().ServeHTTP(w, r)
+		return nil
+	}, RoleOfficer)
+	s.handle("GET /v1/whoami", func(w http.ResponseWriter, _ *http.Request, c caller) error {
+		writeJSON(w, http.StatusOK, map[string]string{"role": string(c.role), "token_id": c.who})
+		return nil
+	}, all...)
+	s.handle("POST /v1/learners", s.createLearner, RoleAdmin)
+	s.handle("GET /v1/learners", s.listLearners, RoleOfficer, RoleAnnotator)
+	s.handle("POST /v1/learners/{name}/events", s.ingest, RoleIngest)
+	s.handle("GET /v1/learners/{name}/requests", listing(s, "requests", (*hosted).pending), RoleAnnotator)
+	s.handle("POST /v1/learners/{name}/requests/{id}/claim", s.claim, RoleAnnotator)
+	s.handle("POST /v1/learners/{name}/labels", s.label, RoleAnnotator)
+	s.handle("GET /v1/learners/{name}/releases", listing(s, "releases", (*hosted).releases), RoleOfficer)
+	s.handle("GET /v1/learners/{name}/model", s.model, RoleOfficer)
+	s.handle("GET /v1/learners/{name}/budget", s.budget, RoleOfficer)
+	s.handle("GET /v1/records/{id}/epsilon", s.recordEpsilon, RoleOfficer)
+	s.handle("GET /v1/ledger", s.ledger, RoleOfficer)
+	s.handle("POST /v1/searches", s.createSearch, RoleAdmin)
+	s.handle("GET /v1/searches/{name}", s.getSearch, RoleOfficer)
+	s.handle("POST /v1/searches/{name}/scores", s.addScores, RoleIngest)
+	s.handle("POST /v1/searches/{name}/runs", s.runSearch, RoleAdmin)
+	s.handle("POST /v1/tokens", s.createToken, RoleAdmin)
+	s.handle("DELETE /v1/tokens/{id}", s.revokeToken, RoleAdmin)
+}
+
+// createToken makes a token of the role in the body ({"role": "ingest"})
+// and answers it with its id: the only time the token is shown.
+func (s *Server) createToken(w http.ResponseWriter, r *http.Request, _ caller) error {
+	body, err := readBody(w, r, s.opts.MaxBody)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Role string `json:"role"`
+	}
+	if err := decodeStrict(body, &req); err != nil {
+		return err
+	}
+	role, err := ParseRole(req.Role)
+	if err != nil {
+		return badField("role", "want ingest, annotator, officer or admin")
+	}
+	tok, err := s.store.CreateToken(role)
+	if err == nil {
+		err = s.auth.reload()
+	}
+	if err != nil {
+		return err
+	}
+	s.log.Info("token created", "role", role, "token_id", TokenID(tok))
+	writeJSON(w, http.StatusCreated, map[string]string{"token": tok, "id": TokenID(tok), "role": string(role)})
+	return nil
+}
+
+// revokeToken deletes a token by its id; it stops working at once.
+func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, c caller) error {
+	id := r.PathValue("id")
+	if id == c.who {
+		return badField("id", "a token cannot revoke itself")
+	}
+	if err := s.store.RevokeToken(id); err != nil {
+		return &apiError{status: http.StatusNotFound, field: "id", msg: err.Error()}
+	}
+	if err := s.auth.reload(); err != nil {
+		return err
+	}
+	s.log.Info("token revoked", "token_id", id)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) ready(w http.ResponseWriter, _ *http.Request, _ caller) error {
+	if err := s.store.db.View(func(*bolt.Tx) error { return nil }); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "store unavailable"})
+		return nil
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
+}
+
+func (s *Server) learner(r *http.Request) (*hosted, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	h, ok := s.learners[r.PathValue("name")]
+	if !ok {
+		return nil, errNoLearner
+	}
+	return h, nil
+}
+
+// learnerView is a learner as GET /v1/learners lists it.
+type learnerView struct {
+	Name    string    `json:"name"`
+	Dim     int       `json:"dim"`
+	Created time.Time `json:"created"`
+}
+
+func (s *Server) listLearners(w http.ResponseWriter, _ *http.Request, _ caller) error {
+	s.mu.RLock()
+	out := make([]learnerView, 0, len(s.learners))
+	for _, h := range s.learners {
+		out = append(out, learnerView{Name: h.meta.Name, Dim: h.meta.Config.Dim, Created: h.meta.Created})
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(out, func(a, b learnerView) int { return strings.Compare(a.Name, b.Name) })
+	writeJSON(w, http.StatusOK, map[string]any{"learners": out})
+	return nil
+}
+
+func (s *Server) createLearner(w http.ResponseWriter, r *http.Request, _ caller) error {
+	body, err := readBody(w, r, s.opts.MaxBody)
+	if err != nil {
+		return err
+	}
+	name, cfg, budget, err := decodeCreate(body)
+	if err != nil {
+		return err
+	}
+	if err := s.addLearner(name, cfg, budget); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"name": name, "config": cfg, "budget": budget})
+	return nil
+}
+
+// addLearner creates and hosts a learner.
+func (s *Server) addLearner(name string, cfg stream.Config, budget float64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.learners[name]; ok {
+		return errExists
+	}
+	h, err := s.store.createLearner(name, cfg, budget)
+	if err != nil {
+		return err
+	}
+	h.log, h.met = s.log, s.met
+	s.learners[name] = h
+	s.log.Info("learner created", "learner", name, "dim", cfg.Dim, "budget", budget)
+	return nil
+}
+
+func (s *Server) ingest(w http.ResponseWriter, r *http.Request, _ caller) error {
+	h, err := s.learner(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(w, r, s.opts.MaxEventsBody)
+	if err != nil {
+		return err
+	}
+	key := r.Header.Get("Idempotency-Key")
+	if len(key) > 128 {
+		return badField("Idempotency-Key", "at most 128 bytes")
+	}
+	oneJSON := strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
+	evs := parseEvents(body, oneJSON, h.meta.Config.Dim)
+	if len(evs) == 0 {
+		return badField("body", "no events")
+	}
+	answer, err := h.ingest(evs, key, nil)
+	if err != nil {
+		return err
+	}
+	writeRaw(w, http.StatusOK, answer)
+	return nil
+}
+
+// listLimits reads ?after= and ?limit= (default and cap max).
+func listLimits(r *http.Request, max int) (uint64, int, error) {
+	var after uint64
+	limit := max
+	if v := r.URL.Query().Get("after"); v != "" {
+		a, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, 0, badField("after", "want an unsigned integer")
+		}
+		after = a
+	}
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > max {
+			return 0, 0, badField("limit", "want an integer in [1, %d]", max)
+		}
+		limit = n
+	}
+	return after, limit, nil
+}
+
+// listing is a GET handler that lists up to 1000 items of a learner
+// after ?after=, under key.
+func listing[T any](s *Server, key string, list func(h *hosted, after uint64, limit int) ([]T, error)) handler {
+	return func(w http.ResponseWriter, r *http.Request, _ caller) error {
+		h, err := s.learner(r)
+		if err != nil {
+			return err
+		}
+		after, limit, err := listLimits(r, 1000)
+		if err != nil {
+			return err
+		}
+		items, err := list(h, after, limit)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]any{key: items})
+		return nil
+	}
+}
+
+// pathID reads the {id} path value.
+func pathID(r *http.Request) (uint64, error) {
+	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+	if err != nil || id == 0 {
+		return 0, badField("id", "want a request id (an integer > 0)")
+	}
+	return id, nil
+}
+
+// claimView is what an annotator gets for a claim: the record to label.
+type claimView struct {
+	ID     uint64    `json:"id"`
+	X      []float64 `json:"x"`
+	Record string    `json:"record,omitempty"`
+}
+
+func (s *Server) claim(w http.ResponseWriter, r *http.Request, c caller) error {
+	h, err := s.learner(r)
+	if err != nil {
+		return err
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	rec, err := h.claim(id, c.who)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, claimView{ID: rec.ID, X: rec.X, Record: rec.Record})
+	return nil
+}
+
+func (s *Server) label(w http.ResponseWriter, r *http.Request, c caller) error {
+	h, err := s.learner(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(w, r, s.opts.MaxBody)
+	if err != nil {
+		return err
+	}
+	req, err := decodeLabel(body)
+	if err != nil {
+		return err
+	}
+	if err := h.label(req.ID, req.Y, c.who); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": req.ID, "status": "labelled"})
+	return nil
+}
+
+func (s *Server) model(w http.ResponseWriter, r *http.Request, _ caller) error {
+	h, err := s.learner(r)
+	if err != nil {
+		return err
+	}
+	m, err := h.model()
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, m)
+	return nil
+}
+
+func (s *Server) budget(w http.ResponseWriter, r *http.Request, _ caller) error {
+	h, err := s.learner(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, h.budget())
+	return nil
+}
+
+// recordEpsilon answers for a client's record id or a default id
+// "learner:event".
+func (s *Server) recordEpsilon(w http.ResponseWriter, r *http.Request, _ caller) error {
+	id := r.PathValue("id")
+	ref, err := s.store.lookupRecord(id)
+	if err != nil {
+		return err
+	}
+	s.mu.RLock()
+	h, ok := s.learners[ref.Learner]
+	s.mu.RUnlock()
+	if !ok {
+		return errNoRecord
+	}
+	v, err := h.recordEpsilon(id, ref.Event)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// ledger writes one learner's or search population's ledger report
+// (?learner=NAME or ?search=NAME), the JSON of `dpal ledger show --json`,
+// or all of them under "learners" and "searches".
+func (s *Server) ledger(w http.ResponseWriter, r *http.Request, _ caller) error {
+	s.mu.RLock()
+	learners := make(map[string]*ledger.Ledger, len(s.learners))
+	for k, v := range s.learners {
+		learners[k] = v.led
+	}
+	searches := make(map[string]*ledger.Ledger, len(s.searches))
+	for k, v := range s.searches {
+		searches[k] = v.led
+	}
+	s.mu.RUnlock()
+	for _, q := range []struct {
+		param string
+		leds  map[string]*ledger.Ledger
+		err   error
+	}{{"learner", learners, errNoLearner}, {"search", searches, errNoSearch}} {
+		if name := r.URL.Query().Get(q.param); name != "" {
+			led, ok := q.leds[name]
+			if !ok {
+				return q.err
+			}
+			rep, err := led.Report("")
+			if err != nil {
+				return err
+			}
+			writeJSON(w, http.StatusOK, rep)
+			return nil
+		}
+	}
+	all := map[string]map[string]*ledger.Report{}
+	for key, leds := range map[string]map[string]*ledger.Ledger{"learners": learners, "searches": searches} {
+		all[key] = make(map[string]*ledger.Report, len(leds))
+		for name, led := range leds {
+			rep, err := led.Report("")
+			if err != nil {
+				return err
+			}
+			all[key][name] = rep
+		}
+	}
+	writeJSON(w, http.StatusOK, all)
+	return nil
+}
+
+// Serve serves on ln until ctx ends, then shuts down gracefully (waiting
+// up to grace for requests in flight).
+func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
