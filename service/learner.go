@@ -99,13 +99,24 @@ func (h *hosted) usable() error {
 	return nil
 }
 
-// openLedger opens a learner's ledger in the store.
-func (s *Store) openLedger(name string, budget float64) (*ledger.Ledger, error) {
-	b := account.Budget{Epsilon: budget}
-	if budget == 0 {
+// openLedger opens a learner's ledger in the store: a new one with the
+// budget (ε per record, and the δ its updates need), an existing one
+// (budget.Epsilon 0) with the budget it stored.
+func (s *Store) openLedger(name string, budget account.Budget) (*ledger.Ledger, error) {
+	b := budget
+	if budget.Epsilon == 0 {
 		b = account.Budget{}
 	}
 	return ledger.Open(&ledgerStore{db: s.db, name: name}, b)
+}
+
+// updateDelta is the δ a learner's updates spend: the Gaussian update's
+// (ε_g, δ) guarantee; the gamma update is pure ε.
+func updateDelta(cfg stream.Config) float64 {
+	if cfg.Update == stream.Gaussian {
+		return cfg.Delta
+	}
+	return 0
 }
 
 // createLearner creates, charges nothing, and checkpoints a new learner.
@@ -122,7 +133,7 @@ func (s *Store) createLearner(name string, cfg stream.Config, budget float64) (*
 	if err != nil {
 		return nil, err
 	}
-	led, err := s.openLedger(name, budget)
+	led, err := s.openLedger(name, account.Budget{Epsilon: budget, Delta: updateDelta(cfg)})
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +177,7 @@ func (s *Store) loadLearners() (map[string]*hosted, error) {
 		return nil, err
 	}
 	for _, m := range metas {
-		led, err := s.openLedger(m.Name, 0)
+		led, err := s.openLedger(m.Name, account.Budget{})
 		if err != nil {
 			return nil, fmt.Errorf("learner %s: %w", m.Name, err)
 		}

@@ -142,7 +142,7 @@ func (s *Store) createSearch(m searchMeta) (*searchPop, error) {
 }
 
 func (s *Store) openSearch(m searchMeta) (*searchPop, error) {
-	led, err := s.openLedger(searchPrefix(m.Name), m.Budget)
+	led, err := s.openLedger(searchPrefix(m.Name), account.Budget{Epsilon: m.Budget})
 	if err != nil {
 		return nil, fmt.Errorf("search %s: %w", m.Name, err)
 	}

@@ -115,8 +115,9 @@ func TestRestartResumesExactly(t *testing.T) {
 		t.Errorf("%d ledger entries after a restart, want 2 (selection, update): a resume must not pay twice", len(rep.Entries))
 	}
 	for _, g := range rep.Groups {
-		if g.Group == stream.GroupBatched && g.Epsilon != 2 {
-			t.Errorf("batched group spent %v, want 2", g.Epsilon)
+		// ε_s + ε_g, the Gaussian update's ρ calibrated to ε_g from below.
+		if g.Group == stream.GroupBatched && (g.Epsilon > 2 || g.Epsilon < 2-1e-9) {
+			t.Errorf("batched group spent %v, want 2 (to 1e-9, never above)", g.Epsilon)
 		}
 	}
 }

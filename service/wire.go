@@ -103,7 +103,8 @@ func jsonError(err error) error {
 }
 
 // createRequest is the body of POST /v1/learners: the settings of `dpal
-// stream` (stream.Config's JSON names) over the defaults for dim.
+// stream` (stream.Config's JSON names) over its defaults for dim, the
+// detector's (stream.DetectorConfig: the Gaussian update).
 type createRequest struct {
 	Name   string          `json:"name"`
 	Dim    int             `json:"dim"`
@@ -129,7 +130,7 @@ func decodeCreate(b []byte) (string, stream.Config, float64, error) {
 	if req.Dim < 1 || req.Dim > maxDim {
 		return "", stream.Config{}, 0, badField("dim", "want an integer in [1, %d]", maxDim)
 	}
-	cfg := stream.DefaultConfig(req.Dim)
+	cfg := stream.DetectorConfig(req.Dim)
 	if len(req.Config) > 0 {
 		if err := decodeStrict(req.Config, &cfg); err != nil {
 			var ae *apiError
