@@ -186,16 +186,23 @@ func KAnonEpsilon(beta float64, k int, delta float64) (KAnonResult, error) {
 		}
 		lo, hi = hi, 2*hi
 	}
-	for hi-lo > 1e-12*hi {
-		mid := lo + (hi-lo)/2
+	return bisect(hi, lo, best, at, delta)
+}
+
+// bisect narrows the bracket between a point good (δ ≤ delta, result best)
+// and a point bad (δ > delta), in either order, to 1e-12 relative, and
+// returns the result at its good end.
+func bisect(good, bad float64, best KAnonResult, at func(float64) (KAnonResult, error), delta float64) (KAnonResult, error) {
+	for math.Abs(good-bad) > 1e-12*math.Max(math.Abs(good), math.Abs(bad)) {
+		mid := bad + (good-bad)/2
 		r, err := at(mid)
 		if err != nil {
 			return KAnonResult{}, err
 		}
 		if r.Delta <= delta {
-			hi, best = mid, r
+			good, best = mid, r
 		} else {
-			lo = mid
+			bad = mid
 		}
 	}
 	return best, nil
@@ -253,7 +260,9 @@ func KAnonBeta(k int, eps, delta float64) (KAnonResult, error) {
 		return KAnonResult{}, err
 	}
 	hi := -math.Expm1(-eps)
-	at := func(beta float64) (KAnonResult, error) { return kanonDelta(beta, k, math.Max(eps, KAnonMinEpsilon(beta))) }
+	at := func(beta float64) (KAnonResult, error) {
+		return kanonDelta(beta, k, math.Max(eps, KAnonMinEpsilon(beta)))
+	}
 	best, err := at(hi)
 	if err != nil || best.Delta <= delta {
 		return best, err
@@ -265,19 +274,7 @@ func KAnonBeta(k int, eps, delta float64) (KAnonResult, error) {
 	if best.Delta > delta {
 		return KAnonResult{}, fmt.Errorf("even beta = %v gives delta %v > %v at k = %d, epsilon = %v: %w", lo, best.Delta, delta, k, eps, ErrNoGuarantee)
 	}
-	for hi-lo > 1e-12*hi {
-		mid := lo + (hi-lo)/2
-		r, err := at(mid)
-		if err != nil {
-			return KAnonResult{}, err
-		}
-		if r.Delta <= delta {
-			lo, best = mid, r
-		} else {
-			hi = mid
-		}
-	}
-	return best, nil
+	return bisect(lo, hi, best, at, delta)
 }
 
 // checkTargetDelta accepts a target δ in (0, 1).
