@@ -102,15 +102,20 @@ func KAnonDelta(beta float64, k int, eps float64) (KAnonResult, error) {
 	return kanonDelta(beta, k, eps)
 }
 
-// kanonDelta is KAnonDelta on checked arguments.
+// kanonDelta is KAnonDelta on checked arguments. It works with
+// 1 − γ = (1 − β)e^{−ε} in log space, so that γ close to 1 (large ε) keeps
+// its meaning: the smallest j > γn is n − ⌈(1−γ)n⌉ + 1, and
+// n_m = ⌈k/γ − 1⌉ = k − 1 + ⌈k(1−γ)/γ⌉.
 func kanonDelta(beta float64, k int, eps float64) (KAnonResult, error) {
-	gamma := -math.Expm1(math.Log1p(-beta) - eps) // 1 − (1−β)e^{−ε}, no cancellation
-	nm := int(math.Ceil(float64(k)/gamma - 1))
+	logOmg := math.Log1p(-beta) - eps // ln(1 − γ)
+	gamma := -math.Expm1(logOmg)
+	nm := k - 1 + ceilExp(math.Log(float64(k))+logOmg-math.Log(gamma))
 	res := KAnonResult{Beta: beta, K: k, Epsilon: eps, NMin: nm, NMax: nm, LogDelta: math.Inf(-1)}
-	kl := bernoulliKL(gamma, beta)
+	// D(γ‖β), with ln(1−γ) − ln(1−β) = −ε exactly.
+	kl := gamma*math.Log(gamma/beta) - math.Exp(logOmg)*eps
 	lb, l1b := math.Log(beta), math.Log1p(-beta)
-	threshold := func(n int) int { return int(math.Floor(gamma*float64(n))) + 1 } // smallest j > γn
-	for n := nm; ; n++ {
+	threshold := func(n int) int { return n - ceilExp(logOmg+math.Log(float64(n))) + 1 } // smallest j > γn
+	for n := max(nm, 1); ; n++ {
 		if n-nm > maxScan {
 			return KAnonResult{}, fmt.Errorf("delta search for beta = %v, k = %d, epsilon = %v did not settle within %d values of n", beta, k, eps, maxScan)
 		}
@@ -131,10 +136,13 @@ func kanonDelta(beta float64, k int, eps float64) (KAnonResult, error) {
 	return res, nil
 }
 
-// bernoulliKL returns D(g‖b) = g ln(g/b) + (1−g) ln((1−g)/(1−b)), the
-// Chernoff exponent of P(Bin(n, b) ≥ gn) for g > b.
-func bernoulliKL(g, b float64) float64 {
-	return g*math.Log(g/b) + (1-g)*(math.Log1p(-g)-math.Log1p(-b))
+// ceilExp returns ⌈e^x⌉ for a positive quantity given by its log x: 1
+// whenever e^x ≤ 1, including values that underflow.
+func ceilExp(x float64) int {
+	if x <= 0 {
+		return 1
+	}
+	return int(math.Ceil(math.Exp(x)))
 }
 
 // logUpperTail returns ln P(Bin(n, β) ≥ j) for j > nβ, where the terms
@@ -167,6 +175,12 @@ func KAnonEpsilon(beta float64, k int, delta float64) (KAnonResult, error) {
 	if err := checkTargetDelta(delta); err != nil {
 		return KAnonResult{}, err
 	}
+	// As ε → ∞, n_m falls to k (k/γ − 1 > k − 1) and the tail there to
+	// P(j = n = k) = β^k: δ never goes below β^k, so smaller targets are
+	// out of reach.
+	if floor := float64(k) * math.Log(beta); math.Log(delta) <= floor {
+		return KAnonResult{}, fmt.Errorf("delta %v is at or below beta^k = %v, the least any epsilon gives at beta = %v, k = %d: %w", delta, math.Exp(floor), beta, k, ErrNoGuarantee)
+	}
 	lo := KAnonMinEpsilon(beta)
 	at := func(eps float64) (KAnonResult, error) { return kanonDelta(beta, k, eps) }
 	best, err := at(lo)
@@ -181,7 +195,7 @@ func KAnonEpsilon(beta float64, k int, delta float64) (KAnonResult, error) {
 		if best.Delta <= delta {
 			break
 		}
-		if hi > 1e3 {
+		if hi > 1e4 {
 			return KAnonResult{}, fmt.Errorf("no epsilon up to %v reaches delta %v for beta = %v, k = %d: %w", hi, delta, beta, k, ErrNoGuarantee)
 		}
 		lo, hi = hi, 2*hi

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/big"
+	"strings"
 	"testing"
 )
 
@@ -231,6 +232,25 @@ func TestKAnonMonotone(t *testing.T) {
 			}
 			prev = r.Delta
 		}
+	}
+}
+
+// TestKAnonLargeEpsilon checks the limit ε → ∞, where 1 − γ underflows a
+// naive γ: δ tends to β^k (n_m falls to k, and the tail there is j = n), and a
+// target below it is refused at once.
+func TestKAnonLargeEpsilon(t *testing.T) {
+	for _, eps := range []float64{40, 200, 1e4} {
+		r, err := KAnonDelta(0.5, 5, eps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.NMin != 5 || math.Abs(r.Delta-0.03125) > 1e-12 {
+			t.Errorf("epsilon %v: %+v, want n_m = 5 and delta = 0.5^5", eps, r)
+		}
+	}
+	_, err := KAnonEpsilon(0.6, 20, 1e-6)
+	if !errors.Is(err, ErrNoGuarantee) || !strings.Contains(err.Error(), "least any epsilon") || !strings.Contains(err.Error(), "beta^k") {
+		t.Fatalf("unreachable target: %v", err)
 	}
 }
 
