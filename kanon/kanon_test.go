@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -265,5 +267,40 @@ func TestAuditNoisyThreshold(t *testing.T) {
 	}
 	if r := run(2); r.Epsilon <= 1 {
 		t.Errorf("halved noise not caught: lower bound %v", r.Epsilon)
+	}
+}
+
+// TestLoaders reads the shared SLURP and CLINC150 files ($DPAL_DATA_DIR,
+// else ../../shared/data; skipped when absent, as package data's tests do)
+// and checks the counts their PROVENANCE notes give.
+func TestLoaders(t *testing.T) {
+	dir := os.Getenv("DPAL_DATA_DIR")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "shared", "data")
+	}
+	s, err := LoadSLURP(dir)
+	if err != nil {
+		t.Skipf("shared data not available: %v", err)
+	}
+	if len(s) != 12538 {
+		t.Errorf("SLURP: %d spoken events, want 12538", len(s))
+	}
+	c, err := LoadCLINC(dir, ZipfCLINC{C: 10, S: 1}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := Labels(c)
+	if len(labels) != 150 || !strings.Contains(labels[0], ":") {
+		t.Errorf("CLINC: %d labels (first %q), want 150 domain:intent labels", len(labels), labels[0])
+	}
+	if c[0].Text != c[9].Text || c[0].Text == c[10].Text {
+		t.Errorf("CLINC: the top utterance should occur exactly 10 times")
+	}
+}
+
+func TestRelabel(t *testing.T) {
+	got := relabel([]Query{{"a", "iot_on"}, {"b", "qa_fact"}, {"c", "alarm_set"}}, "iot_,alarm_")
+	if got[0].Label != "positive" || got[1].Label != "negative" || got[2].Label != "positive" {
+		t.Fatalf("got %v", got)
 	}
 }

@@ -140,8 +140,14 @@ var DefaultZipfCLINC = ZipfCLINC{C: 2000, S: 1}
 
 // LoadCLINC returns CLINC150's in-scope utterances (train, val, test;
 // dir is the data root holding clinc150/) as a log with the Zipf
-// frequency z imposed, in an order drawn from seed.
+// frequency z imposed, in an order drawn from seed. Labels are
+// "domain:intent" (domains.json), so a binary task can pick domains by
+// prefix.
 func LoadCLINC(dir string, z ZipfCLINC, seed uint64) ([]Query, error) {
+	domainOf, err := clincDomains(filepath.Join(dir, "clinc150", "domains.json"))
+	if err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dir, "clinc150", "data_full.json.gz")
 	rc, err := openGzip(path)
 	if err != nil {
@@ -158,7 +164,11 @@ func LoadCLINC(dir string, z ZipfCLINC, seed uint64) ([]Query, error) {
 		for _, p := range raw[split] {
 			if !seen[p[0]] {
 				seen[p[0]] = true
-				distinct = append(distinct, Query{Text: p[0], Label: p[1]})
+				d, ok := domainOf[p[1]]
+				if !ok {
+					return nil, fmt.Errorf("%s: intent %q is in no domain of domains.json", path, p[1])
+				}
+				distinct = append(distinct, Query{Text: p[0], Label: d + ":" + p[1]})
 			}
 		}
 	}
@@ -168,6 +178,25 @@ func LoadCLINC(dir string, z ZipfCLINC, seed uint64) ([]Query, error) {
 	for i, q := range distinct {
 		for range int(math.Ceil(z.C * math.Pow(float64(i+1), -z.S))) {
 			out = append(out, q)
+		}
+	}
+	return out, nil
+}
+
+// clincDomains reads domains.json: domain → intents, inverted.
+func clincDomains(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var byDomain map[string][]string
+	if err := json.Unmarshal(b, &byDomain); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	out := map[string]string{}
+	for d, intents := range byDomain {
+		for _, i := range intents {
+			out[i] = d
 		}
 	}
 	return out, nil

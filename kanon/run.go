@@ -58,8 +58,8 @@ type Config struct {
 	Epochs  int `json:"epochs"`
 	// TestFraction of the distinct queries is held out for evaluation.
 	TestFraction float64 `json:"test_fraction"`
-	// Positive, when set, makes the task binary: labels with this prefix
-	// are "positive", the rest "negative".
+	// Positive, when set, makes the task binary: labels starting with one
+	// of its comma-separated prefixes are "positive", the rest "negative".
 	Positive string `json:"positive,omitempty"`
 	// SketchRows × SketchWidth size the Count-Mean-Min sketch.
 	SketchRows  int `json:"sketch_rows"`
@@ -171,16 +171,20 @@ func Run(cfg Config, log []Query, r *rng.Rand, led *ledger.Ledger) (*Result, err
 	return res, nil
 }
 
-// relabel maps labels to positive/negative when positive is set.
+// relabel maps labels to positive/negative when positive (comma-separated
+// prefixes) is set.
 func relabel(log []Query, positive string) []Query {
 	if positive == "" {
 		return log
 	}
+	prefixes := strings.Split(positive, ",")
 	out := make([]Query, len(log))
 	for i, q := range log {
 		out[i] = Query{Text: q.Text, Label: "negative"}
-		if strings.HasPrefix(q.Label, positive) {
-			out[i].Label = "positive"
+		for _, p := range prefixes {
+			if p != "" && strings.HasPrefix(q.Label, p) {
+				out[i].Label = "positive"
+			}
 		}
 	}
 	return out
