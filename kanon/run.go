@@ -118,6 +118,10 @@ type Result struct {
 	AnnotationAccuracy float64 `json:"annotation_accuracy"`
 	// Classes is the number of labels.
 	Classes int `json:"classes"`
+	// Majority is the test accuracy of the trivial model that always
+	// answers the golden set's most common class: a private model no better
+	// than it has learned nothing.
+	Majority float64 `json:"majority"`
 }
 
 // example is a distinct query with its features and true class.
@@ -167,8 +171,32 @@ func Run(cfg Config, log []Query, r *rng.Rand, led *ledger.Ledger) (*Result, err
 	for _, q := range log {
 		labelOf[q.Text] = q.Label
 	}
-	learn(cfg, toEx(golden, labelOf), toEx(released, labelOf), toEx(test, labelOf), len(labels), r, res)
+	gold, testEx := toEx(golden, labelOf), toEx(test, labelOf)
+	res.Majority = majority(gold, testEx, len(labels))
+	learn(cfg, gold, toEx(released, labelOf), testEx, len(labels), r, res)
 	return res, nil
+}
+
+// majority is the test accuracy of always answering the golden set's most
+// common class.
+func majority(golden, test []example, classes int) float64 {
+	count := make([]int, classes)
+	for _, e := range golden {
+		count[e.class]++
+	}
+	best := 0
+	for c, n := range count {
+		if n > count[best] {
+			best = c
+		}
+	}
+	right := 0
+	for _, e := range test {
+		if e.class == best {
+			right++
+		}
+	}
+	return float64(right) / float64(max(len(test), 1))
 }
 
 // relabel maps labels to positive/negative when positive (comma-separated

@@ -47,18 +47,50 @@ func Table(g Grid) ([]Cell, error) {
 	for _, d := range g.Deltas {
 		for _, e := range g.Epsilons {
 			for _, b := range g.Betas {
-				c := Cell{Epsilon: e, Delta: d, Beta: b}
-				r, err := account.KAnonK(b, e, d)
-				switch {
-				case errors.Is(err, account.ErrNoGuarantee):
-				case err != nil:
+				r, ok, err := feasible(account.KAnonK(b, e, d))
+				if err != nil {
 					return nil, err
-				default:
-					c.Feasible, c.K, c.DeltaAtK, c.NMax = true, r.K, r.Delta, r.NMax
 				}
-				out = append(out, c)
+				out = append(out, Cell{Epsilon: e, Delta: d, Beta: b, Feasible: ok, K: r.K, DeltaAtK: r.Delta, NMax: r.NMax})
 			}
 		}
 	}
 	return out, nil
+}
+
+// Guarantee is the Li–Qardaji–Su ε of one (β, k) at a target δ, or none.
+type Guarantee struct {
+	Beta       float64 `json:"beta"`
+	K          int     `json:"k"`
+	Guaranteed bool    `json:"guaranteed"`
+	Epsilon    float64 `json:"epsilon,omitempty"`
+	Delta      float64 `json:"delta,omitempty"`
+	NMax       int     `json:"n_max,omitempty"`
+}
+
+// Guarantees returns the smallest ε at delta for every (β, k), β-major:
+// the paper's grid read as guarantees.
+func Guarantees(betas []float64, ks []int, delta float64) ([]Guarantee, error) {
+	var out []Guarantee
+	for _, b := range betas {
+		for _, k := range ks {
+			r, ok, err := feasible(account.KAnonEpsilon(b, k, delta))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Guarantee{Beta: b, K: k, Guaranteed: ok, Epsilon: r.Epsilon, Delta: r.Delta, NMax: r.NMax})
+		}
+	}
+	return out, nil
+}
+
+// feasible turns ErrNoGuarantee into ok = false (and a zero result).
+func feasible(r account.KAnonResult, err error) (account.KAnonResult, bool, error) {
+	switch {
+	case errors.Is(err, account.ErrNoGuarantee):
+		return account.KAnonResult{}, false, nil
+	case err != nil:
+		return r, false, err
+	}
+	return r, true, nil
 }
