@@ -30,7 +30,7 @@ type NoisyThreshold struct {
 	eps  float64 // ε' = s/t exactly
 	t, s uint64
 	k    int
-	beta float64
+	loss account.Loss
 }
 
 // NewNoisyThreshold returns the mechanism for threshold k ≥ 2 (at k = 1 a
@@ -51,19 +51,23 @@ func NewNoisyThreshold(eps float64, k int, beta float64) (*NoisyThreshold, error
 	if s == 0 {
 		return nil, fmt.Errorf("noisy threshold: epsilon %v below 2^-30", eps)
 	}
-	return &NoisyThreshold{eps: float64(s) / t, t: t, s: s, k: k, beta: beta}, nil
+	m := &NoisyThreshold{eps: float64(s) / t, t: t, s: s, k: k}
+	p := math.Exp(-m.eps)
+	inner := account.Approx("noisy-threshold", m.eps, math.Pow(p, float64(k-1))/(1+p))
+	l, err := account.AmplifyPoisson(inner, beta)
+	if err != nil {
+		return nil, fmt.Errorf("noisy threshold: %w", err)
+	}
+	l.Mechanism = "sample-then-noisy-threshold"
+	l.Params = map[string]float64{"beta": beta, "k": float64(k), "noise_epsilon": m.eps}
+	m.loss = l
+	return m, nil
 }
 
 // Loss is the amplified (ε, δ) of one application to a sample.
 func (m *NoisyThreshold) Loss() account.Loss {
-	p := math.Exp(-m.eps)
-	inner := account.Approx("noisy-threshold", m.eps, math.Pow(p, float64(m.k-1))/(1+p))
-	l, err := account.AmplifyPoisson(inner, m.beta)
-	if err != nil { // arguments were validated at construction
-		panic(err)
-	}
-	l.Mechanism = "sample-then-noisy-threshold"
-	l.Params = map[string]float64{"beta": m.beta, "k": float64(m.k), "noise_epsilon": m.eps}
+	l := m.loss
+	l.Params = maps.Clone(l.Params)
 	return l
 }
 
