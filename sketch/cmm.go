@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -205,5 +206,67 @@ func (s *CMM) Merge(other *CMM) error {
 		s.rowSum[i] += r
 	}
 	s.total += other.total
+	return nil
+}
+
+// cmmMagic starts an encoded sketch.
+const cmmMagic = "CMM1"
+
+// MarshalBinary encodes the sketch (shape, update rule, hash parameters,
+// counters, row sums, total) for moving it between workers of one
+// trusted pipeline. An encoded sketch is as sensitive as the log it
+// summarises: it must never be released.
+func (s *CMM) MarshalBinary() ([]byte, error) {
+	b := make([]byte, 0, 4+8*4+16*s.d+8*s.d+4*len(s.counts))
+	b = append(b, cmmMagic...)
+	cu := uint64(0)
+	if s.conservative {
+		cu = 1
+	}
+	for _, v := range []uint64{uint64(s.d), uint64(s.w), cu, s.total} {
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	for i := range s.d {
+		b = binary.LittleEndian.AppendUint64(b, s.a[i])
+		b = binary.LittleEndian.AppendUint64(b, s.b[i])
+		b = binary.LittleEndian.AppendUint64(b, s.rowSum[i])
+	}
+	for _, c := range s.counts {
+		b = binary.LittleEndian.AppendUint32(b, c)
+	}
+	return b, nil
+}
+
+// UnmarshalBinary decodes a sketch written by MarshalBinary, checking its
+// shape, lengths and hash parameters.
+func (s *CMM) UnmarshalBinary(b []byte) error {
+	if len(b) < 4+32 || string(b[:4]) != cmmMagic {
+		return errors.New("count-mean-min decode: not an encoded sketch")
+	}
+	u64 := func(i int) uint64 { return binary.LittleEndian.Uint64(b[i:]) }
+	d, w, cu, total := u64(4), u64(12), u64(20), u64(28)
+	if d < 1 || d > 64 || w < 2 || w > 1<<30 || w&(w-1) != 0 || cu > 1 {
+		return fmt.Errorf("count-mean-min decode: bad shape d=%d w=%d rule=%d", d, w, cu)
+	}
+	want := 36 + 24*int(d) + 4*int(d)*int(w)
+	if len(b) != want {
+		return fmt.Errorf("count-mean-min decode: %d bytes, want %d", len(b), want)
+	}
+	n := &CMM{d: int(d), w: int(w), mask: w - 1, conservative: cu == 1, total: total,
+		a: make([]uint64, d), b: make([]uint64, d), rowSum: make([]uint64, d),
+		counts: make([]uint32, int(d)*int(w)), idx: make([]int, d)}
+	off := 36
+	for i := range n.d {
+		n.a[i], n.b[i], n.rowSum[i] = u64(off), u64(off+8), u64(off+16)
+		if n.a[i] == 0 || n.a[i] >= mersenne61 || n.b[i] >= mersenne61 {
+			return fmt.Errorf("count-mean-min decode: bad hash parameters in row %d", i)
+		}
+		off += 24
+	}
+	for j := range n.counts {
+		n.counts[j] = binary.LittleEndian.Uint32(b[off:])
+		off += 4
+	}
+	*s = *n
 	return nil
 }

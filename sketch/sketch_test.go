@@ -240,3 +240,52 @@ func FuzzCMMAdd(f *testing.F) {
 		}
 	})
 }
+
+func TestCMMBinaryRoundTrip(t *testing.T) {
+	keys, truth := zipfStream(5_000, 1.2, 1_000, 8)
+	for _, cu := range []bool{false, true} {
+		s := build(t, 3, 128, cu, keys)
+		b, err := s.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got CMM
+		if err := got.UnmarshalBinary(b); err != nil {
+			t.Fatal(err)
+		}
+		for k := range truth {
+			if got.Min(k) != s.Min(k) || got.Estimate(k) != s.Estimate(k) {
+				t.Fatalf("decoded sketch answers %s differently", k)
+			}
+		}
+		if err := got.Merge(s); err != nil {
+			t.Fatalf("decoded sketch does not merge with its source: %v", err)
+		}
+	}
+	var x CMM
+	for _, bad := range [][]byte{nil, []byte("CMM1"), []byte("XXXX" + string(make([]byte, 40)))} {
+		if x.UnmarshalBinary(bad) == nil {
+			t.Errorf("decoded %q", bad)
+		}
+	}
+}
+
+func FuzzCMMUnmarshal(f *testing.F) {
+	s, _ := NewCMM(2, 4, 1, true)
+	s.Add("x")
+	good, _ := s.MarshalBinary()
+	f.Add(good)
+	f.Add([]byte("CMM1"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var x CMM
+		if x.UnmarshalBinary(b) != nil {
+			return
+		}
+		again, err := x.MarshalBinary()
+		if err != nil || !slices.Equal(again, b) {
+			t.Fatalf("re-encoding differs")
+		}
+		x.Add("query")
+		_ = x.Estimate("query")
+	})
+}
