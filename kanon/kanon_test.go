@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -302,5 +303,41 @@ func TestRelabel(t *testing.T) {
 	got := relabel([]Query{{"a", "iot_on"}, {"b", "qa_fact"}, {"c", "alarm_set"}}, "iot_,alarm_")
 	if got[0].Label != "positive" || got[1].Label != "negative" || got[2].Label != "positive" {
 		t.Fatalf("got %v", got)
+	}
+}
+
+func TestStage(t *testing.T) {
+	var log []string
+	for _, q := range synthLog() {
+		log = append(log, q.Text)
+	}
+	got, err := Stage(log, 0.5, 6, 9, 4, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for i, q := range log {
+		if SampleKeep(9, uint64(i), 0.5) {
+			counts[q]++
+		}
+	}
+	var want []string
+	for q, c := range counts {
+		if c >= 6 {
+			want = append(want, q)
+		}
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) || len(want) == 0 {
+		t.Fatalf("stage kept %v, want %v", got, want)
+	}
+	kept := 0
+	for i := range 20_000 {
+		if SampleKeep(1, uint64(i), 0.3) {
+			kept++
+		}
+	}
+	if math.Abs(float64(kept)/20_000-0.3) > 4*math.Sqrt(0.3*0.7/20_000) {
+		t.Fatalf("SampleKeep kept %d of 20000 at rate 0.3", kept)
 	}
 }

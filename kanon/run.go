@@ -298,7 +298,7 @@ func release(cfg Config, pool []string, r *rng.Rand, led *ledger.Ledger, res *Re
 // sample pre-filters and an exact recount of its candidates decides
 // (sketch.Survivors), so the kept set is exactly {q : count ≥ k}.
 func exactKeep(cfg Config, sample []string) ([]string, error) {
-	s, err := sketch.NewCMM(cfg.SketchRows, cfg.SketchWidth, 0x6b616e6f6e, true)
+	s, err := sketch.NewCMM(cfg.SketchRows, cfg.SketchWidth, SketchSeed, true)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ type CMM struct {
 	counts       []uint32 // row-major, d·w
 	rowSum       []uint64
 	total        uint64
-	idx          []int // scratch for one key's cells
+	idx          []int // scratch for one key's cells while adding
 }
 
 // NewCMM returns an empty sketch with d ≥ 1 rows of w counters (w a power
@@ -98,20 +98,20 @@ func (s *CMM) Bytes() int { return 4 * len(s.counts) }
 // Fingerprint returns the 64-bit key hash every row starts from.
 func Fingerprint(key string) uint64 { return metro.Hash64Str(key, 0x5ca1ab1e) }
 
-// cells fills s.idx with the key's counter index in each row.
-func (s *CMM) cells(x uint64) {
+// cells writes the key's counter index in each row into idx (len d).
+func (s *CMM) cells(x uint64, idx []int) {
 	x %= mersenne61
 	for i := range s.d {
 		hi, lo := bits.Mul64(s.a[i], x)
-		// (hi·2^64 + lo) mod (2^61 − 1), using 2^61 ≡ 1.
-		v := (lo & mersenne61) + (lo >> 61) + (hi << 3 & mersenne61) + (hi >> 58)
+		// (hi·2^64 + lo) mod (2^61 − 1), using 2^61 ≡ 1 and hi < 2^58.
+		v := (lo & mersenne61) + (lo >> 61) + hi<<3
 		v += s.b[i]
 		v = (v & mersenne61) + (v >> 61)
 		v = (v & mersenne61) + (v >> 61)
 		if v >= mersenne61 {
 			v -= mersenne61
 		}
-		s.idx[i] = i*s.w + int(v&s.mask)
+		idx[i] = i*s.w + int(v&s.mask)
 	}
 }
 
@@ -120,7 +120,7 @@ func (s *CMM) Add(key string) { s.AddHash(Fingerprint(key), 1) }
 
 // AddHash counts c occurrences of the key with fingerprint x.
 func (s *CMM) AddHash(x uint64, c uint32) {
-	s.cells(x)
+	s.cells(x, s.idx)
 	s.total += uint64(c)
 	if !s.conservative {
 		for i, j := range s.idx {
@@ -129,7 +129,7 @@ func (s *CMM) AddHash(x uint64, c uint32) {
 		}
 		return
 	}
-	m := s.minAt()
+	m := s.minAt(s.idx)
 	target := satAdd(m, c)
 	for i, j := range s.idx {
 		if s.counts[j] < target {
@@ -146,9 +146,9 @@ func satAdd(a, b uint32) uint32 {
 	return a + b
 }
 
-func (s *CMM) minAt() uint32 {
+func (s *CMM) minAt(idx []int) uint32 {
 	m := uint32(math.MaxUint32)
-	for _, j := range s.idx {
+	for _, j := range idx {
 		m = min(m, s.counts[j])
 	}
 	return m
@@ -158,10 +158,13 @@ func (s *CMM) minAt() uint32 {
 // count (with or without conservative update).
 func (s *CMM) Min(key string) uint64 { return s.MinHash(Fingerprint(key)) }
 
-// MinHash is Min by fingerprint.
+// MinHash is Min by fingerprint. Queries (Min, MinHash, Estimate) only
+// read the sketch, so they are safe for concurrent use.
 func (s *CMM) MinHash(x uint64) uint64 {
-	s.cells(x)
-	return uint64(s.minAt())
+	var buf [64]int
+	idx := buf[:s.d]
+	s.cells(x, idx)
+	return uint64(s.minAt(idx))
 }
 
 // Estimate returns the Count-Mean-Min estimate: in each row the counter
@@ -170,10 +173,12 @@ func (s *CMM) MinHash(x uint64) uint64 {
 // skewed streams but may fall below the true count, so it must never
 // decide a threshold (see Threshold).
 func (s *CMM) Estimate(key string) float64 {
-	s.cells(Fingerprint(key))
+	var buf [64]int
+	idx := buf[:s.d]
+	s.cells(Fingerprint(key), idx)
 	v := make([]float64, s.d)
 	m := math.Inf(1)
-	for i, j := range s.idx {
+	for i, j := range idx {
 		c := float64(s.counts[j])
 		m = math.Min(m, c)
 		v[i] = c - (float64(s.rowSum[i])-c)/float64(s.w-1)
