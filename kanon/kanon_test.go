@@ -341,3 +341,25 @@ func TestStage(t *testing.T) {
 		t.Fatalf("SampleKeep kept %d of 20000 at rate 0.3", kept)
 	}
 }
+
+func TestNoisyThresholdFor(t *testing.T) {
+	for _, c := range []struct{ eps, delta, beta float64 }{{1.11, 1e-6, 1}, {0.105, 1e-6, 1}, {1.11, 4e-7, 0.3}, {2.3, 1e-10, 0.9}} {
+		m, err := NoisyThresholdFor(c.eps, c.delta, c.beta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := m.Loss()
+		if l.Epsilon > c.eps || l.Delta > c.delta {
+			t.Errorf("%+v: loss (%v, %v) above target", c, l.Epsilon, l.Delta)
+		}
+		if m.K() > 2 {
+			smaller, _ := NewNoisyThreshold(m.eps, m.K()-1, c.beta)
+			if smaller.Loss().Delta <= c.delta {
+				t.Errorf("%+v: k = %d also meets delta", c, m.K()-1)
+			}
+		}
+	}
+	if _, err := NoisyThresholdFor(1, 0, 1); err == nil {
+		t.Error("delta 0 accepted")
+	}
+}

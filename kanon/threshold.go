@@ -87,3 +87,41 @@ func (m *NoisyThreshold) Apply(r *rng.Rand, counts map[string]uint64) ([]string,
 	}
 	return out, nil
 }
+
+// NoisyThresholdFor returns the noisy threshold at sampling rate β whose
+// amplified loss is at most (eps, delta), with the smallest k that allows:
+// the noise level ε' solves ln(1 + β(e^{ε'} − 1)) = eps, and k is the
+// least integer ≥ 2 with β·p^{k−1}/(1 + p) ≤ delta, p = e^{−ε'}.
+func NoisyThresholdFor(eps, delta, beta float64) (*NoisyThreshold, error) {
+	if err := account.ValidateEpsilon(eps); err != nil {
+		return nil, fmt.Errorf("noisy threshold: %w", err)
+	}
+	if !(delta > 0 && delta < 1) || !(beta > 0 && beta <= 1) {
+		return nil, fmt.Errorf("noisy threshold: need 0 < delta < 1 and 0 < beta <= 1, got %v, %v", delta, beta)
+	}
+	noise := math.Log1p(math.Expm1(eps) / beta)
+	// ε' is truncated to 30 binary digits by the constructor, which only
+	// lowers the amplified ε; k is computed from the truncated value.
+	noise = math.Floor(noise*(1<<30)) / (1 << 30)
+	logP := -noise
+	k := 2
+	if need := 1 + math.Ceil((math.Log(delta/beta)+math.Log1p(math.Exp(logP)))/logP); need > 2 {
+		if need > math.MaxInt32 {
+			return nil, fmt.Errorf("noisy threshold: no k up to 2^31 reaches delta %v at epsilon %v", delta, eps)
+		}
+		k = int(need)
+	}
+	m, err := NewNoisyThreshold(noise, k, beta)
+	if err != nil {
+		return nil, err
+	}
+	for m.loss.Delta > delta { // guard against rounding at the boundary
+		if m, err = NewNoisyThreshold(noise, m.k+1, beta); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// K returns the threshold.
+func (m *NoisyThreshold) K() int { return m.k }

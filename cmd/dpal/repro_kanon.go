@@ -24,7 +24,9 @@ beta = 1, k = 1, on binary and multi-class intent tasks. Each cell is charged it
 Li-Qardaji-Su epsilon at --delta; a cell with no guarantee at that delta (beta^k > delta)
 runs as a non-private what-if and is marked so. Writes <out>/fig{2,3,4}_<data>_<task>
 .png and .csv, rows.csv, appendix.csv (dpal's (epsilon, delta) -> k grid) and
-summary.json. --quick runs SLURP binary on a small grid (seconds).`,
+summary.json. Each private cell is followed by dpal's alternative at the same (epsilon,
+delta): no sampling, a discrete-Laplace noisy threshold with the smallest k it allows
+(method dp-threshold). --quick runs SLURP binary on a small grid (seconds).`,
 	Args: cobra.NoArgs,
 	RunE: runReproKAnon,
 }
@@ -91,13 +93,13 @@ func runReproKAnon(cmd *cobra.Command, _ []string) error {
 
 func printReproKAnon(w io.Writer, s kanonrepro.Summary, out string, took time.Duration) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "dataset\ttask\tbeta\tk\tprivate\tepsilon\treleased\tlabels\taccuracy\tmajority\t")
+	fmt.Fprintln(tw, "dataset\ttask\tmethod\tbeta\tk\tprivate\tepsilon\treleased\tlabels\taccuracy\tmajority\t")
 	for _, r := range s.Rows {
 		eps := "-"
 		if r.Guaranteed {
 			eps = fmt.Sprintf("%.3g", r.Epsilon)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%g\t%d\t%v\t%s\t%d\t%d\t%.4f\t%.4f\t\n", r.Dataset, r.Task, r.Beta, r.K, r.Guaranteed, eps, r.Released, r.LabelsUsed, r.Accuracy, r.Majority)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%g\t%d\t%v\t%s\t%d\t%d\t%.4f\t%.4f\t\n", r.Dataset, r.Task, r.Method, r.Beta, r.K, r.Guaranteed, eps, r.Released, r.LabelsUsed, r.Accuracy, r.Majority)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "seed %d, delta %g, %.0f s; figures, rows.csv, appendix.csv and summary.json in %s\n", s.Options.Seed, s.Options.Delta, took.Seconds(), out)

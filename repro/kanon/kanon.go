@@ -52,6 +52,9 @@ type Options struct {
 	Zipf kanon.ZipfCLINC `json:"zipf"`
 	// Positive holds each dataset's positive label prefixes (binary task).
 	Positive map[string]string `json:"positive"`
+	// CompareDP adds, for every private cell, dpal's noisy threshold at
+	// the same (ε, δ) (CellDP).
+	CompareDP bool `json:"compare_dp"`
 	// Run is the pipeline configuration (β, k, δ and Positive are set per
 	// cell).
 	Run kanon.Config `json:"run"`
@@ -65,7 +68,7 @@ func DefaultOptions() Options {
 		DataDir: "../shared/data", Seed: 1,
 		Betas: []float64{0.1, 0.3, 0.6, 0.9}, PaperKs: []int{1, 20, 100, 200, 500}, SlurpKs: []int{1, 2, 3, 5, 10},
 		Delta: 1e-6, Datasets: []string{SLURP, CLINC}, Tasks: []string{"binary", "multiclass"},
-		Zipf: kanon.ZipfCLINC{C: 20000, S: 1},
+		Zipf: kanon.ZipfCLINC{C: 20000, S: 1}, CompareDP: true,
 		Positive: map[string]string{
 			// Commands that act (media, calendar, e-mail, smart home,
 			// alarms, lists) against information requests: 58% of events.
@@ -92,6 +95,10 @@ type Row struct {
 	Beta     float64 `json:"beta"`
 	K        int     `json:"k"`
 	Baseline bool    `json:"baseline,omitempty"`
+	// Method is "lqs" (the paper: exact k after sampling), "dp-threshold"
+	// (dpal's noisy threshold at the same (ε, δ) as an LQS cell, no
+	// sampling) or "baseline".
+	Method string `json:"method"`
 	// Guaranteed says whether (β, k) has an (ε, δ ≤ Options.Delta)
 	// guarantee; Epsilon and Delta are what was charged.
 	Guaranteed bool    `json:"guaranteed"`
@@ -114,7 +121,7 @@ type Summary struct {
 	// Appendix is dpal's (ε, δ) → k grid (the paper's table body is lost
 	// in the copy at hand); Guarantees is ε at Options.Delta over the
 	// paper's β × k grid.
-	Appendix   []kanon.Cell   `json:"appendix"`
+	Appendix   []kanon.Cell      `json:"appendix"`
 	Guarantees []kanon.Guarantee `json:"guarantees"`
 }
 
@@ -144,7 +151,10 @@ func Cell(o Options, dataset, task string, log []kanon.Query, beta float64, k in
 	if task == "binary" {
 		cfg.Positive = o.Positive[dataset]
 	}
-	row := Row{Dataset: dataset, Task: task, Beta: beta, K: k, Baseline: baseline}
+	row := Row{Dataset: dataset, Task: task, Beta: beta, K: k, Baseline: baseline, Method: "lqs"}
+	if baseline {
+		row.Method = "baseline"
+	}
 	var led *ledger.Ledger
 	if !baseline {
 		if _, err := account.KAnonEpsilon(beta, k, o.Delta); errors.Is(err, account.ErrNoGuarantee) {
@@ -157,11 +167,36 @@ func Cell(o Options, dataset, task string, log []kanon.Query, beta float64, k in
 			return row, err
 		}
 	}
+	return run(o, cfg, log, led, row)
+}
+
+// CellDP runs dpal's alternative at the (ε, δ) of a private LQS cell: no
+// sampling, the noisy threshold with the smallest k that (ε, δ) allows
+// (kanon.NoisyThresholdFor).
+func CellDP(o Options, dataset, task string, log []kanon.Query, eps, delta float64) (Row, error) {
+	m, err := kanon.NoisyThresholdFor(eps, delta, 1)
+	if err != nil {
+		return Row{}, err
+	}
+	cfg := o.Run
+	cfg.Beta, cfg.K, cfg.Threshold, cfg.NoiseEpsilon, cfg.Positive = 1, m.K(), kanon.ThresholdDP, m.Loss().Epsilon, ""
+	if task == "binary" {
+		cfg.Positive = o.Positive[dataset]
+	}
+	led, err := ledger.New(account.Budget{Epsilon: 1e6, Delta: 0.5})
+	if err != nil {
+		return Row{}, err
+	}
+	return run(o, cfg, log, led, Row{Dataset: dataset, Task: task, Beta: 1, K: m.K(), Method: "dp-threshold"})
+}
+
+// run executes one configured cell and fills row from the result.
+func run(o Options, cfg kanon.Config, log []kanon.Query, led *ledger.Ledger, row Row) (Row, error) {
 	// The same seed in every cell: the same test/golden split, so cells
 	// differ only by what the privacy filter lets through.
 	res, err := kanon.Run(cfg, log, rng.Seeded(o.Seed), led)
 	if err != nil {
-		return row, fmt.Errorf("%s %s beta=%v k=%d: %w", dataset, task, beta, k, err)
+		return row, fmt.Errorf("%s %s %s beta=%v k=%d: %w", row.Dataset, row.Task, row.Method, cfg.Beta, cfg.K, err)
 	}
 	row.Guaranteed, row.Epsilon, row.Delta = res.Private, res.Epsilon, res.Delta
 	row.Released, row.LabelsUsed, row.Accuracy, row.Curve = res.Released, res.LabelsUsed, res.Accuracy, res.Curve
@@ -170,7 +205,9 @@ func Cell(o Options, dataset, task string, log []kanon.Query, beta float64, k in
 }
 
 // Reproduce runs every dataset and task: the baseline (β = 1, k = 1) and
-// the β × k grid. step, when not nil, is called after each cell.
+// the β × k grid (each private cell followed by its DP-threshold
+// counterpart when CompareDP). step, when not nil, is called after each
+// baseline or grid cell with the number done and the total.
 func Reproduce(o Options, step func(done, total int)) (Summary, error) {
 	s := Summary{Options: o}
 	var err error
@@ -183,6 +220,12 @@ func Reproduce(o Options, step func(done, total int)) (Summary, error) {
 	total := 0
 	for _, d := range o.Datasets {
 		total += len(o.Tasks) * (1 + len(o.Betas)*len(o.Ks(d)))
+	}
+	done := 0
+	tick := func() {
+		if done++; step != nil {
+			step(done, total)
+		}
 	}
 	for _, d := range o.Datasets {
 		log, err := Load(o, d)
@@ -198,21 +241,24 @@ func Reproduce(o Options, step func(done, total int)) (Summary, error) {
 				return s, err
 			}
 			s.Rows = append(s.Rows, row)
+			tick()
 			for _, b := range o.Betas {
 				for _, k := range o.Ks(d) {
-					if step != nil {
-						step(len(s.Rows), total)
-					}
 					if row, err = Cell(o, d, t, log, b, k, false); err != nil {
+						return s, err
+					}
+					s.Rows = append(s.Rows, row)
+					tick()
+					if !row.Guaranteed || !o.CompareDP {
+						continue
+					}
+					if row, err = CellDP(o, d, t, log, row.Epsilon, row.Delta); err != nil {
 						return s, err
 					}
 					s.Rows = append(s.Rows, row)
 				}
 			}
 		}
-	}
-	if step != nil {
-		step(total, total)
 	}
 	return s, nil
 }
@@ -226,6 +272,8 @@ func Figures(rows []Row, title string) (fig2, fig3, fig4 *figure.Plot) {
 	var cells []Row
 	for _, r := range rows {
 		switch {
+		case r.Method == "dp-threshold":
+			continue
 		case r.Baseline:
 			fig2.HLines = append(fig2.HLines, figure.HLine{Name: "baseline β=1, k=1", Y: r.Accuracy},
 				figure.HLine{Name: "majority class", Y: r.Majority})
@@ -288,9 +336,9 @@ func Write(out string, s Summary) error {
 			}
 		}
 	}
-	rows := [][]string{{"dataset", "task", "beta", "k", "baseline", "guaranteed", "epsilon", "delta", "released", "labels_used", "accuracy", "majority"}}
+	rows := [][]string{{"dataset", "task", "method", "beta", "k", "baseline", "guaranteed", "epsilon", "delta", "released", "labels_used", "accuracy", "majority"}}
 	for _, r := range s.Rows {
-		rows = append(rows, []string{r.Dataset, r.Task, ftoa(r.Beta), strconv.Itoa(r.K), strconv.FormatBool(r.Baseline),
+		rows = append(rows, []string{r.Dataset, r.Task, r.Method, ftoa(r.Beta), strconv.Itoa(r.K), strconv.FormatBool(r.Baseline),
 			strconv.FormatBool(r.Guaranteed), ftoa(r.Epsilon), ftoa(r.Delta), strconv.Itoa(r.Released), strconv.Itoa(r.LabelsUsed), ftoa(r.Accuracy), ftoa(r.Majority)})
 	}
 	if err := figure.WriteCSV(filepath.Join(out, "rows.csv"), rows); err != nil {
