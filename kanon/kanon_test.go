@@ -177,17 +177,19 @@ func TestRunBaseline(t *testing.T) {
 	}
 }
 
-// TestExactKeepIsExact checks the exact mode end to end: even with a
-// 2-counter-wide sketch, the kept set is exactly {q : count ≥ k}.
+// TestExactKeepIsExact checks the exact mode end to end: with a
+// 2-counter-wide sketch, or one sized by HyperLogLog (width 0), the kept
+// set is exactly {q : count ≥ k}.
 func TestExactKeepIsExact(t *testing.T) {
 	var sample []string
 	for _, q := range synthLog() {
 		sample = append(sample, q.Text)
 	}
 	counts := countAll(sample)
-	for _, k := range []int{1, 3, 10, 40} {
+	for _, c := range []struct{ k, width int }{{1, 2}, {3, 2}, {10, 2}, {40, 2}, {3, 0}, {10, 0}} {
+		k := c.k
 		cfg := DefaultConfig()
-		cfg.K, cfg.SketchWidth = k, 2
+		cfg.K, cfg.SketchWidth = k, c.width
 		got, err := exactKeep(cfg, sample)
 		if err != nil {
 			t.Fatal(err)

@@ -61,7 +61,10 @@ type Config struct {
 	// Positive, when set, makes the task binary: labels starting with one
 	// of its comma-separated prefixes are "positive", the rest "negative".
 	Positive string `json:"positive,omitempty"`
-	// SketchRows × SketchWidth size the Count-Mean-Min sketch.
+	// SketchRows × SketchWidth size the Count-Mean-Min sketch; width 0
+	// sizes it from a HyperLogLog estimate of the sample's distinct
+	// queries (sketch.WidthFor). The kept set is exact either way; the
+	// width only sets how many false candidates the recount checks.
 	SketchRows  int `json:"sketch_rows"`
 	SketchWidth int `json:"sketch_width"`
 }
@@ -71,7 +74,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Beta: 0.3, K: 20, Delta: 1e-6, Threshold: ThresholdExact, NoiseEpsilon: 1,
 		LabelsBudget: 500, Rounds: 5, Golden: 100, AnnotatorAccuracy: 0.65, AnnotatorSD: 0.01,
-		Annotators: 10, Members: 3, Epochs: 5, TestFraction: 0.2, SketchRows: 4, SketchWidth: 1 << 16}
+		Annotators: 10, Members: 3, Epochs: 5, TestFraction: 0.2, SketchRows: 4}
 }
 
 // Validate checks c.
@@ -90,6 +93,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("annotator accuracy must be in [0, 1] and its sd >= 0, got %v, %v", c.AnnotatorAccuracy, c.AnnotatorSD)
 	case !(c.TestFraction > 0 && c.TestFraction < 1):
 		return fmt.Errorf("test fraction must be in (0, 1), got %v", c.TestFraction)
+	case c.SketchWidth != 0 && (c.SketchWidth < 2 || c.SketchWidth&(c.SketchWidth-1) != 0):
+		return fmt.Errorf("sketch width must be 0 (sized by HyperLogLog) or a power of two >= 2, got %d", c.SketchWidth)
 	}
 	return nil
 }
@@ -298,7 +303,18 @@ func release(cfg Config, pool []string, r *rng.Rand, led *ledger.Ledger, res *Re
 // sample pre-filters and an exact recount of its candidates decides
 // (sketch.Survivors), so the kept set is exactly {q : count ≥ k}.
 func exactKeep(cfg Config, sample []string) ([]string, error) {
-	s, err := sketch.NewCMM(cfg.SketchRows, cfg.SketchWidth, SketchSeed, true)
+	width := cfg.SketchWidth
+	if width == 0 {
+		h, err := sketch.NewHLL(14)
+		if err != nil {
+			return nil, err
+		}
+		for _, q := range sample {
+			h.Insert(q)
+		}
+		width = sketch.WidthFor(h.Estimate())
+	}
+	s, err := sketch.NewCMM(cfg.SketchRows, width, SketchSeed, true)
 	if err != nil {
 		return nil, err
 	}

@@ -58,3 +58,15 @@ func (h *HLL) Bytes() int {
 	}
 	return len(b)
 }
+
+// WidthFor returns a Count-Mean-Min width for a stream with about distinct
+// keys (a HyperLogLog estimate, as the paper sizes its structures by n̂):
+// the power of two at or above 2·distinct, so each row holds about half a
+// key per counter, within [64, 2^24].
+func WidthFor(distinct uint64) int {
+	w := 64
+	for w < 1<<24 && uint64(w) < 2*distinct {
+		w <<= 1
+	}
+	return w
+}

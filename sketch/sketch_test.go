@@ -289,3 +289,14 @@ func FuzzCMMUnmarshal(f *testing.F) {
 		_ = x.Estimate("query")
 	})
 }
+
+func TestWidthFor(t *testing.T) {
+	for _, c := range []struct {
+		n    uint64
+		want int
+	}{{0, 64}, {10, 64}, {32, 64}, {33, 128}, {5000, 16384}, {1 << 40, 1 << 24}} {
+		if got := WidthFor(c.n); got != c.want {
+			t.Errorf("WidthFor(%d) = %d, want %d", c.n, got, c.want)
+		}
+	}
+}

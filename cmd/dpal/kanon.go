@@ -168,6 +168,7 @@ func init() {
 	f.Float64("annotator-accuracy", d.AnnotatorAccuracy, "mean annotator accuracy")
 	f.String("positive", "", "binary task: labels with this prefix are positive, the rest negative")
 	f.Bool("baseline", false, "non-private reference (no ledger charge; the paper's β = 1, k = 1)")
+	f.Int("sketch-width", 0, "Count-Mean-Min width, a power of two (0: sized from a HyperLogLog estimate)")
 	f.Float64("zipf-c", kanon.DefaultZipfCLINC.C, "clinc150: count of the top utterance")
 	f.Float64("zipf-s", kanon.DefaultZipfCLINC.S, "clinc150: Zipf exponent")
 	f.Float64("budget-epsilon", 10, "ledger ε budget of the log")
@@ -192,6 +193,7 @@ func runKAnonRun(cmd *cobra.Command, _ []string) error {
 	cfg.AnnotatorAccuracy, _ = f.GetFloat64("annotator-accuracy")
 	cfg.Positive, _ = f.GetString("positive")
 	cfg.Baseline, _ = f.GetBool("baseline")
+	cfg.SketchWidth, _ = f.GetInt("sketch-width")
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

@@ -118,6 +118,7 @@ func TestKAnonRunCLI(t *testing.T) {
 		{[]string{"--log", writeFile(t, dir, "empty.txt", "")}, "log is empty"},
 		{[]string{"--log", logPath, "--k", "0"}, "k must be >= 1"},
 		{[]string{"--log", logPath, "--beta", "1.5"}, "0 < beta <= 1"},
+		{[]string{"--log", logPath, "--sketch-width", "100"}, "power of two"},
 		{[]string{}, "--log is required"},
 	} {
 		_, _, err := runCLI(t, "", append([]string{"kanon", "run"}, c.args...)...)
