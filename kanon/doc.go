@@ -1,0 +1,14 @@
+// Package kanon owns the private active-learning system of Feyisetan,
+// Drake, Balle & Diethe (PAL 2019): sample a query log at rate β, keep the
+// queries whose frequency in the sample is at least k (frequencies from a
+// Count-Mean-Min sketch, distinct counts from HyperLogLog, package sketch),
+// rank the survivors by model uncertainty and send one copy of each chosen
+// query to annotators. Li, Qardaji & Su (2012, Thm 5) turn (β, k) into an
+// (ε, δ) guarantee, computed by dp/account (KAnonDelta and its inverses).
+//
+// Neighbouring relation: one query occurrence added to or removed from
+// the log. What leaves the trusted side is the set of released queries
+// (and their annotations); the sample, the sketches and every count stay
+// inside (raw HyperLogLog registers and sketch counters leak, Desfontaines,
+// Lochbihler & Basin 2019), so only the released set is charged.
+package kanon
