@@ -112,7 +112,7 @@ func init() {
 	f.Float64("clip", 1, "gaussian update: per-example gradient clipping norm C")
 	f.String("selector", "bernoulli", "selection: bernoulli or exponential")
 	f.String("policy", "flmb", "update policy: flsw or flmb")
-	f.Int("window", 0, "N for flsw, L for flmb (default: the gaussian update's noise rule, 87 at d = 116 and eps_g = 1; 5 with --paper)")
+	f.Int("window", 0, "N for flsw, L for flmb (default: the gaussian update's batch rule, 200 at d = 116 and eps_g = 1; 5 with --paper)")
 	f.Float64("eps-select", 1, "privacy of one selection decision (eps_s)")
 	f.Float64("eps-grad", 1, "privacy of one mini-batch update (eps_g)")
 	f.Int("label-budget", 0, "stop requesting labels after this many (0 = unlimited)")

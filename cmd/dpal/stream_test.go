@@ -499,10 +499,10 @@ func TestStreamDetectorDefaults(t *testing.T) {
 		update string
 		window int
 	}{
-		{"detector", nil, "gaussian", 88},
+		{"detector", nil, "gaussian", 200},
 		{"paper", []string{"--paper"}, "gamma", 5},
 		{"paper with window", []string{"--paper", "--window", "7"}, "gamma", 7},
-		{"detector eps 4", []string{"--eps-grad", "4"}, "gaussian", 25},
+		{"detector eps 4", []string{"--eps-grad", "4"}, "gaussian", 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stdout, _, err := runStreamCLI(t, "", append([]string{"--events", "300", "--seed", "2", "--no-baseline", "--json"}, tc.args...)...)
