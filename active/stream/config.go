@@ -128,6 +128,13 @@ type Config struct {
 	// Clip bounds each example's gradient norm in the Gaussian update
 	// (gradients have norm ≤ M anyway, so Clip = M clips nothing).
 	Clip float64 `json:"clip,omitempty"`
+	// FinalShare is the share of the Gaussian update's zCDP budget kept for
+	// one final model released by output perturbation (Learner.Final); 0,
+	// the default, releases none. The updates get ρ·(1 − FinalShare), the
+	// final model ρ·FinalShare, so a record still pays ε_g in all. It
+	// needs the Gaussian update, the hinge loss, λ > 0 and a label budget
+	// (the final fit keeps every labelled record in memory).
+	FinalShare float64 `json:"final_share,omitempty"`
 	// NonPrivate turns the learner into the deterministic Tong–Koller
 	// baseline: request iff c(t) ≥ τ, update without noise. It is NOT
 	// differentially private and refuses a ledger; for experiments only.
@@ -224,14 +231,33 @@ func (c Config) NoiseWindow() (int, error) {
 // targets are measured on.
 const GradSignalRatio = 4
 
-// gaussianZ returns the noise multiplier of the Gaussian update: ρ-zCDP
-// calibrated to (ε_g, δ) under conv, z = 1/√(2ρ). The sensitivity is 2C:
-// neighbouring streams replace one record (§2), which moves the clipped
-// gradient sum by at most 2C.
-func gaussianZ(c Config, conv account.Conversion) (float64, error) {
+// gaussianRhos returns the zCDP ρ of the update noise and of the final
+// model (Config.FinalShare): together the ρ calibrated to (ε_g, δ) under
+// conv, exactly in floating point. The larger share is the product and
+// the smaller the difference, which is exact (Sterbenz), so the ledger's
+// sum of the two charges is the calibrated ρ to the last bit.
+func gaussianRhos(c Config, conv account.Conversion) (upd, final float64, err error) {
 	rho, err := account.CalibrateZCDP(account.Budget{Epsilon: c.EpsGrad, Delta: c.Delta}, conv)
 	if err != nil {
-		return 0, fmt.Errorf("stream: gaussian update: %w", err)
+		return 0, 0, fmt.Errorf("stream: gaussian update: %w", err)
+	}
+	f := c.FinalShare
+	if f <= 0.5 {
+		upd = rho * (1 - f)
+		return upd, rho - upd, nil
+	}
+	final = rho * f
+	return rho - final, final, nil
+}
+
+// gaussianZ returns the noise multiplier of the Gaussian update: its ρ of
+// gaussianRhos, z = 1/√(2ρ). The sensitivity is 2C: neighbouring streams
+// replace one record (§2), which moves the clipped gradient sum by at
+// most 2C.
+func gaussianZ(c Config, conv account.Conversion) (float64, error) {
+	rho, _, err := gaussianRhos(c, conv)
+	if err != nil {
+		return 0, err
 	}
 	return 1 / math.Sqrt(2*rho), nil
 }
@@ -305,6 +331,22 @@ func (c Config) validateUpdate() error {
 		}
 	default:
 		return fmt.Errorf("stream: unknown update %d", c.Update)
+	}
+	return c.validateFinal()
+}
+
+func (c Config) validateFinal() error {
+	switch {
+	case c.FinalShare == 0:
+		return nil
+	case !(c.FinalShare > 0 && c.FinalShare < 1):
+		return fmt.Errorf("stream: final share must lie in [0, 1), got %v", c.FinalShare)
+	case c.Update != Gaussian || c.NonPrivate:
+		return errors.New("stream: a final model (final share > 0) needs the private gaussian update")
+	case c.Loss != "hinge" || !(c.Lambda > 0):
+		return fmt.Errorf("stream: a final model needs the hinge loss and lambda > 0, got %s and %v", c.Loss, c.Lambda)
+	case c.LabelBudget <= 0:
+		return errors.New("stream: a final model keeps every labelled record: set a label budget")
 	}
 	return nil
 }
