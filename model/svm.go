@@ -48,8 +48,50 @@ var ErrNoData = errors.New("model: no training examples")
 //
 // Rows must share one length, be finite, and labels must be ±1.
 func TrainLinearSVM(X [][]float64, Y []float64, opt SVMOptions) ([]float64, error) {
-	if err := validateLabelled(X, Y); err != nil {
+	s, tol, err := newSVMSolver(X, Y, opt)
+	if err != nil {
 		return nil, err
+	}
+	s.run(tol)
+	return s.w, nil
+}
+
+// TrainLinearSVMWithin is TrainLinearSVM run until its solution w is
+// provably within dist of the exact minimiser w* of P: it tightens the
+// tolerance tenfold, warm-started, until √(2·gap) ≤ dist, where gap is the
+// duality gap in LIBLINEAR's scaling P_C = ½‖w‖² + C Σ hinge (C = 1/(λn)),
+// D_C(α) = Σ αᵢ − ½‖Σ αᵢyᵢxᵢ‖². P_C is 1-strongly convex with the same
+// minimiser as P, and D_C(α) ≤ P_C(w*) (weak duality), so ‖w − w*‖² ≤
+// 2(P_C(w) − P_C(w*)) ≤ 2·gap. Rounding in the gap's sums is bounded and
+// added. Output perturbation needs this: the sensitivity of w* is proven
+// for the exact minimiser, and dist bounds how far the solver's w can
+// be from it. It errors when no tolerance down to 1e-14 certifies dist.
+func TrainLinearSVMWithin(X [][]float64, Y []float64, opt SVMOptions, dist float64) ([]float64, error) {
+	if !(dist > 0) || math.IsInf(dist, 0) {
+		return nil, fmt.Errorf("model: SVM distance bound %v must be positive and finite", dist)
+	}
+	s, tol, err := newSVMSolver(X, Y, opt)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		s.run(tol)
+		b := s.distBound()
+		if b <= dist {
+			return s.w, nil
+		}
+		if tol < 1e-14 {
+			return nil, fmt.Errorf("model: SVM solution not certified within %v of the minimiser (bound %v)", dist, b)
+		}
+		tol /= 10
+	}
+}
+
+// newSVMSolver validates the inputs, applies SVMOptions' defaults and
+// returns the solver at α = 0 with the tolerance to run it at.
+func newSVMSolver(X [][]float64, Y []float64, opt SVMOptions) (*dcdSolver, float64, error) {
+	if err := validateLabelled(X, Y); err != nil {
+		return nil, 0, err
 	}
 	n, d := len(X), len(X[0])
 	lambda, tol, maxEpochs := opt.Lambda, opt.Tol, opt.MaxEpochs
@@ -64,15 +106,35 @@ func TrainLinearSVM(X [][]float64, Y []float64, opt SVMOptions) ([]float64, erro
 	}
 	switch {
 	case !(lambda > 0) || math.IsInf(lambda, 0):
-		return nil, fmt.Errorf("model: SVM lambda %v must be positive and finite", opt.Lambda)
+		return nil, 0, fmt.Errorf("model: SVM lambda %v must be positive and finite", opt.Lambda)
 	case !(tol > 0) || math.IsInf(tol, 0):
-		return nil, fmt.Errorf("model: SVM tolerance %v must be positive and finite", opt.Tol)
+		return nil, 0, fmt.Errorf("model: SVM tolerance %v must be positive and finite", opt.Tol)
 	case maxEpochs < 0:
-		return nil, fmt.Errorf("model: SVM max epochs %d must be positive", opt.MaxEpochs)
+		return nil, 0, fmt.Errorf("model: SVM max epochs %d must be positive", opt.MaxEpochs)
 	}
-	s := dcdSolver{X: X, Y: Y, C: 1 / (lambda * float64(n)), w: make([]float64, d)}
-	s.run(tol, maxEpochs, rand.New(rand.NewPCG(opt.Seed, 0x5eed)))
-	return s.w, nil
+	return &dcdSolver{X: X, Y: Y, C: 1 / (lambda * float64(n)), w: make([]float64, d),
+		maxEpochs: maxEpochs, r: rand.New(rand.NewPCG(opt.Seed, 0x5eed))}, tol, nil
+}
+
+// distBound returns √(2·gap) ≥ ‖w − w*‖ (see TrainLinearSVMWithin), with
+// Σ αᵢyᵢxᵢ recomputed from α rather than taken from the running w, and
+// the sums' rounding error (at most about (n + d)·2⁻⁵³ of their absolute
+// terms, all non-negative here) added at 8 times that.
+func (s *dcdSolver) distBound() float64 {
+	wa := make([]float64, len(s.w))
+	var sumAlpha, hinge float64
+	h := Hinge{}
+	for i, x := range s.X {
+		sumAlpha += s.alpha[i]
+		for j, v := range x {
+			wa[j] += s.alpha[i] * s.Y[i] * v
+		}
+		hinge += h.Value(s.Y[i] * vec.Dot(s.w, x))
+	}
+	primal := 0.5*vec.Dot(s.w, s.w) + s.C*hinge
+	dual := sumAlpha - 0.5*vec.Dot(wa, wa)
+	slack := float64(len(s.X)+len(s.w)+2) * 0x1p-50 * (math.Abs(primal) + math.Abs(dual) + sumAlpha + vec.Dot(wa, wa))
+	return math.Sqrt(2 * (math.Max(primal-dual, 0) + slack))
 }
 
 // dcdSolver holds the state of the dual coordinate descent: the dual
@@ -83,14 +145,19 @@ type dcdSolver struct {
 	C     float64
 	w     []float64
 	alpha []float64
+	// maxEpochs bounds each run's passes; r orders the coordinates.
+	maxEpochs int
+	r         *rand.Rand
 }
 
 // run performs passes in random order, shrinking coordinates whose dual
 // variable sits at a bound with a gradient pushing outwards, until the
 // projected-gradient spread is below tol on the full set.
-func (s *dcdSolver) run(tol float64, maxEpochs int, r *rand.Rand) {
+func (s *dcdSolver) run(tol float64) {
 	n := len(s.X)
-	s.alpha = make([]float64, n)
+	if s.alpha == nil { // a warm start keeps α and w
+		s.alpha = make([]float64, n)
+	}
 	qii := make([]float64, n)
 	active := make([]int, n)
 	for i, x := range s.X {
@@ -101,8 +168,8 @@ func (s *dcdSolver) run(tol float64, maxEpochs int, r *rand.Rand) {
 	// used to decide which bound coordinates to shrink (LIBLINEAR's rule).
 	pgMaxOld, pgMinOld := math.Inf(1), math.Inf(-1)
 	nActive := n
-	for epoch := 0; epoch < maxEpochs; epoch++ {
-		r.Shuffle(nActive, func(i, j int) { active[i], active[j] = active[j], active[i] })
+	for epoch := 0; epoch < s.maxEpochs; epoch++ {
+		s.r.Shuffle(nActive, func(i, j int) { active[i], active[j] = active[j], active[i] })
 		pgMax, pgMin := math.Inf(-1), math.Inf(1)
 		for k := 0; k < nActive; k++ {
 			i := active[k]

@@ -65,8 +65,8 @@ func dualityGap(s *dcdSolver) float64 {
 func TestTrainLinearSVMDualityGap(t *testing.T) {
 	for _, lambda := range []float64{1e-1, 1e-2, 1e-3} {
 		X, Y := noisyLinear(500, 10, 0.1, 3)
-		s := dcdSolver{X: X, Y: Y, C: 1 / (lambda * float64(len(X))), w: make([]float64, 10)}
-		s.run(1e-4, 10000, rand.New(rand.NewPCG(1, 2)))
+		s := dcdSolver{X: X, Y: Y, C: 1 / (lambda * float64(len(X))), w: make([]float64, 10), maxEpochs: 10000, r: rand.New(rand.NewPCG(1, 2))}
+		s.run(1e-4)
 		if gap := dualityGap(&s); gap > 1e-3 || gap < -1e-9 {
 			t.Errorf("λ=%g: relative duality gap %g", lambda, gap)
 		}
@@ -202,4 +202,36 @@ func ExampleTrainLinearSVM() {
 	}
 	fmt.Printf("training error %.2f\n", ErrorRate(w, X, Y))
 	// Output: training error 0.00
+}
+
+// TestTrainLinearSVMWithin: the certified solution lies within the
+// requested distance of a far more precise one, and a bad bound errors.
+func TestTrainLinearSVMWithin(t *testing.T) {
+	X, Y := noisyLinear(300, 6, 0.1, 5)
+	for _, tc := range []struct {
+		name   string
+		lambda float64
+		dist   float64
+	}{{"lambda 0.1", 0.1, 1e-2}, {"lambda 0.01", 0.01, 1e-3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := TrainLinearSVMWithin(X, Y, SVMOptions{Lambda: tc.lambda}, tc.dist)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := TrainLinearSVMWithin(X, Y, SVMOptions{Lambda: tc.lambda, Seed: 9}, tc.dist/20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			diff := make([]float64, len(w))
+			for i := range w {
+				diff[i] = w[i] - ref[i]
+			}
+			if d := vec.Norm(diff); d > tc.dist*(1+1.0/20) {
+				t.Errorf("‖w − w_ref‖ = %v, certified %v", d, tc.dist)
+			}
+		})
+	}
+	if _, err := TrainLinearSVMWithin(X, Y, SVMOptions{}, 0); err == nil {
+		t.Error("distance 0 accepted")
+	}
 }

@@ -41,6 +41,10 @@
 //     ball of radius R = 1/√λ, and a batch size from public parameters
 //     only (Config.NoiseWindow).
 //
+// With Config.FinalShare > 0 the Gaussian learner keeps part of its zCDP
+// budget for one final model, released by output perturbation of the
+// regularised SVM on every labelled record (Learner.Final).
+//
 // The FLSW policy updates every N observations (Algorithm 3; an empty
 // window publishes the same w and spends nothing, eq. 14–15); FLMB
 // updates when L labels are buffered

@@ -121,6 +121,6 @@ func ExampleDetectorConfig() {
 	fmt.Printf("update %s, window %d, radius %.2f, lambda %.5f\n", cfg.Update, cfg.Window, cfg.Radius, cfg.Lambda)
 	fmt.Printf("every record's ε ≤ %g at δ = %g\n", eps, cfg.Delta)
 	// Output:
-	// update gaussian, window 88, radius 10.77, lambda 0.00862
+	// update gaussian, window 200, radius 10.77, lambda 0.00862
 	// every record's ε ≤ 2 at δ = 1e-05
 }

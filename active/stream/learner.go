@@ -137,6 +137,13 @@ type Learner struct {
 	pending []point // requested, sorted by id
 	batch   []point // labelled, waiting for the update
 	free    [][]float64
+	// kept holds every labelled point for the final model (FinalShare >
+	// 0 only); finalDone says it was released, which happens once.
+	kept      []point
+	finalDone bool
+	rhoFinal  float64              // the final model's ρ (gaussianRhos)
+	finalG    *mech.GaussianVector // finalNoise's last noise, for finalN records
+	finalN    int
 
 	releases []Release
 	relStore []float64 // backing store of recent releases' W
@@ -244,6 +251,9 @@ func (l *Learner) buildNoise(led *ledger.Ledger) error {
 		}
 		var z float64
 		if z, err = gaussianZ(cfg, conv); err != nil {
+			return err
+		}
+		if _, l.rhoFinal, err = gaussianRhos(cfg, conv); err != nil {
 			return err
 		}
 		var gv *mech.GaussianVector
@@ -492,6 +502,9 @@ func (l *Learner) Label(id uint64, y float64) error {
 	p.y = y
 	l.pending = slices.Delete(l.pending, i, i+1)
 	l.batch = append(l.batch, p)
+	if l.cfg.FinalShare > 0 {
+		l.kept = append(l.kept, point{id: p.id, x: slices.Clone(p.x), y: y})
+	}
 	l.labelled++
 	if l.cfg.Policy == FLMB && len(l.batch) >= l.cfg.Window {
 		if err := l.update(); err != nil {
@@ -679,6 +692,86 @@ func (l *Learner) step(b int) float64 {
 	noise := l.sigma / float64(b)
 	G := math.Sqrt(bound*bound + float64(c.Dim)*noise*noise)
 	return c.Eta * c.Radius / (G * math.Sqrt(t))
+}
+
+// finalSlack is the share of the exact minimiser's sensitivity that the
+// solver's distance to it may add on each side (model.TrainLinearSVMWithin).
+const finalSlack = 0.01
+
+// FinalSensitivity is the ℓ2 sensitivity of Final's model on n labelled
+// records: the minimiser w* of (λ/2)‖w‖² + (1/n)Σ hinge(yᵢ⟨w, xᵢ⟩) moves by
+// at most 2M/(nλ) when one record is replaced, since each loss is
+// M-Lipschitz in w for ‖x‖ ≤ M and the objective is λ-strongly convex
+// (Chaudhuri, Monteleoni & Sarwate 2011, Corollary 8; Bousquet & Elisseeff
+// 2002); the solver's w is within finalSlack of that of w* on each side.
+func (c Config) FinalSensitivity(n int) float64 {
+	return (1 + 2*finalSlack) * 2 * c.M / (float64(n) * c.Lambda)
+}
+
+// Final releases one final model by output perturbation (Chaudhuri et al.
+// 2011, Algorithm 1, with Gaussian noise): the regularised hinge-loss SVM
+// w* on every labelled record (λ = Config.Lambda, no bias), fitted to
+// within finalSlack of its sensitivity (model.TrainLinearSVMWithin), plus
+// exact discrete-Gaussian noise (mech.GaussianVector) of sensitivity
+// FinalSensitivity(n), projected onto the ball of radius R
+// (post-processing).
+//
+// Neighbouring relation: streams that differ in one record (§2). Given the
+// public label requests, the labelled sets differ in at most that record,
+// and n, their size, is public. Guarantee: ρ·FinalShare-zCDP for each
+// labelled record, charged to GroupBatched before the noise is drawn;
+// with the updates' ρ·(1 − FinalShare) a labelled record pays exactly ε_g
+// at δ. Final may be called once (a second release would not be paid);
+// it needs Config.FinalShare > 0 and at least one label.
+func (l *Learner) Final() ([]float64, error) {
+	switch {
+	case l.cfg.FinalShare == 0:
+		return nil, errors.New("stream: final model: the configuration keeps no budget for it (final share 0)")
+	case l.finalDone:
+		return nil, errors.New("stream: final model: already released")
+	case len(l.kept) == 0:
+		return nil, errors.New("stream: final model: no labelled records")
+	}
+	noise, err := l.finalNoise(len(l.kept))
+	if err != nil {
+		return nil, err
+	}
+	X, Y := make([][]float64, len(l.kept)), make([]float64, len(l.kept))
+	for i, p := range l.kept {
+		X[i], Y[i] = p.x, p.y
+	}
+	sens := l.cfg.FinalSensitivity(len(X))
+	w, err := model.TrainLinearSVMWithin(X, Y, model.SVMOptions{Lambda: l.cfg.Lambda}, finalSlack*sens/(1+2*finalSlack))
+	if err != nil {
+		return nil, fmt.Errorf("stream: final model: %w", err)
+	}
+	c := ledger.Charge{
+		Groups: []string{GroupBatched}, Loss: noise.Loss(), Once: l.runKey("final"),
+		Note: "one final model by output perturbation over every labelled record",
+	}
+	if _, err := ledger.ReleaseCharge(l.ledger, c, func() (struct{}, error) {
+		return struct{}{}, noise.AddTo(l.r, w)
+	}); err != nil {
+		return nil, fmt.Errorf("stream: final model: %w", err)
+	}
+	l.finalDone = true
+	vec.ProjectBall(w, l.cfg.Radius)
+	return w, nil
+}
+
+// finalNoise is the final model's noise on n records: noise multiplier
+// 1/√(2ρ_final) (gaussianRhos, computed by buildNoise) at sensitivity
+// FinalSensitivity(n). The last one is kept for a repeated n.
+func (l *Learner) finalNoise(n int) (*mech.GaussianVector, error) {
+	if l.finalG != nil && l.finalN == n {
+		return l.finalG, nil
+	}
+	g, err := mech.NewGaussianVector(1/math.Sqrt(2*l.rhoFinal), l.cfg.FinalSensitivity(n), l.cfg.Dim)
+	if err != nil {
+		return nil, fmt.Errorf("stream: final model: %w", err)
+	}
+	l.finalG, l.finalN = g, n
+	return g, nil
 }
 
 // releaseChunk is how many releases share one backing allocation.

@@ -45,6 +45,10 @@ type savedState struct {
 	Rand       []byte          `json:"rand,omitempty"`
 	Ledger     *ledger.Ledger  `json:"ledger,omitempty"`
 	StreamInfo json.RawMessage `json:"stream_info,omitempty"`
+	// Kept and FinalDone are the final model's labelled points and whether
+	// it was released (Config.FinalShare > 0 only).
+	Kept      []savedPoint `json:"kept,omitempty"`
+	FinalDone bool         `json:"final_done,omitempty"`
 }
 
 type savedPoint struct {
@@ -64,7 +68,7 @@ func (l *Learner) SaveState(w io.Writer) error {
 		Observed: l.observed, Requested: l.requested, Labelled: l.labelled, Updates: l.updates,
 		NextClose: l.nextClose, Run: l.run,
 		Pending: savePoints(l.pending), Batch: savePoints(l.batch), Releases: l.releases,
-		StreamInfo: l.streamInfo,
+		StreamInfo: l.streamInfo, Kept: savePoints(l.kept), FinalDone: l.finalDone,
 	}
 	if l.src != nil {
 		b, err := l.src.MarshalBinary()
@@ -156,6 +160,15 @@ func restore(rd io.Reader, r *rng.Rand, led *ledger.Ledger) (*Learner, error) {
 	if err := l.rechargeMissing(s.Observed > 0, s.Updates > 0); err != nil {
 		return nil, err
 	}
+	if l.finalDone && !l.ledger.Charged(l.runKey("final")) {
+		noise, err := l.finalNoise(len(l.kept))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := l.ledger.Record(ledger.Charge{Groups: []string{GroupBatched}, Loss: noise.Loss(), Once: l.runKey("final")}); err != nil {
+			return nil, fmt.Errorf("final model: %w", err)
+		}
+	}
 	return l, nil
 }
 
@@ -179,11 +192,32 @@ func (l *Learner) load(s *savedState) error {
 	if l.batch, err = l.loadPoints(s.Batch, true, ids); err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
+	if err := l.loadKept(s); err != nil {
+		return err
+	}
 	if err := l.checkReleases(s.Releases); err != nil {
 		return err
 	}
 	l.releases = s.Releases
 	l.streamInfo = s.StreamInfo
+	return nil
+}
+
+// loadKept checks and loads the final model's points: one per label when
+// the configuration keeps them, none otherwise.
+func (l *Learner) loadKept(s *savedState) error {
+	want := 0
+	if l.cfg.FinalShare > 0 {
+		want = s.Labelled
+	}
+	if len(s.Kept) != want || (s.FinalDone && want == 0) {
+		return fmt.Errorf("%d kept points (final released: %v) for %d labels at final share %v", len(s.Kept), s.FinalDone, s.Labelled, l.cfg.FinalShare)
+	}
+	var err error
+	if l.kept, err = l.loadPoints(s.Kept, true, map[uint64]bool{}); err != nil {
+		return fmt.Errorf("kept: %w", err)
+	}
+	l.finalDone = s.FinalDone
 	return nil
 }
 

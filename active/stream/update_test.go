@@ -53,6 +53,20 @@ func TestUpdateLossMatchesLedger(t *testing.T) {
 	}
 }
 
+// checkAudit fails unless an honest mechanism's empirical lower bound res
+// lies in [0.4·claim, claim]: below the claim, and strong enough that a
+// mutant could be caught.
+func checkAudit(t *testing.T, what string, res audit.Result, claim, deltaA float64) {
+	t.Helper()
+	t.Logf("%s audit at δ = %v: ε ≥ %.3f (claim %.3f; event %s)", what, deltaA, res.Epsilon, claim, res.Event)
+	if res.Epsilon > claim {
+		t.Errorf("audit lower bound %v exceeds the claimed ε(δ) = %v", res.Epsilon, claim)
+	}
+	if res.Epsilon < 0.4*claim {
+		t.Errorf("audit lower bound %v is too weak to catch anything (claim %v)", res.Epsilon, claim)
+	}
+}
+
 // gaussianUpdateLearner is a 1-d Gaussian-update learner whose step is a
 // bare scaling of the noisy gradient: λ = 0 and a ball too large to bite.
 func gaussianUpdateLearner(t testing.TB, epsGrad float64) *Learner {
@@ -84,14 +98,7 @@ func TestGaussianUpdateAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := run(l)
-	t.Logf("gaussian update audit at δ = %v: ε ≥ %.3f (claim %.3f; event %s)", deltaA, res.Epsilon, claim, res.Event)
-	if res.Epsilon > claim {
-		t.Errorf("audit lower bound %v exceeds the claimed ε(δ) = %v", res.Epsilon, claim)
-	}
-	if res.Epsilon < 0.4*claim {
-		t.Errorf("audit lower bound %v is too weak to catch anything (claim %v)", res.Epsilon, claim)
-	}
+	checkAudit(t, "gaussian update", run(l), claim, deltaA)
 	mutant := gaussianUpdateLearner(t, epsG)
 	z := 1 / math.Sqrt(2*mutant.noise.Loss().Rho)
 	half, err := mech.NewGaussianVector(z/2, 2*mutant.cfg.Clip, 1)
@@ -100,7 +107,7 @@ func TestGaussianUpdateAudit(t *testing.T) {
 	}
 	mutant.updateCharge() // the mutant claims the honest loss
 	mutant.noise = half
-	res = run(mutant)
+	res := run(mutant)
 	t.Logf("halved-σ mutant: ε ≥ %.3f", res.Epsilon)
 	if res.Epsilon <= claim {
 		t.Errorf("halved-σ mutant not caught: lower bound %v <= %v", res.Epsilon, claim)

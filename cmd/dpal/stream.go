@@ -112,10 +112,11 @@ func init() {
 	f.Float64("clip", 1, "gaussian update: per-example gradient clipping norm C")
 	f.String("selector", "bernoulli", "selection: bernoulli or exponential")
 	f.String("policy", "flmb", "update policy: flsw or flmb")
-	f.Int("window", 0, "N for flsw, L for flmb (default: the gaussian update's noise rule, 87 at d = 116 and eps_g = 1; 5 with --paper)")
+	f.Int("window", 0, "N for flsw, L for flmb (default: the gaussian update's batch rule, 200 at d = 116 and eps_g = 1; 5 with --paper)")
 	f.Float64("eps-select", 1, "privacy of one selection decision (eps_s)")
 	f.Float64("eps-grad", 1, "privacy of one mini-batch update (eps_g)")
 	f.Int("label-budget", 0, "stop requesting labels after this many (0 = unlimited)")
+	f.Float64("final-share", 0, "dataset mode, gaussian update with --label-budget: share of eps_g's zCDP budget for one final model by output perturbation (an SVM on every label, reported as the test error; docs/repro-stream.md)")
 	f.Float64("b", 0.2, "exponential selector: slab half-width b of eq. 7")
 	f.String("calibration", "paper", "exponential selector: paper (charge the true eps_s), scale or slab (true eps_s = eps-select)")
 	f.Float64("tau", math.Exp(-0.2), "Bernoulli slab threshold on c = exp(-d)")
@@ -157,6 +158,7 @@ type streamSummary struct {
 	Skipped            int            `json:"skipped_lines,omitempty"`
 	Replays            int            `json:"replays,omitempty"`
 	TestError          *float64       `json:"test_error,omitempty"`
+	LastUpdateError    *float64       `json:"last_update_error,omitempty"` // with --final-share: test_error is the final model's
 	ConstantError      *float64       `json:"constant_error,omitempty"`
 	BaselineBatchError *float64       `json:"baseline_batch_error,omitempty"`
 	EpsSelectTrue      *float64       `json:"eps_select_true,omitempty"`
@@ -222,6 +224,7 @@ func streamConfig(cmd *cobra.Command, dim int) (stream.Config, error) {
 		cfg.Window, _ = f.GetInt("window")
 	}
 	cfg.LabelBudget, _ = f.GetInt("label-budget")
+	cfg.FinalShare, _ = f.GetFloat64("final-share")
 	cfg.ShrinkingSlab, _ = f.GetBool("shrinking-slab")
 	cfg.NonPrivate, _ = f.GetBool("non-private")
 	for name, v := range map[string]*float64{"eps-select": &cfg.EpsSelect, "eps-grad": &cfg.EpsGrad, "b": &cfg.B,
@@ -247,7 +250,7 @@ func streamConfig(cmd *cobra.Command, dim int) (stream.Config, error) {
 // takes its configuration from the state, so none of them may be set.
 var streamConfigFlags = []string{
 	"paper", "update", "delta", "clip",
-	"selector", "policy", "window", "eps-select", "eps-grad", "label-budget", "b", "calibration",
+	"selector", "policy", "window", "eps-select", "eps-grad", "label-budget", "final-share", "b", "calibration",
 	"tau", "shrinking-slab", "eta", "lambda", "loss", "radius", "m", "norm-mode", "non-private",
 }
 
@@ -518,14 +521,23 @@ func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 	if n := info.Events; n > 0 && n < len(order) {
 		order = order[:n]
 	}
-	// A failed run still saves its state: nothing accepted is lost.
+	// A failed run still saves its state: nothing accepted is lost. The
+	// final model is released before the save, so that a resume knows it.
 	err = streamDataset(cmd, l, train, order)
+	w := l.Weights()
+	if err == nil && l.Config().FinalShare > 0 {
+		w, err = l.Final()
+	}
 	if saveErr := saveStreamState(cmd, l, key); saveErr != nil || err != nil {
 		return errors.Join(err, saveErr)
 	}
 	sum := summarise(l, train.Dim(), resumed)
 	sum.Dataset, sum.TrainSize, sum.TestSize, sum.ShuffleSeed = train.Name, train.Len(), test.Len(), shuffle
-	te := model.ErrorRate(l.Weights(), test.X, test.Y)
+	if l.Config().FinalShare > 0 {
+		last := model.ErrorRate(l.Weights(), test.X, test.Y)
+		sum.LastUpdateError = &last
+	}
+	te := model.ErrorRate(w, test.X, test.Y)
 	ce := model.ErrorRate(make([]float64, train.Dim()), test.X, test.Y) // w = 0: every event "attack"
 	sum.TestError, sum.ConstantError = &te, &ce
 	if skip, _ := f.GetBool("no-baseline"); !skip {
@@ -614,7 +626,9 @@ func printStreamSummary(cmd *cobra.Command, sum *streamSummary) error {
 	if sum.Rejected > 0 {
 		fmt.Fprintf(w, "  rejected     %d events (details in the log on stderr)\n", sum.Rejected)
 	}
-	if sum.TestError != nil {
+	if sum.TestError != nil && sum.LastUpdateError != nil {
+		fmt.Fprintf(w, "  test error   %.4f (final model by output perturbation; last update's model %.4f)\n", *sum.TestError, *sum.LastUpdateError)
+	} else if sum.TestError != nil {
 		fmt.Fprintf(w, "  test error   %.4f\n", *sum.TestError)
 	}
 	if sum.ConstantError != nil {
@@ -724,6 +738,9 @@ type eventRun struct {
 
 func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 	start := time.Now()
+	if cmd.Flags().Changed("final-share") {
+		return errors.New("--final-share: the final model is released in dataset mode only")
+	}
 	run := &eventRun{cmd: cmd, seed: seed}
 	dim, _ := cmd.Flags().GetInt("dim")
 	if dim < 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -499,10 +500,10 @@ func TestStreamDetectorDefaults(t *testing.T) {
 		update string
 		window int
 	}{
-		{"detector", nil, "gaussian", 88},
+		{"detector", nil, "gaussian", 200},
 		{"paper", []string{"--paper"}, "gamma", 5},
 		{"paper with window", []string{"--paper", "--window", "7"}, "gamma", 7},
-		{"detector eps 4", []string{"--eps-grad", "4"}, "gaussian", 25},
+		{"detector eps 4", []string{"--eps-grad", "4"}, "gaussian", 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stdout, _, err := runStreamCLI(t, "", append([]string{"--events", "300", "--seed", "2", "--no-baseline", "--json"}, tc.args...)...)
@@ -521,6 +522,37 @@ func TestStreamDetectorDefaults(t *testing.T) {
 			}
 			if sum.Config.Update != tc.update || sum.Config.Window != tc.window || sum.ConstantError == nil {
 				t.Errorf("update %q window %d constant %v, want %q, %d and a constant error", sum.Config.Update, sum.Config.Window, sum.ConstantError, tc.update, tc.window)
+			}
+		})
+	}
+}
+
+// TestStreamFinalShare: --final-share releases a final model whose ledger
+// keeps the per-record ε at ε_s + ε_g, reports the last update's error
+// beside it, and is refused without a label budget or in event mode.
+func TestStreamFinalShare(t *testing.T) {
+	stdout, _, err := runStreamCLI(t, "", "--events", "800", "--seed", "3", "--no-baseline", "--json", "--label-budget", "400", "--final-share", "0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		TestError        *float64 `json:"test_error"`
+		LastUpdateError  *float64 `json:"last_update_error"`
+		EpsilonPerRecord *float64 `json:"epsilon_per_record"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.TestError == nil || sum.LastUpdateError == nil || sum.EpsilonPerRecord == nil || math.Abs(*sum.EpsilonPerRecord-2) > 1e-9 {
+		t.Errorf("summary %s: want test and last-update errors and ε = 2", stdout)
+	}
+	for name, args := range map[string][]string{
+		"no label budget": {"--events", "100", "--final-share", "0.5"},
+		"event mode":      {"--input", "-", "--final-share", "0.5", "--label-budget", "10"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, _, err := runStreamCLI(t, "0.1,0.2\n", args...); err == nil {
+				t.Error("accepted")
 			}
 		})
 	}

@@ -16,7 +16,8 @@ type trajectory struct {
 	Obs         []int
 	Labels      []int
 	LabelsAtObs []int32
-	EpsRecord   *float64 // the ledger's largest per-record ε; nil when not private
+	EpsRecord   *float64  // the ledger's largest per-record ε; nil when not private
+	Final       []float64 // the final model (Config.FinalShare > 0), released at the end
 	errs        []float64
 	eval        func(w []float64) float64
 }

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/dpal-dev/dpal/active/stream"
@@ -36,6 +38,10 @@ type DetectorOptions struct {
 	// the check). It reports; it chooses nothing.
 	TuneOn     string
 	LambdaGrid []float64
+	// WindowGrid lists the batch sizes checked on the datasets whose name
+	// starts with "fashion" (the data stream.GradSignalRatio was fixed
+	// on) at ε_g = 1 and the largest label count; see checkWindow.
+	WindowGrid []int
 }
 
 // DefaultDetectorOptions sweeps ε_g ∈ {0.25, 0.5, 1, 2, 4} at ε_s = 1 with
@@ -43,7 +49,8 @@ type DetectorOptions struct {
 func DefaultDetectorOptions() DetectorOptions {
 	return DetectorOptions{Perms: 10, OutDir: "repro-stream", TestRows: 20000, EpsSelect: 1,
 		EpsGrads: []float64{0.25, 0.5, 1, 2, 4}, LabelGrid: []int{200, 500, 1000, 2000},
-		TuneOn: "mnist09", LambdaGrid: []float64{1e-1, 1e-2, 1e-3, 1e-4}}
+		TuneOn: "mnist09", LambdaGrid: []float64{1e-1, 1e-2, 1e-3, 1e-4},
+		WindowGrid: []int{58, 100, 150, 200, 300, 400}}
 }
 
 // DetectorRow is one (update, ε_g, labels) cell: mean and std over the
@@ -61,8 +68,9 @@ type DetectorRow struct {
 
 // detectorVariants are the learners compared: the paper's gamma update
 // with its §5 settings (η = 1, λ = 0.01, window 5, unit ball), dpal's
-// Gaussian detector (stream.DetectorConfig), and the detector's
-// noiseless twin (non-private, deterministic Tong–Koller selection).
+// Gaussian detector (stream.DetectorConfig), and the detector that keeps
+// half of ρ for a final model by output perturbation ("gaussian-final",
+// whose error is its final model's, at the largest label count only).
 func detectorVariants(dim int, epsS, epsG float64) map[string]stream.Config {
 	gamma := stream.DefaultConfig(dim)
 	gauss := stream.DetectorConfig(dim)
@@ -72,8 +80,18 @@ func detectorVariants(dim int, epsS, epsG float64) map[string]stream.Config {
 	if w, err := gauss.NoiseWindow(); err == nil {
 		gauss.Window = w
 	}
-	return map[string]stream.Config{"gamma": gamma, "gaussian": gauss}
+	final := gauss
+	final.FinalShare = finalShare
+	if w, err := final.NoiseWindow(); err == nil {
+		final.Window = w
+	}
+	return map[string]stream.Config{"gamma": gamma, "gaussian": gauss, "gaussian-final": final}
 }
+
+// finalShare is the share of ρ the "gaussian-final" variant keeps for its
+// final model (Config.FinalShare): half, the even split, checked on
+// Fashion-MNIST pairs only (docs/repro-stream.md).
+const finalShare = 0.5
 
 // noiselessEps is the ε_g of the noiseless twin: its noise σ ≈ 1e-3 is
 // negligible against gradients of norm ≤ 1.
@@ -91,6 +109,11 @@ func RunDetector(opt DetectorOptions, sets []Dataset) ([]DetectorRow, error) {
 	maxLabels := opt.LabelGrid[len(opt.LabelGrid)-1]
 	var rows []DetectorRow
 	for _, set := range sets {
+		if strings.HasPrefix(set.Name, "fashion") {
+			if err := checkWindow(opt, set, perms, maxLabels); err != nil {
+				return nil, err
+			}
+		}
 		if set.Name == opt.TuneOn {
 			if err := checkLambda(opt, set, perms, maxLabels); err != nil {
 				return nil, err
@@ -101,20 +124,28 @@ func RunDetector(opt DetectorOptions, sets []Dataset) ([]DetectorRow, error) {
 		run := func(name string, cfg stream.Config, epsG float64) error {
 			per := make([][]float64, len(opt.LabelGrid))
 			var epsRec float64
+			grid := opt.LabelGrid
+			if cfg.FinalShare > 0 {
+				cfg.LabelBudget, grid = maxLabels, []int{maxLabels}
+			}
 			for pi, ps := range perms {
 				perm := data.Permutation(set.Train.Len(), ps)
 				t, err := runLearner(cfg, mix(ps, nameTag(name)+math.Float64bits(epsG)), set.Train, perm, stopRule{Labels: maxLabels}, errOf)
 				if err != nil {
 					return fmt.Errorf("%s %s ε_g=%v permutation %d: %w", set.Name, name, epsG, pi, err)
 				}
-				for i, n := range opt.LabelGrid {
-					per[i] = append(per[i], t.errAtLabels(float64(n)))
+				for i, n := range grid {
+					e := t.errAtLabels(float64(n))
+					if t.Final != nil {
+						e = errOf(t.Final)
+					}
+					per[i] = append(per[i], e)
 				}
 				if t.EpsRecord != nil {
 					epsRec = math.Max(epsRec, *t.EpsRecord)
 				}
 			}
-			for i, n := range opt.LabelGrid {
+			for i, n := range grid {
 				m, s := stat.MeanStdDev(per[i], nil)
 				rows = append(rows, DetectorRow{Dataset: set.Name, Update: name, EpsGrad: epsG, Labels: n,
 					Mean: m, Std: s, EpsilonPerRecord: epsRec, Window: cfg.Window})
@@ -123,7 +154,7 @@ func RunDetector(opt DetectorOptions, sets []Dataset) ([]DetectorRow, error) {
 		}
 		for _, epsG := range opt.EpsGrads {
 			vs := detectorVariants(set.Train.Dim(), opt.EpsSelect, epsG)
-			for _, name := range []string{"gamma", "gaussian"} {
+			for _, name := range []string{"gamma", "gaussian", "gaussian-final"} {
 				if err := run(name, vs[name], epsG); err != nil {
 					return nil, err
 				}
@@ -165,7 +196,7 @@ func writeDetector(opt DetectorOptions, name string, rows []DetectorRow, constEr
 		XLabel: "ε_g", YLabel: "test error", LogX: true, HLines: []figure.HLine{{Name: "constant +1", Y: constErr}, {Name: "batch SVM", Y: svm.TestErrorEval}}}
 	vsLab := &figure.Plot{Title: name + ": error vs labels at ε_g = 1 (ε_s = 1)",
 		XLabel: "labels", YLabel: "test error", HLines: []figure.HLine{{Name: "constant +1", Y: constErr}, {Name: "batch SVM", Y: svm.TestErrorEval}}}
-	for _, upd := range []string{"gamma", "gaussian", "gaussian-noiseless", "tong-koller-noiseless"} {
+	for _, upd := range []string{"gamma", "gaussian", "gaussian-final", "gaussian-noiseless", "tong-koller-noiseless"} {
 		e := figure.Series{Name: upd, Points: true}
 		l := figure.Series{Name: upd, Points: true}
 		for _, r := range rows {
@@ -210,6 +241,78 @@ func jsonRows(rows []DetectorRow) []DetectorRow {
 			r.EpsGrad = 0
 		}
 		out[i] = r
+	}
+	return out
+}
+
+// checkWindow writes detector_window.csv: the Gaussian detector's test
+// error at ε_g = 1 after labels labels for each batch size of
+// opt.WindowGrid, with the last iterate, the uniform and the linearly
+// weighted average of the iterates (post-processing), and the final model
+// of gaussian-final at the rule's batch size. It is the check that fixed
+// stream.GradSignalRatio, run on data the targets are not measured on.
+func checkWindow(opt DetectorOptions, set Dataset, perms []uint64, labels int) error {
+	eval := subsample(set.Test, opt.TestRows, mix(opt.Seed, nameTag(set.Name)))
+	errOf := func(w []float64) float64 { return model.ErrorRate(w, eval.X, eval.Y) }
+	csv := "window,last_mean,last_std,uniform_avg_mean,uniform_avg_std,linear_avg_mean,linear_avg_std,final_mean,final_std\n"
+	vs := detectorVariants(set.Train.Dim(), opt.EpsSelect, 1)
+	windows := slices.Clone(opt.WindowGrid)
+	if !slices.Contains(windows, vs["gaussian"].Window) {
+		windows = append(windows, vs["gaussian"].Window)
+	}
+	for _, w := range windows {
+		cfg := vs["gaussian"]
+		cfg.Window = w
+		var last, uni, lin, fin []float64
+		for _, ps := range perms {
+			perm := data.Permutation(set.Train.Len(), ps)
+			t, err := runLearner(cfg, mix(ps, 81), set.Train, perm, stopRule{Labels: labels}, errOf)
+			if err != nil {
+				return fmt.Errorf("window check %d: %w", w, err)
+			}
+			last = append(last, t.errAtLabels(float64(labels)))
+			uni = append(uni, averaged(t, false).errAtLabels(float64(labels)))
+			lin = append(lin, averaged(t, true).errAtLabels(float64(labels)))
+			if w == vs["gaussian"].Window {
+				f := vs["gaussian-final"]
+				f.LabelBudget = labels
+				if t, err = runLearner(f, mix(ps, 82), set.Train, perm, stopRule{Labels: labels}, errOf); err != nil {
+					return fmt.Errorf("window check final: %w", err)
+				}
+				fin = append(fin, errOf(t.Final))
+			}
+		}
+		csv += fmt.Sprintf("%d", w)
+		for _, v := range [][]float64{last, uni, lin, fin} {
+			m, sd := meanStd(v)
+			csv += fmt.Sprintf(",%g,%g", m, sd)
+		}
+		csv += "\n"
+	}
+	dir := filepath.Join(opt.OutDir, set.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "detector_window.csv"), []byte(csv), 0o644)
+}
+
+// averaged returns t with each released model replaced by the average of
+// the released iterates so far, uniform or weighted by the update number
+// (post-processing of the releases: no privacy cost).
+func averaged(t *trajectory, linear bool) *trajectory {
+	out := &trajectory{W: [][]float64{t.W[0]}, Obs: t.Obs, Labels: t.Labels, eval: t.eval}
+	sum := make([]float64, len(t.W[0]))
+	var total float64
+	for k, w := range t.W[1:] {
+		wt := 1.0
+		if linear {
+			wt = float64(k + 1)
+		}
+		total += wt
+		floats.AddScaled(sum, wt, w)
+		a := slices.Clone(sum)
+		floats.Scale(1/total, a)
+		out.W = append(out.W, a)
 	}
 	return out
 }

@@ -112,6 +112,11 @@ func runLearner(cfg stream.Config, seed uint64, set *data.Dataset, perm []int, s
 		return nil, err
 	}
 	record()
+	if cfg.FinalShare > 0 {
+		if t.Final, err = l.Final(); err != nil {
+			return nil, err
+		}
+	}
 	if led := l.Ledger(); led != nil { // nil for the non-private baseline
 		_, eps := led.MaxEpsilon()
 		t.EpsRecord = &eps
