@@ -32,11 +32,13 @@ const RejectedClass = "invalid-input"
 // Meta is the first line of the event-mode output: the settings the run
 // used and, when seeded, the seed (for a resumed run the saved one).
 type Meta struct {
-	Type        string  `json:"type"` // "meta"
-	Seed        *uint64 `json:"seed,omitempty"`
-	Selector    string  `json:"selector"`
-	Policy      string  `json:"policy"`
-	Window      int     `json:"window"`
+	Type     string  `json:"type"` // "meta"
+	Seed     *uint64 `json:"seed,omitempty"`
+	Selector string  `json:"selector"`
+	Policy   string  `json:"policy"`
+	// Window is the mini-batch window; omitted when the first event's
+	// dimension decides it (the Gaussian update's noise rule).
+	Window      int     `json:"window,omitempty"`
 	EpsSelect   float64 `json:"eps_select"`
 	EpsGrad     float64 `json:"eps_grad"`
 	LabelBudget int     `json:"label_budget"`

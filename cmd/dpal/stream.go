@@ -246,6 +246,21 @@ func streamConfig(cmd *cobra.Command, dim int) (stream.Config, error) {
 	return cfg, nil
 }
 
+// minUpdates is how many mini-batch updates a detector needs before its
+// model is worth reading: measured on the bundled sample, one update of
+// 200 labels from w = 0 is no better than a guess (docs/repro-stream.md).
+const minUpdates = 5
+
+// warnFewUpdates tells the operator when --label-budget allows fewer than
+// minUpdates updates of the window: the run is valid, its model is not.
+func warnFewUpdates(cfg stream.Config) {
+	if cfg.LabelBudget <= 0 || cfg.Window <= 0 || cfg.LabelBudget >= minUpdates*cfg.Window {
+		return
+	}
+	slog.Warn("dpal stream: --label-budget allows few updates; the model will be poor: raise --label-budget or lower --window",
+		"label_budget", cfg.LabelBudget, "window", cfg.Window, "updates", cfg.LabelBudget/cfg.Window, "want_at_least", minUpdates)
+}
+
 // streamConfigFlags are the flags streamConfig reads. A resumed learner
 // takes its configuration from the state, so none of them may be set.
 var streamConfigFlags = []string{
@@ -269,6 +284,7 @@ func newStreamLearner(cmd *cobra.Command, dim int, seed *uint64, key []byte) (*s
 	if err != nil {
 		return nil, "", err
 	}
+	warnFewUpdates(cfg)
 	led, err := streamLedger(cmd, cfg)
 	if err != nil {
 		return nil, "", err
@@ -917,12 +933,14 @@ func (run *eventRun) begin() (session.Meta, error) {
 }
 
 // beginNew validates a new learner's settings by building one of
-// dimension 1 (the events fix the real one) and opens --ledger.
+// dimension --dim (or 1: the events fix the real one) and opens --ledger.
 func (run *eventRun) beginNew() (session.Meta, error) {
 	if path, _ := run.cmd.Flags().GetString("answers"); path != "" {
 		return session.Meta{}, errors.New("--answers labels the pending requests of a saved state: use it with --resume")
 	}
-	cfg, err := streamConfig(run.cmd, 1)
+	f := run.cmd.Flags()
+	dim, _ := f.GetInt("dim")
+	cfg, err := streamConfig(run.cmd, max(dim, 1))
 	if err != nil {
 		return session.Meta{}, err
 	}
@@ -934,12 +952,21 @@ func (run *eventRun) beginNew() (session.Meta, error) {
 		return session.Meta{}, err
 	}
 	run.led = led
+	// The detector's radius, λ and window depend on the dimension: the
+	// learner's configuration is built again for the events' own.
 	run.ev.New = func(dim int) (*stream.Learner, error) {
-		c := cfg
-		c.Dim = dim
+		c, err := streamConfig(run.cmd, dim)
+		if err != nil {
+			return nil, err
+		}
+		warnFewUpdates(c)
 		return stream.New(c, rng.New(run.seed), led)
 	}
-	return session.NewMeta(cfg, run.seed, ""), nil
+	meta := session.NewMeta(cfg, run.seed, "")
+	if dim == 0 && cfg.Update == stream.Gaussian && !f.Changed("window") {
+		meta.Window = 0 // the first valid event's dimension decides it
+	}
+	return meta, nil
 }
 
 // stateFile reads the state key when --save-state or --resume needs it,

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/session"
 )
@@ -418,6 +419,39 @@ func TestStreamCSVZeroLabels(t *testing.T) {
 	}
 	if _, _, err := runStreamCLI(t, "", append(args, "--zero-is-negative")...); err != nil {
 		t.Fatalf("with --zero-is-negative: %v", err)
+	}
+}
+
+// TestStreamEventsDetectorGeometry: in event mode the detector's radius,
+// λ and window follow the events' dimension (--dim or the first valid
+// event), as in dataset mode, not the provisional one the settings are
+// validated with.
+func TestStreamEventsDetectorGeometry(t *testing.T) {
+	dir := t.TempDir()
+	in := writeTemp(t, dir, "ev.csv", strings.Repeat("0.1,0.2,0.1,0.1\n", 5))
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"first event", nil},
+		{"--dim", []string{"--dim", "4"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := runStreamCLI(t, "", append([]string{"--input", in, "--out", filepath.Join(dir, tc.name+".jsonl"), "--seed", "1", "--json"}, tc.args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sum struct {
+				Config stream.Config `json:"config"`
+			}
+			if err := json.Unmarshal([]byte(out), &sum); err != nil {
+				t.Fatal(err)
+			}
+			want := stream.DetectorConfig(4)
+			if c := sum.Config; c.Radius != want.Radius || c.Lambda != want.Lambda || c.Window != want.Window {
+				t.Errorf("radius %v λ %v window %v, want %v %v %v", c.Radius, c.Lambda, c.Window, want.Radius, want.Lambda, want.Window)
+			}
+		})
 	}
 }
 
