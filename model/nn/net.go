@@ -229,13 +229,20 @@ func (n *Net) Classify(rows [][]float64) ([]int, error) {
 	}
 	out := make([]int, len(rows))
 	for i, p := range probs {
-		for c, v := range p {
-			if v > p[out[i]] {
-				out[i] = c
-			}
-		}
+		out[i] = Argmax(p)
 	}
 	return out, nil
+}
+
+// Argmax is the index of p's largest entry (the first on ties).
+func Argmax(p []float64) int {
+	best := 0
+	for c, v := range p {
+		if v > p[best] {
+			best = c
+		}
+	}
+	return best
 }
 
 // Accuracy is the fraction of rows classified as their label.

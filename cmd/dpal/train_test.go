@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// twoBlobsCSV writes n separable rows "x1,x2,label" (labels ±1).
+func twoBlobsCSV(t *testing.T, n int) string {
+	t.Helper()
+	var b strings.Builder
+	for i := range n {
+		y := 2*(i%2) - 1
+		fmt.Fprintf(&b, "%.3f,%.3f,%d\n", float64(y)+0.1*float64(i%7-3), 0.05*float64(i%5), y)
+	}
+	path := filepath.Join(t.TempDir(), "blobs.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestTrainPredictCSV(t *testing.T) {
+	file := twoBlobsCSV(t, 400)
+	model := filepath.Join(t.TempDir(), "m.json")
+	out, _, err := runCLI(t, "", "train", "--data", "csv", "--file", file, "--epsilon", "4", "--epochs", "5",
+		"--batch", "40", "--seed", "3", "--out", model, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, k := range []string{"noise_multiplier", "steps", "epsilon", "delta", "test_accuracy", "examples_per_second", "epoch_log", "seed"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("--json lacks %q", k)
+		}
+	}
+	if acc := got["test_accuracy"].(float64); acc < 0.9 {
+		t.Errorf("test accuracy %v on separable blobs", acc)
+	}
+	if e := got["ledger_epsilon"].(float64); e > 4*(1+1e-9) || e < 3.9 {
+		t.Errorf("ledger charged ε=%v for target 4", e)
+	}
+	pout, _, err := runCLI(t, "", "predict", "--model", model, "--data", "csv", "--file", file, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pred map[string]any
+	_ = json.Unmarshal([]byte(pout), &pred)
+	if pred["accuracy"] != got["test_accuracy"] {
+		t.Errorf("predict accuracy %v, train reported %v", pred["accuracy"], got["test_accuracy"])
+	}
+}
+
+func TestTrainRejects(t *testing.T) {
+	file := twoBlobsCSV(t, 40)
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"no data", []string{"train"}},
+		{"bad data", []string{"train", "--data", "iris"}},
+		{"no file", []string{"train", "--data", "csv"}},
+		{"bad model", []string{"train", "--data", "csv", "--file", file, "--model", "svm"}},
+		{"cnn on tabular", []string{"train", "--data", "csv", "--file", file, "--model", "cnn"}},
+		{"bad epsilon", []string{"train", "--data", "csv", "--file", file, "--epsilon", "-1"}},
+		{"batch above n", []string{"train", "--data", "csv", "--file", file, "--batch", "1000"}},
+		{"bad optimizer", []string{"train", "--data", "csv", "--file", file, "--optimizer", "rmsprop"}},
+		{"predict without model", []string{"predict", "--data", "csv", "--file", file}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, _, err := runCLI(t, "", c.args...); err == nil {
+				t.Error("accepted")
+			}
+		})
+	}
+}
