@@ -15,8 +15,9 @@
 // vector (the adversary of paper 001, §3.1, sees them all); the returned
 // model is one of them.
 //
-// Exactness: sampling uses the exact Bernoulli draw of dp/mech
-// (BernoulliFloat), never resamples, drops or pads (an empty batch is still
+// Exactness: sampling draws an exact Bernoulli(q) per record (one 64-bit
+// word compared with q·2^64 when that is an integer, as for every q ≥ 2^-12,
+// else dp/mech's BernoulliFloat), never resamples, drops or pads (an empty batch is still
 // a step, its update pure noise), and the noise is mech.GaussianVector:
 // exact discrete Gaussians on a power-of-two grid whose variance covers the
 // grid rounding (see its doc), drawn on a second goroutine while the

@@ -274,3 +274,27 @@ func TestAuditOneStep(t *testing.T) {
 		}
 	}
 }
+
+func TestWordThresholdExact(t *testing.T) {
+	for _, c := range []struct {
+		q    float64
+		want uint64
+		ok   bool
+	}{
+		{0.5, 1 << 63, true},
+		{256.0 / 60000, uint64(math.Ldexp(256.0/60000, 64)), true},
+		{math.Ldexp(1, -12), 1 << 52, true},
+		{math.Nextafter(1, 0), uint64(math.Ldexp(math.Nextafter(1, 0), 64)), true},
+		{math.Ldexp(1+math.Ldexp(1, -52), -13), 0, false}, // a mantissa bit at 2^-65
+		{1, 0, false},
+		{0, 0, false},
+	} {
+		thr, ok := wordThreshold(c.q)
+		if ok != c.ok || (ok && thr != c.want) {
+			t.Errorf("q=%v: threshold %d, %v", c.q, thr, ok)
+		}
+		if ok && math.Ldexp(float64(thr), -64) != c.q {
+			t.Errorf("q=%v: threshold %d is not q·2^64", c.q, thr)
+		}
+	}
+}

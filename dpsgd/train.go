@@ -216,13 +216,35 @@ func sample(r *rng.Rand, d Data, groups []Group, rows [][]float64, labels []int)
 		if g.Rate == 0 {
 			continue
 		}
+		thr, word := wordThreshold(g.Rate)
 		for _, i := range g.Records {
-			if g.Rate == 1 || mech.BernoulliFloat(r, g.Rate) {
+			var in bool
+			switch {
+			case g.Rate == 1:
+				in = true
+			case word:
+				in = r.Uint64() < thr
+			default:
+				in = mech.BernoulliFloat(r, g.Rate)
+			}
+			if in {
 				rows, labels = append(rows, d.X[i]), append(labels, d.Labels[i])
 			}
 		}
 	}
 	return rows, labels
+}
+
+// wordThreshold returns t = q·2^64 and true when that is an integer below
+// 2^64, as it is for every float64 q in [2^-12, 1): then a uniform 64-bit
+// word u satisfies P(u < t) = t/2^64 = q exactly, one word per record. For
+// smaller q the caller uses mech.BernoulliFloat, exact for any float64.
+func wordThreshold(q float64) (uint64, bool) {
+	t := math.Ldexp(q, 64)
+	if q > 0 && t < math.Ldexp(1, 64) && t == math.Trunc(t) {
+		return uint64(t), true
+	}
+	return 0, false
 }
 
 // noiseStream draws one noise vector per step on its own goroutine, one
