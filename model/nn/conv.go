@@ -22,7 +22,7 @@ type conv struct {
 	in                  shape
 	k, stride, pad, out int
 	oh, ow              int
-	w, b, gw, gb        []float64
+	wt                  weights
 	u, z, g, gu, gin    matrix
 	scale, per          matrix
 	batch               int
@@ -35,23 +35,19 @@ func newConv(in shape, k, stride, pad, out int) *conv {
 	return c
 }
 
-func (c *conv) outShape() shape { return shape{c.oh, c.ow, c.out} }
-func (c *conv) outDim() int     { return c.outShape().size() }
-func (c *conv) positions() int  { return c.oh * c.ow }
-func (c *conv) taps() int       { return c.k * c.k * c.in.c }
-func (c *conv) numParams() int  { return c.taps()*c.out + c.out }
-func (c *conv) kernel() matrix  { return matrix{c.taps(), c.out, c.w} }
-
-func (c *conv) bind(p, g []float64) {
-	n := c.taps() * c.out
-	c.w, c.b, c.gw, c.gb = p[:n], p[n:], g[:n], g[n:]
-}
+func (c *conv) outShape() shape     { return shape{c.oh, c.ow, c.out} }
+func (c *conv) outDim() int         { return c.outShape().size() }
+func (c *conv) positions() int      { return c.oh * c.ow }
+func (c *conv) taps() int           { return c.k * c.k * c.in.c }
+func (c *conv) numParams() int      { return c.taps()*c.out + c.out }
+func (c *conv) kernel() matrix      { return matrix{c.taps(), c.out, c.wt.p32[:c.taps()*c.out]} }
+func (c *conv) bias() []float32     { return c.wt.p32[c.taps()*c.out:] }
+func (c *conv) bind(p, g []float64) { c.wt.bind(p, g) }
+func (c *conv) sync()               { c.wt.sync() }
 
 // initParams draws W and b uniformly in ±1/√fan_in (PyTorch's default).
 func (c *conv) initParams(r *rng.Rand) {
-	bound := 1 / math.Sqrt(float64(c.taps()))
-	uniformInit(r, c.w, bound)
-	uniformInit(r, c.b, bound)
+	uniformInit(r, c.wt.p, 1/math.Sqrt(float64(c.taps())))
 }
 
 // unfold visits, for example i, every (output position, tap) pair whose
@@ -94,7 +90,7 @@ func (c *conv) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 	c.z = c.z.resize(x.r, p*c.out)
 	zv := matrix{x.r * p, c.out, c.z.d}
 	for i := range zv.r {
-		copy(zv.row(i), c.b)
+		copy(zv.row(i), c.bias())
 	}
 	gemm(false, false, 1, c.u, c.kernel(), 1, zv)
 	return c.z
@@ -127,7 +123,7 @@ func (c *conv) backward(g matrix, needIn bool) matrix {
 func (c *conv) sqNorms(acc []float64) {
 	p, t := c.positions(), c.taps()
 	c.per = c.per.resize(t, c.out)
-	bias := make([]float64, c.out)
+	bias := make([]float32, c.out)
 	for i := range c.batch {
 		ui := matrix{p, t, c.u.d[i*p*t : (i+1)*p*t]}
 		gi := matrix{p, c.out, c.g.d[i*p*c.out : (i+1)*p*c.out]}
@@ -142,8 +138,10 @@ func (c *conv) sqNorms(acc []float64) {
 func (c *conv) accumulate(cl []float64) {
 	c.scale = c.scale.resize(c.g.r, c.g.c)
 	scaleRows(c.scale, c.g, cl, c.positions())
-	gemm(true, false, 1, c.u, c.scale, 1, matrix{c.taps(), c.out, c.gw})
-	addColSums(c.gb, c.scale)
+	n := c.taps() * c.out
+	gemm(true, false, 1, c.u, c.scale, 0, matrix{c.taps(), c.out, c.wt.g32[:n]})
+	addColSums(c.wt.g32[n:], c.scale)
+	c.wt.flush()
 }
 
 // maxPool takes the maximum over size×size windows at the given stride,

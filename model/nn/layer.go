@@ -20,6 +20,8 @@ type layer interface {
 	// Net's flat vectors (len numParams each).
 	bind(p, g []float64)
 	initParams(r *rng.Rand)
+	// sync refreshes the float32 copy of the parameters.
+	sync()
 	forward(x matrix, train bool, r *rng.Rand) matrix
 	backward(g matrix, needIn bool) matrix
 	sqNorms(acc []float64)
@@ -31,6 +33,7 @@ type noParams struct{}
 
 func (noParams) numParams() int       { return 0 }
 func (noParams) bind(_, _ []float64)  {}
+func (noParams) sync()                {}
 func (noParams) initParams(*rng.Rand) {}
 func (noParams) sqNorms([]float64)    {}
 func (noParams) accumulate([]float64) {}
@@ -45,7 +48,7 @@ func uniformInit(r *rng.Rand, w []float64, bound float64) {
 // positions of one example).
 func scaleRows(dst, g matrix, c []float64, per int) {
 	for i := range g.r {
-		ci := c[i/per]
+		ci := float32(c[i/per])
 		src, out := g.row(i), dst.row(i)
 		for j, v := range src {
 			out[j] = ci * v
@@ -54,7 +57,7 @@ func scaleRows(dst, g matrix, c []float64, per int) {
 }
 
 // addColSums adds the column sums of m to acc.
-func addColSums(acc []float64, m matrix) {
+func addColSums(acc []float32, m matrix) {
 	for i := range m.r {
 		for j, v := range m.row(i) {
 			acc[j] += v
@@ -65,39 +68,38 @@ func addColSums(acc []float64, m matrix) {
 // dense is a fully connected layer z = x·W + b, W in×out row-major.
 type dense struct {
 	in, out    int
-	w, b       []float64
-	gw, gb     []float64
+	wt         weights
 	x, z, g    matrix
 	gin, scale matrix
 	zeroInit   bool
 }
 
-func (d *dense) outDim() int    { return d.out }
-func (d *dense) numParams() int { return d.in*d.out + d.out }
-
-func (d *dense) bind(p, g []float64) {
-	n := d.in * d.out
-	d.w, d.b, d.gw, d.gb = p[:n], p[n:], g[:n], g[n:]
-}
+func (d *dense) outDim() int         { return d.out }
+func (d *dense) numParams() int      { return d.in*d.out + d.out }
+func (d *dense) bind(p, g []float64) { d.wt.bind(p, g) }
+func (d *dense) sync()               { d.wt.sync() }
+func (d *dense) w() matrix           { return matrix{d.in, d.out, d.wt.p32[:d.in*d.out]} }
+func (d *dense) b() []float32        { return d.wt.p32[d.in*d.out:] }
 
 // initParams draws W uniformly in ±1/√in (PyTorch's default for Linear);
 // logistic regression starts at zero.
 func (d *dense) initParams(r *rng.Rand) {
-	clear(d.b)
+	n := d.in * d.out
+	clear(d.wt.p[n:])
 	if d.zeroInit {
-		clear(d.w)
+		clear(d.wt.p[:n])
 		return
 	}
-	uniformInit(r, d.w, 1/math.Sqrt(float64(d.in)))
+	uniformInit(r, d.wt.p[:n], 1/math.Sqrt(float64(d.in)))
 }
 
 func (d *dense) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 	d.x = x
 	d.z = d.z.resize(x.r, d.out)
 	for i := range x.r {
-		copy(d.z.row(i), d.b)
+		copy(d.z.row(i), d.b())
 	}
-	gemm(false, false, 1, x, matrix{d.in, d.out, d.w}, 1, d.z)
+	gemm(false, false, 1, x, d.w(), 1, d.z)
 	return d.z
 }
 
@@ -107,7 +109,7 @@ func (d *dense) backward(g matrix, needIn bool) matrix {
 		return matrix{}
 	}
 	d.gin = d.gin.resize(g.r, d.in)
-	gemm(false, true, 1, g, matrix{d.in, d.out, d.w}, 0, d.gin)
+	gemm(false, true, 1, g, d.w(), 0, d.gin)
 	return d.gin
 }
 
@@ -122,8 +124,10 @@ func (d *dense) sqNorms(acc []float64) {
 func (d *dense) accumulate(c []float64) {
 	d.scale = d.scale.resize(d.g.r, d.g.c)
 	scaleRows(d.scale, d.g, c, 1)
-	gemm(true, false, 1, d.x, d.scale, 1, matrix{d.in, d.out, d.gw})
-	addColSums(d.gb, d.scale)
+	n := d.in * d.out
+	gemm(true, false, 1, d.x, d.scale, 0, matrix{d.in, d.out, d.wt.g32[:n]})
+	addColSums(d.wt.g32[n:], d.scale)
+	d.wt.flush()
 }
 
 // activation is an elementwise tanh or ReLU.
@@ -140,7 +144,7 @@ func (a *activation) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 	a.y = a.y.resize(x.r, x.c)
 	for i, v := range x.d[:x.r*x.c] {
 		if a.tanh {
-			a.y.d[i] = math.Tanh(v)
+			a.y.d[i] = float32(math.Tanh(float64(v)))
 		} else {
 			a.y.d[i] = max(v, 0)
 		}
@@ -176,7 +180,7 @@ type dropout struct {
 	dim    int
 	p      float64
 	train  bool
-	mask   []float64
+	mask   []float32
 	y, gin matrix
 }
 
@@ -189,10 +193,10 @@ func (d *dropout) forward(x matrix, train bool, r *rng.Rand) matrix {
 	}
 	n := x.r * x.c
 	if cap(d.mask) < n {
-		d.mask = make([]float64, n)
+		d.mask = make([]float32, n)
 	}
 	d.mask = d.mask[:n]
-	keep := 1 / (1 - d.p)
+	keep := float32(1 / (1 - d.p))
 	d.y = d.y.resize(x.r, x.c)
 	for i, v := range x.d[:n] {
 		d.mask[i] = 0

@@ -2,33 +2,35 @@ package nn
 
 import (
 	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/blas/blas32"
 )
 
-// matrix is a row-major r×c view of d (len(d) ≥ r·c), stride c.
+// matrix is a row-major r×c float32 view of d (len(d) ≥ r·c), stride c.
+// Batches flow through the layers in float32 (see the package doc); the
+// parameters and their gradients are float64.
 type matrix struct {
 	r, c int
-	d    []float64
+	d    []float32
 }
 
 // resize returns a matrix of r×c backed by m's storage when it is large
 // enough (contents unspecified), else by a fresh slice.
 func (m matrix) resize(r, c int) matrix {
 	if cap(m.d) < r*c {
-		m.d = make([]float64, r*c)
+		m.d = make([]float32, r*c)
 	}
 	return matrix{r: r, c: c, d: m.d[:r*c]}
 }
 
-func (m matrix) row(i int) []float64 { return m.d[i*m.c : (i+1)*m.c] }
+func (m matrix) row(i int) []float32 { return m.d[i*m.c : (i+1)*m.c] }
 
-func (m matrix) general() blas64.General {
-	return blas64.General{Rows: m.r, Cols: m.c, Stride: m.c, Data: m.d}
+func (m matrix) general() blas32.General {
+	return blas32.General{Rows: m.r, Cols: m.c, Stride: m.c, Data: m.d}
 }
 
 // gemm computes c = alpha·op(a)·op(b) + beta·c.
-func gemm(ta, tb bool, alpha float64, a, b matrix, beta float64, c matrix) {
-	blas64.Gemm(trans(ta), trans(tb), alpha, a.general(), b.general(), beta, c.general())
+func gemm(ta, tb bool, alpha float32, a, b matrix, beta float32, c matrix) {
+	blas32.Gemm(trans(ta), trans(tb), alpha, a.general(), b.general(), beta, c.general())
 }
 
 func trans(t bool) blas.Transpose {
@@ -38,10 +40,49 @@ func trans(t bool) blas.Transpose {
 	return blas.NoTrans
 }
 
-func sqNorm(x []float64) float64 {
+// sqNorm is ‖x‖², accumulated in float64.
+func sqNorm(x []float32) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += float64(v) * float64(v)
+	}
+	return s
+}
+
+// sqNorm64 is ‖x‖² of a float64 vector.
+func sqNorm64(x []float64) float64 {
 	s := 0.0
 	for _, v := range x {
 		s += v * v
 	}
 	return s
+}
+
+// weights is a parameter block: the float64 master values and gradient
+// (slices of the Net's flat vectors) and the float32 copy the products use.
+type weights struct {
+	p, g []float64
+	p32  []float32
+	g32  []float32
+}
+
+func (w *weights) bind(p, g []float64) {
+	w.p, w.g = p, g
+	w.p32, w.g32 = make([]float32, len(p)), make([]float32, len(p))
+}
+
+// sync copies the master values into the float32 copy.
+func (w *weights) sync() {
+	for i, v := range w.p {
+		w.p32[i] = float32(v)
+	}
+}
+
+// flush adds the float32 gradient accumulated in g32 to the master
+// gradient and clears g32.
+func (w *weights) flush() {
+	for i, v := range w.g32 {
+		w.g[i] += float64(v)
+		w.g32[i] = 0
+	}
 }

@@ -82,11 +82,19 @@ func (n *Net) checkBatch(rows [][]float64, labels []int) error {
 	return nil
 }
 
-// forward runs the batch through every layer and returns the logits.
+// forward runs the batch through every layer and returns the logits. It
+// first refreshes the layers' float32 weights from the parameters, which
+// an optimiser may have changed since the last call.
 func (n *Net) forward(rows [][]float64, train bool, r *rng.Rand) matrix {
+	for _, l := range n.layers {
+		l.sync()
+	}
 	n.x = n.x.resize(len(rows), n.spec.Inputs)
 	for i, x := range rows {
-		copy(n.x.row(i), x)
+		xi := n.x.row(i)
+		for j, v := range x {
+			xi[j] = float32(v)
+		}
 	}
 	z := n.x
 	for _, l := range n.layers {
@@ -99,13 +107,17 @@ func (n *Net) forward(rows [][]float64, train bool, r *rng.Rand) matrix {
 // respect to its logits: softmax(z) − onehot(y), or σ(z) − y for one logit.
 func (n *Net) lossGrad(z matrix, labels []int) matrix {
 	n.gl = n.gl.resize(z.r, z.c)
+	p := make([]float64, max(z.c, 2))
 	for i := range z.r {
-		zi, gi := z.row(i), n.gl.row(i)
+		gi := n.gl.row(i)
+		n.probs(p, z.row(i))
 		if n.binary() {
-			gi[0] = sigmoid(zi[0]) - float64(labels[i])
+			gi[0] = float32(p[1] - float64(labels[i]))
 			continue
 		}
-		softmax(gi, zi)
+		for j := range gi {
+			gi[j] = float32(p[j])
+		}
 		gi[labels[i]]--
 	}
 	return n.gl
@@ -267,9 +279,9 @@ func (n *Net) Accuracy(rows [][]float64, labels []int) (float64, error) {
 }
 
 // probs writes the class probabilities of one row of logits into p.
-func (n *Net) probs(p, z []float64) {
+func (n *Net) probs(p []float64, z []float32) {
 	if n.binary() {
-		p[1] = sigmoid(z[0])
+		p[1] = sigmoid(float64(z[0]))
 		p[0] = 1 - p[1]
 		return
 	}
@@ -284,15 +296,15 @@ func sigmoid(z float64) float64 {
 	return e / (1 + e)
 }
 
-// softmax writes softmax(z) into p, stably.
-func softmax(p, z []float64) {
+// softmax writes softmax(z) into p, stably, in float64.
+func softmax(p []float64, z []float32) {
 	m := math.Inf(-1)
 	for _, v := range z {
-		m = max(m, v)
+		m = max(m, float64(v))
 	}
 	s := 0.0
 	for j, v := range z {
-		p[j] = math.Exp(v - m)
+		p[j] = math.Exp(float64(v) - m)
 		s += p[j]
 	}
 	for j := range z {

@@ -58,7 +58,16 @@ func TestPerExampleGradsFiniteDifferences(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			const h = 1e-6
+			// The products run in float32 (relative rounding ~6e-8), so the
+			// step is large and the tolerance float32's.
+			const h = 1e-3
+			// A max-pool window whose maximum changes within ±h bends the
+			// loss: the CNN gets a looser bound (a wrong backward pass is
+			// off by O(1), not O(1e-2)).
+			tol := 2e-4
+			if tc.spec.Arch == CNN {
+				tol = 1e-2
+			}
 			for i := range rows {
 				// Every parameter of the small nets, a stride through the CNN.
 				for k := 0; k < n.NumParams(); k += 1 + n.NumParams()/300 {
@@ -69,7 +78,7 @@ func TestPerExampleGradsFiniteDifferences(t *testing.T) {
 					down, _ := n.Loss(rows[i:i+1], labels[i:i+1])
 					n.params[k] = old
 					fd := (up - down) / (2 * h)
-					if math.Abs(fd-grads[i][k]) > 1e-6*(1+math.Abs(fd)) {
+					if math.Abs(fd-grads[i][k]) > tol*(1+math.Abs(fd)) {
 						t.Fatalf("example %d parameter %d: backprop %v, finite difference %v", i, k, grads[i][k], fd)
 					}
 				}
@@ -89,7 +98,7 @@ func TestClippedGradMatchesMaterialised(t *testing.T) {
 				want := make([]float64, n.NumParams())
 				grads, _ := n.PerExampleGrads(rows, labels, r)
 				for _, g := range grads {
-					c := clipFactor(math.Sqrt(sqNorm(g)), clip)
+					c := clipFactor(math.Sqrt(sqNorm64(g)), clip)
 					for k, v := range g {
 						want[k] += c * v
 					}
@@ -99,12 +108,12 @@ func TestClippedGradMatchesMaterialised(t *testing.T) {
 					t.Fatal(err)
 				}
 				for k := range want {
-					if math.Abs(got[k]-want[k]) > 1e-9*(1+math.Abs(want[k])) {
+					if math.Abs(got[k]-want[k]) > 1e-5*(1+math.Abs(want[k])) {
 						t.Fatalf("clip %v parameter %d: fast path %v, materialised %v", clip, k, got[k], want[k])
 					}
 				}
-				if clip == 1e-3 && math.Abs(math.Sqrt(sqNorm(got))) > 9*clip*(1+1e-9) {
-					t.Errorf("clipped sum of 9 examples has norm %v > 9·C", math.Sqrt(sqNorm(got)))
+				if clip == 1e-3 && math.Abs(math.Sqrt(sqNorm64(got))) > 9*clip*(1+1e-5) {
+					t.Errorf("clipped sum of 9 examples has norm %v > 9·C", math.Sqrt(sqNorm64(got)))
 				}
 			})
 		}
@@ -126,7 +135,7 @@ func TestDropoutSameDrawsBothPaths(t *testing.T) {
 	}
 	got, _ := n.ClippedGrad(rows, labels, 1e9, rng.Seeded(5))
 	for k := range want {
-		if math.Abs(got[k]-want[k]) > 1e-9 {
+		if math.Abs(got[k]-want[k]) > 1e-5 {
 			t.Fatalf("parameter %d: %v vs %v", k, got[k], want[k])
 		}
 	}
@@ -151,8 +160,8 @@ func TestEmptyBatchAndErrors(t *testing.T) {
 	s := testSpecs[2].spec
 	n, _ := New(s, rng.Seeded(1))
 	g, err := n.ClippedGrad(nil, nil, 1, nil)
-	if err != nil || sqNorm(g) != 0 {
-		t.Errorf("empty batch: %v, norm² %v", err, sqNorm(g))
+	if err != nil || sqNorm64(g) != 0 {
+		t.Errorf("empty batch: %v, norm² %v", err, sqNorm64(g))
 	}
 	cases := []struct {
 		name   string
