@@ -35,15 +35,17 @@ func newConv(in shape, k, stride, pad, out int) *conv {
 	return c
 }
 
-func (c *conv) outShape() shape     { return shape{c.oh, c.ow, c.out} }
-func (c *conv) outDim() int         { return c.outShape().size() }
-func (c *conv) positions() int      { return c.oh * c.ow }
-func (c *conv) taps() int           { return c.k * c.k * c.in.c }
-func (c *conv) numParams() int      { return c.taps()*c.out + c.out }
-func (c *conv) kernel() matrix      { return matrix{c.taps(), c.out, c.wt.p32[:c.taps()*c.out]} }
-func (c *conv) bias() []float32     { return c.wt.p32[c.taps()*c.out:] }
-func (c *conv) bind(p, g []float64) { c.wt.bind(p, g) }
-func (c *conv) sync()               { c.wt.sync() }
+func (c *conv) outShape() shape { return shape{c.oh, c.ow, c.out} }
+func (c *conv) outDim() int     { return c.outShape().size() }
+func (c *conv) positions() int  { return c.oh * c.ow }
+func (c *conv) taps() int       { return c.k * c.k * c.in.c }
+func (c *conv) numParams() int  { return c.taps()*c.out + c.out }
+func (c *conv) sync()           { c.wt.sync() }
+
+func (c *conv) bind(p, g []float64) {
+	c.wt.rows, c.wt.cols = c.taps(), c.out
+	c.wt.bind(p, g)
+}
 
 // initParams draws W and b uniformly in ±1/√fan_in (PyTorch's default).
 func (c *conv) initParams(r *rng.Rand) {
@@ -90,9 +92,9 @@ func (c *conv) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 	c.z = c.z.resize(x.r, p*c.out)
 	zv := matrix{x.r * p, c.out, c.z.d}
 	for i := range zv.r {
-		copy(zv.row(i), c.bias())
+		copy(zv.row(i), c.wt.b())
 	}
-	gemm(false, false, 1, c.u, c.kernel(), 1, zv)
+	gemm(false, true, 1, c.u, c.wt.wT(), 1, zv)
 	return c.z
 }
 
@@ -103,7 +105,7 @@ func (c *conv) backward(g matrix, needIn bool) matrix {
 		return matrix{}
 	}
 	c.gu = c.gu.resize(g.r*p, t)
-	gemm(false, true, 1, c.g, c.kernel(), 0, c.gu)
+	gemm(false, false, 1, c.g, c.wt.wT(), 0, c.gu)
 	c.gin = c.gin.resize(g.r, c.in.size())
 	clear(c.gin.d)
 	for i := range g.r {
@@ -118,29 +120,30 @@ func (c *conv) backward(g matrix, needIn bool) matrix {
 	return c.gin
 }
 
-// sqNorms materialises each example's kernel gradient U_iᵀG_i (taps × out)
-// for its norm; the bias gradient is the column sum of G_i.
+// sqNorms materialises each example's kernel gradient, transposed
+// (G_iᵀU_i, out × taps), for its norm; the bias gradient is the column sum of G_i.
 func (c *conv) sqNorms(acc []float64) {
 	p, t := c.positions(), c.taps()
-	c.per = c.per.resize(t, c.out)
+	c.per = c.per.resize(c.out, t)
 	bias := make([]float32, c.out)
 	for i := range c.batch {
 		ui := matrix{p, t, c.u.d[i*p*t : (i+1)*p*t]}
 		gi := matrix{p, c.out, c.g.d[i*p*c.out : (i+1)*p*c.out]}
-		gemm(true, false, 1, ui, gi, 0, c.per)
+		gemm(true, false, 1, gi, ui, 0, c.per)
 		clear(bias)
 		addColSums(bias, gi)
 		acc[i] += sqNorm(c.per.d) + sqNorm(bias)
 	}
 }
 
-// accumulate adds Uᵀ·diag(c)·G (each example's rows scaled by its c_i).
+// accumulate adds (diag(c)·G)ᵀ·U = ∇Wᵀ (each example's rows scaled by its
+// c_i) and the bias gradient.
 func (c *conv) accumulate(cl []float64) {
 	c.scale = c.scale.resize(c.g.r, c.g.c)
 	scaleRows(c.scale, c.g, cl, c.positions())
-	n := c.taps() * c.out
-	gemm(true, false, 1, c.u, c.scale, 0, matrix{c.taps(), c.out, c.wt.g32[:n]})
-	addColSums(c.wt.g32[n:], c.scale)
+	gemm(true, false, 1, c.scale, c.u, 0, c.wt.gT())
+	clear(c.wt.gb())
+	addColSums(c.wt.gb(), c.scale)
 	c.wt.flush()
 }
 

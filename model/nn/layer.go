@@ -65,10 +65,7 @@ func addColSums(acc []float32, m matrix) {
 	}
 }
 
-// dense is a fully connected layer z = x·W + b, W in×out row-major in the
-// parameters. Its float32 copy holds Wᵀ (out×in), so that every product
-// runs along the long input dimension: gonum's kernels are slow on short
-// rows, and logistic regression's out is 10.
+// dense is a fully connected layer z = x·W + b, W in×out.
 type dense struct {
 	in, out    int
 	wt         weights
@@ -77,23 +74,13 @@ type dense struct {
 	zeroInit   bool
 }
 
-func (d *dense) outDim() int         { return d.out }
-func (d *dense) numParams() int      { return d.in*d.out + d.out }
-func (d *dense) bind(p, g []float64) { d.wt.bind(p, g) }
-func (d *dense) wT() matrix          { return matrix{d.out, d.in, d.wt.p32[:d.in*d.out]} }
-func (d *dense) b() []float32        { return d.wt.p32[d.in*d.out:] }
+func (d *dense) outDim() int    { return d.out }
+func (d *dense) numParams() int { return d.in*d.out + d.out }
+func (d *dense) sync()          { d.wt.sync() }
 
-// sync copies W transposed, and b, into the float32 copy.
-func (d *dense) sync() {
-	w, wT := d.wt.p[:d.in*d.out], d.wt.p32
-	for i := range d.in {
-		for o, v := range w[i*d.out : (i+1)*d.out] {
-			wT[o*d.in+i] = float32(v)
-		}
-	}
-	for o, v := range d.wt.p[d.in*d.out:] {
-		d.wt.p32[d.in*d.out+o] = float32(v)
-	}
+func (d *dense) bind(p, g []float64) {
+	d.wt.rows, d.wt.cols = d.in, d.out
+	d.wt.bind(p, g)
 }
 
 // initParams draws W uniformly in ±1/√in (PyTorch's default for Linear);
@@ -112,9 +99,9 @@ func (d *dense) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 	d.x = x
 	d.z = d.z.resize(x.r, d.out)
 	for i := range x.r {
-		copy(d.z.row(i), d.b())
+		copy(d.z.row(i), d.wt.b())
 	}
-	gemm(false, true, 1, x, d.wT(), 1, d.z)
+	gemm(false, true, 1, x, d.wt.wT(), 1, d.z)
 	return d.z
 }
 
@@ -124,7 +111,7 @@ func (d *dense) backward(g matrix, needIn bool) matrix {
 		return matrix{}
 	}
 	d.gin = d.gin.resize(g.r, d.in)
-	gemm(false, false, 1, g, d.wT(), 0, d.gin)
+	gemm(false, false, 1, g, d.wt.wT(), 0, d.gin)
 	return d.gin
 }
 
@@ -135,25 +122,14 @@ func (d *dense) sqNorms(acc []float64) {
 	}
 }
 
-// accumulate adds (diag(c)·G)ᵀ·X, i.e. ∇Wᵀ, and Σ c_i g_i to the gradient.
+// accumulate adds (diag(c)·G)ᵀ·X = ∇Wᵀ and Σ c_i g_i to the gradient.
 func (d *dense) accumulate(c []float64) {
 	d.scale = d.scale.resize(d.g.r, d.g.c)
 	scaleRows(d.scale, d.g, c, 1)
-	n := d.in * d.out
-	gT := d.wt.g32[:n]
-	gemm(true, false, 1, d.scale, d.x, 0, matrix{d.out, d.in, gT})
-	gb := d.wt.g32[n:]
-	clear(gb)
-	addColSums(gb, d.scale)
-	g := d.wt.g
-	for o := range d.out {
-		for i, v := range gT[o*d.in : (o+1)*d.in] {
-			g[i*d.out+o] += float64(v)
-		}
-	}
-	for o, v := range gb {
-		g[n+o] += float64(v)
-	}
+	gemm(true, false, 1, d.scale, d.x, 0, d.wt.gT())
+	clear(d.wt.gb())
+	addColSums(d.wt.gb(), d.scale)
+	d.wt.flush()
 }
 
 // activation is an elementwise tanh or ReLU.

@@ -58,12 +58,16 @@ func sqNorm64(x []float64) float64 {
 	return s
 }
 
-// weights is a parameter block: the float64 master values and gradient
-// (slices of the Net's flat vectors) and the float32 copy the products use.
+// weights is a layer's parameter block: W (rows×cols, row-major) then cols
+// biases, as float64 master values and gradient (slices of the Net's flat
+// vectors), and the float32 copies the products use, which hold Wᵀ
+// (cols×rows) so that every product runs along the long rows dimension:
+// gonum's kernels are slow on short rows (logistic regression has 10
+// columns, a convolution 16 or 32).
 type weights struct {
-	p, g []float64
-	p32  []float32
-	g32  []float32
+	rows, cols int
+	p, g       []float64
+	p32, g32   []float32
 }
 
 func (w *weights) bind(p, g []float64) {
@@ -71,18 +75,35 @@ func (w *weights) bind(p, g []float64) {
 	w.p32, w.g32 = make([]float32, len(p)), make([]float32, len(p))
 }
 
-// sync copies the master values into the float32 copy.
+func (w *weights) size() int     { return w.rows * w.cols }
+func (w *weights) wT() matrix    { return matrix{w.cols, w.rows, w.p32[:w.size()]} }
+func (w *weights) b() []float32  { return w.p32[w.size():] }
+func (w *weights) gT() matrix    { return matrix{w.cols, w.rows, w.g32[:w.size()]} }
+func (w *weights) gb() []float32 { return w.g32[w.size():] }
+
+// sync copies W transposed, and b, into the float32 copy.
 func (w *weights) sync() {
-	for i, v := range w.p {
-		w.p32[i] = float32(v)
+	n := w.size()
+	for i := range w.rows {
+		for o, v := range w.p[i*w.cols : (i+1)*w.cols] {
+			w.p32[o*w.rows+i] = float32(v)
+		}
+	}
+	for o, v := range w.p[n:] {
+		w.p32[n+o] = float32(v)
 	}
 }
 
-// flush adds the float32 gradient accumulated in g32 to the master
-// gradient and clears g32.
+// flush adds the float32 gradient (∇Wᵀ and ∇b in g32) to the master
+// gradient, transposing back.
 func (w *weights) flush() {
-	for i, v := range w.g32 {
-		w.g[i] += float64(v)
-		w.g32[i] = 0
+	n := w.size()
+	for o := range w.cols {
+		for i, v := range w.g32[o*w.rows : (o+1)*w.rows] {
+			w.g[i*w.cols+o] += float64(v)
+		}
+	}
+	for o, v := range w.g32[n:] {
+		w.g[n+o] += float64(v)
 	}
 }
