@@ -275,7 +275,7 @@ func trainRun(cmd *cobra.Command, s trainSettings, plan dpsgd.Plan, led *ledger.
 	}
 	out.NoiseSigma = tr.NoiseSigma()
 	n := train.Len()
-	perEpoch := max(1, int(float64(n)/float64(s.batch)+0.5))
+	ends := epochEnds(plan.Steps, s.epochs)
 	trainAcc, _ := cmd.Flags().GetBool("train-accuracy")
 	asJSON, _ := cmd.Flags().GetBool("json")
 	bar := progress.New(progressOut(cmd), plan.Steps, "DP-SGD steps")
@@ -283,10 +283,10 @@ func trainRun(cmd *cobra.Command, s trainSettings, plan dpsgd.Plan, led *ledger.
 	start := time.Now()
 	after := func(done int) error {
 		bar.Add(1)
-		if done%perEpoch != 0 && done != plan.Steps {
+		epoch, ok := ends[done]
+		if !ok {
 			return nil
 		}
-		epoch := min((done+perEpoch-1)/perEpoch, int(math.Ceil(s.epochs)))
 		ep, err := epochReport(net, s, plan, done, epoch, train, test, trainAcc)
 		if err != nil {
 			return err
@@ -333,6 +333,17 @@ func epochReport(net *nn.Net, s trainSettings, plan dpsgd.Plan, done, epoch int,
 		ep.TrainAccuracy = &a
 	}
 	return ep, nil
+}
+
+// epochEnds maps the last step of each epoch to the epoch's number: epoch
+// k of ⌈epochs⌉ ends at step round(k·steps/epochs), the last at steps.
+func epochEnds(steps int, epochs float64) map[int]int {
+	k := int(math.Ceil(epochs))
+	ends := map[int]int{steps: k}
+	for e := 1; e < k; e++ {
+		ends[int(math.Round(float64(e)*float64(steps)/epochs))] = e
+	}
+	return ends
 }
 
 func allRecords(n int) []int {

@@ -81,3 +81,20 @@ func TestTrainRejects(t *testing.T) {
 		})
 	}
 }
+
+func TestEpochEnds(t *testing.T) {
+	for _, c := range []struct {
+		steps  int
+		epochs float64
+		want   map[int]int
+	}{
+		{2413, 5, map[int]int{483: 1, 965: 2, 1448: 3, 1930: 4, 2413: 5}},
+		{10, 2.5, map[int]int{4: 1, 8: 2, 10: 3}},
+		{3, 1, map[int]int{3: 1}},
+	} {
+		got := epochEnds(c.steps, c.epochs)
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("epochEnds(%d, %v) = %v, want %v", c.steps, c.epochs, got, c.want)
+		}
+	}
+}
