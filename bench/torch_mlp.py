@@ -8,7 +8,7 @@ training images (234 steps), float32 as PyTorch defaults; the best of three
 epochs counts. dpal side: `go test ./dpsgd -bench Epoch/mlp -cpu 1`
 (Poisson sampling, clipping, exact noise and update included).
 
-Usage: /usr/bin/python3 bench/torch_mlp.py [--data-dir ../shared/data] [--skip-dpal]
+Usage: /usr/bin/python3 bench/torch_mlp.py [--data-dir ../shared/data] [--skip-dpal] [--openblas]
 Needs `import torch` (Debian: apt-get install python3-torch libopenblas0;
 without an optimised BLAS Debian's torch falls back to the reference BLAS,
 measured here at 0.7 GFLOPS, and the comparison is meaningless).
@@ -65,10 +65,13 @@ def torch_epoch_rate(x, y, batch=256, repeats=3):
     return best
 
 
-def dpal_epoch_rate(repo):
-    out = subprocess.run(
-        ["go", "test", "./dpsgd", "-run", "XXX", "-bench", "Epoch/mlp", "-benchtime", "1x", "-cpu", "1"],
-        cwd=repo, capture_output=True, text=True, check=True).stdout
+def dpal_epoch_rate(repo, openblas):
+    cmd = ["go", "test", "./dpsgd", "-run", "XXX", "-bench", "Epoch/mlp", "-benchtime", "1x", "-cpu", "1"]
+    env = dict(os.environ)
+    if openblas:
+        cmd[2:2] = ["-tags", "openblas"]
+        env["CGO_LDFLAGS"] = "-lopenblas"
+    out = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, check=True).stdout
     m = re.search(r"([0-9.e+]+) ex/s", out)
     if not m:
         sys.exit("could not read dpal's ex/s from:\n" + out)
@@ -80,6 +83,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data-dir", default=os.path.join(repo, "..", "shared", "data"))
     ap.add_argument("--skip-dpal", action="store_true")
+    ap.add_argument("--openblas", action="store_true",
+                    help="build dpal with -tags openblas (cgo, needs libopenblas-dev)")
     args = ap.parse_args()
     mn = os.path.join(args.data_dir, "mnist")
     x = torch.from_numpy(load_idx(os.path.join(mn, "train-images-idx3-ubyte.gz")).reshape(-1, 784).astype(np.float32) / 255)
@@ -88,8 +93,9 @@ def main():
     print(f"pytorch {torch.__version__} non-private, 1 thread: {t:,.0f} ex/s")
     if args.skip_dpal:
         return
-    d = dpal_epoch_rate(repo)
-    print(f"dpal DP-SGD (σ 1.1, C 1), 1 core: {d:,.0f} ex/s")
+    d = dpal_epoch_rate(repo, args.openblas)
+    blas = "OpenBLAS (cgo)" if args.openblas else "gonum pure Go"
+    print(f"dpal DP-SGD (σ 1.1, C 1, {blas}), 1 core: {d:,.0f} ex/s")
     print(f"ratio dpal/pytorch: {d / t:.3f}")
 
 

@@ -25,5 +25,12 @@
 // Per-example norms are accumulated in float64, so clipping is as exact as
 // the float32 gradients it scales (relative error ~1e-7).
 //
+// The products use whatever blas32 implementation is installed: gonum's
+// pure-Go one by default (go install needs no cgo), or the system's
+// OpenBLAS when built with `-tags openblas` and CGO_LDFLAGS=-lopenblas
+// (gonum.org/v1/netlib's cgo binding; 2–4× faster GEMM measured here). Fix
+// OPENBLAS_NUM_THREADS when a seeded run must repeat exactly across
+// machines: OpenBLAS may split a product differently with another count.
+//
 // A Net is not safe for concurrent use: it keeps its batch buffers.
 package nn
