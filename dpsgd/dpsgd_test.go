@@ -198,28 +198,36 @@ func TestRunRejects(t *testing.T) {
 }
 
 // Under a seed the run does not depend on the number of cores: the MLP's
-// GEMMs are large enough for gonum to split them across workers.
+// GEMMs are large enough for gonum to split them across workers, and the
+// CNN spreads its per-example work over the cores.
 func TestSeededRunIndependentOfCores(t *testing.T) {
-	run := func(procs int) []float64 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-		r := rng.Seeded(5)
-		d := Data{}
-		for i := range 400 {
-			x := make([]float64, 300)
-			for j := range x {
-				x[j] = r.Float64()
+	for _, spec := range []nn.Spec{
+		{Arch: nn.MLP, Inputs: 300, Classes: 2, Hidden: []int{256}, Activation: nn.ReLU, Dropout: 0.1},
+		{Arch: nn.CNN, Inputs: 300, Classes: 2, Image: [3]int{15, 20, 1}},
+	} {
+		t.Run(spec.Arch, func(t *testing.T) {
+			run := func(procs int) []float64 {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				r := rng.Seeded(5)
+				d := Data{}
+				for i := range 400 {
+					x := make([]float64, 300)
+					for j := range x {
+						x[j] = r.Float64()
+					}
+					d.X, d.Labels = append(d.X, x), append(d.Labels, i%2)
+				}
+				net, _ := nn.New(spec, r)
+				tr, _ := New(net, Config{NoiseMultiplier: 1, Clip: 1, LR: 0.1, Optimizer: Adam})
+				if _, err := tr.Run(newLedger(t, 100), r, d, []Group{{Name: "all", Records: all(400), Rate: 0.8}}, 3, nil); err != nil {
+					t.Fatal(err)
+				}
+				return slices.Clone(net.Params())
 			}
-			d.X, d.Labels = append(d.X, x), append(d.Labels, i%2)
-		}
-		net, _ := nn.New(nn.Spec{Arch: nn.MLP, Inputs: 300, Classes: 2, Hidden: []int{256}, Activation: nn.ReLU, Dropout: 0.1}, r)
-		tr, _ := New(net, Config{NoiseMultiplier: 1, Clip: 1, LR: 0.1, Optimizer: Adam})
-		if _, err := tr.Run(newLedger(t, 100), r, d, []Group{{Name: "all", Records: all(400), Rate: 0.8}}, 3, nil); err != nil {
-			t.Fatal(err)
-		}
-		return slices.Clone(net.Params())
-	}
-	if a, b := run(1), run(2); !slices.Equal(a, b) {
-		t.Error("seeded run differs between 1 and 2 cores")
+			if a, b := run(1), run(2); !slices.Equal(a, b) {
+				t.Error("seeded run differs between 1 and 2 cores")
+			}
+		})
 	}
 }
 

@@ -2,6 +2,8 @@ package nn
 
 import (
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/dpal-dev/dpal/dp/rng"
 )
@@ -81,14 +83,16 @@ func (c *conv) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 	c.batch = x.r
 	p, t, cin := c.positions(), c.taps(), c.in.c
 	c.u = c.u.resize(x.r*p, t)
-	clear(c.u.d)
-	for i := range x.r {
+	parallel(x.r, func(i int) {
 		xi := x.row(i)
 		ui := c.u.d[i*p*t : (i+1)*p*t]
+		if c.pad > 0 {
+			clear(ui) // taps outside the image stay zero
+		}
 		c.unfold(func(row, col, src int) {
 			copy(ui[row*t+col:row*t+col+cin], xi[src:src+cin])
 		})
-	}
+	})
 	c.z = c.z.resize(x.r, p*c.out)
 	zv := matrix{x.r * p, c.out, c.z.d}
 	for i := range zv.r {
@@ -107,33 +111,40 @@ func (c *conv) backward(g matrix, needIn bool) matrix {
 	c.gu = c.gu.resize(g.r*p, t)
 	gemm(false, false, 1, c.g, c.wt.wT(), 0, c.gu)
 	c.gin = c.gin.resize(g.r, c.in.size())
-	clear(c.gin.d)
-	for i := range g.r {
+	parallel(g.r, func(i int) {
 		gi := c.gin.row(i)
+		clear(gi)
 		ui := c.gu.d[i*p*t : (i+1)*p*t]
 		c.unfold(func(row, col, src int) {
 			for ch := range cin {
 				gi[src+ch] += ui[row*t+col+ch]
 			}
 		})
-	}
+	})
 	return c.gin
 }
 
 // sqNorms materialises each example's kernel gradient, transposed
 // (G_iᵀU_i, out × taps), for its norm; the bias gradient is the column sum of G_i.
+// Examples are spread over the cores, each worker with its own scratch;
+// every example's norm is computed alone, so the result does not depend on
+// the core count.
 func (c *conv) sqNorms(acc []float64) {
 	p, t := c.positions(), c.taps()
-	c.per = c.per.resize(c.out, t)
-	bias := make([]float32, c.out)
-	for i := range c.batch {
-		ui := matrix{p, t, c.u.d[i*p*t : (i+1)*p*t]}
-		gi := matrix{p, c.out, c.g.d[i*p*c.out : (i+1)*p*c.out]}
-		gemm(true, false, 1, gi, ui, 0, c.per)
-		clear(bias)
-		addColSums(bias, gi)
-		acc[i] += sqNorm(c.per.d) + sqNorm(bias)
-	}
+	workers := min(runtime.GOMAXPROCS(0), c.batch)
+	c.per = c.per.resize(workers*c.out, t)
+	parallelChunks(c.batch, workers, func(w, lo, hi int) {
+		per := matrix{c.out, t, c.per.d[w*c.out*t : (w+1)*c.out*t]}
+		bias := make([]float32, c.out)
+		for i := lo; i < hi; i++ {
+			ui := matrix{p, t, c.u.d[i*p*t : (i+1)*p*t]}
+			gi := matrix{p, c.out, c.g.d[i*p*c.out : (i+1)*p*c.out]}
+			gemm(true, false, 1, gi, ui, 0, per)
+			clear(bias)
+			addColSums(bias, gi)
+			acc[i] += sqNorm(per.d) + sqNorm(bias)
+		}
+	})
 }
 
 // accumulate adds (diag(c)·G)ᵀ·U = ∇Wᵀ (each example's rows scaled by its
@@ -209,4 +220,33 @@ func (m *maxPool) backward(g matrix, needIn bool) matrix {
 		}
 	}
 	return m.gin
+}
+
+// parallel calls f(i) for i in [0, n), spread over the cores; the calls
+// must write disjoint memory.
+func parallel(n int, f func(i int)) {
+	parallelChunks(n, min(runtime.GOMAXPROCS(0), n), func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			f(i)
+		}
+	})
+}
+
+// parallelChunks splits [0, n) into workers contiguous chunks and calls
+// f(worker, lo, hi) for each on its own goroutine (inline for one).
+func parallelChunks(n, workers int, f func(w, lo, hi int)) {
+	if workers <= 1 {
+		f(0, 0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*n/workers, (w+1)*n/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(w, lo, hi)
+		}()
+	}
+	wg.Wait()
 }
