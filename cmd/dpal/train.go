@@ -138,8 +138,7 @@ type trainSettings struct {
 func runTrain(cmd *cobra.Command, _ []string) error {
 	f := cmd.Flags()
 	name, _ := f.GetString("data")
-	def, ok := trainDefaults[name]
-	if !ok {
+	if _, ok := trainDefaults[name]; !ok {
 		return fmt.Errorf("--data %q: want mnist, fashion-mnist, kdd99-5class, csv or libsvm", name)
 	}
 	seed, err := seedFlag(cmd)
@@ -150,17 +149,13 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := trainFlags(cmd, name, def, train, image)
+	s, err := trainFlags(cmd, name, train, image)
 	if err != nil {
 		return err
 	}
-	plan, err := dpsgd.Calibrate(s.eps, s.delta, s.epochs, s.batch, train.Len())
+	plan, err := s.calibrate(train.Len())
 	if err != nil {
 		return err
-	}
-	s.cfg.NoiseMultiplier = plan.NoiseMultiplier
-	if s.cfg.Schedule == dpsgd.Cosine {
-		s.cfg.TotalSteps = plan.Steps
 	}
 	led, err := trainLedger(cmd, s)
 	if err != nil {
@@ -168,7 +163,7 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	}
 	defer led.Close()
 	r := rng.New(seed)
-	net, err := nn.New(s.spec, r.Split())
+	net, tr, err := s.newTrainer(r)
 	if err != nil {
 		return err
 	}
@@ -176,7 +171,7 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 		NoiseMultiplier: plan.NoiseMultiplier, SampleRate: plan.SampleRate, Steps: plan.Steps, Epochs: s.epochs,
 		Clip: s.clip, LR: s.lr, Optimizer: s.cfg.Optimizer, Epsilon: plan.Guarantee.Epsilon, Delta: s.delta,
 		RDPOrder: plan.Guarantee.Order, LedgerGroup: "train:" + name, ClassNames: train.ClassNames, Seed: seed}
-	if err := trainRun(cmd, s, plan, led, r, net, train, test, out); err != nil {
+	if err := trainRun(cmd, s, plan, led, r, net, tr, train, test, out); err != nil {
 		return err
 	}
 	if err := finishTrain(cmd, net, led, train, test, out); err != nil {
@@ -189,16 +184,18 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-// trainFlags resolves the flags against the dataset's defaults.
-func trainFlags(cmd *cobra.Command, name string, def trainDefault, train *data.Dataset, image [3]int) (trainSettings, error) {
-	f := cmd.Flags()
-	s := trainSettings{dataset: name}
-	s.eps, _ = f.GetFloat64("epsilon")
-	s.delta, _ = f.GetFloat64("delta")
-	if err := (account.Budget{Epsilon: s.eps, Delta: s.delta}).Validate(); err != nil {
+// defaultSettings is a dataset's tuned setting at (eps, delta) for model
+// (empty: the dataset's default model).
+func defaultSettings(name string, train *data.Dataset, image [3]int, eps, delta float64, model string) (trainSettings, error) {
+	def := trainDefaults[name]
+	s := trainSettings{dataset: name, eps: eps, delta: delta, epochs: def.epochs, batch: def.batch,
+		clip: def.clip, lr: def.lr, optimizer: def.optimizer}
+	if err := (account.Budget{Epsilon: eps, Delta: delta}).Validate(); err != nil {
 		return s, fmt.Errorf("--epsilon/--delta: %w", err)
 	}
-	model, _ := f.GetString("model")
+	if eps < 2 {
+		s.epochs = def.epochsLo
+	}
 	if model == "" {
 		model = def.model
 	}
@@ -207,39 +204,82 @@ func trainFlags(cmd *cobra.Command, name string, def trainDefault, train *data.D
 		return s, fmt.Errorf("--model: %w", err)
 	}
 	spec.Inputs, spec.Classes = train.Dim(), len(train.ClassNames)
-	if spec.Arch == nn.MLP {
-		spec.Activation, _ = f.GetString("activation")
-		spec.Dropout, _ = f.GetFloat64("dropout")
-	}
 	if spec.Arch == nn.CNN {
 		if image == ([3]int{}) {
 			return s, fmt.Errorf("--model cnn needs image data (mnist or fashion-mnist)")
 		}
 		spec.Image = image
 	}
-	if err := spec.Validate(); err != nil {
+	s.spec = spec
+	s.cfg = dpsgd.Config{Clip: s.clip, Optimizer: s.optimizer, LR: s.lr, Momentum: 0.9}
+	return s, nil
+}
+
+// trainFlags resolves the flags against the dataset's defaults.
+func trainFlags(cmd *cobra.Command, name string, train *data.Dataset, image [3]int) (trainSettings, error) {
+	f := cmd.Flags()
+	eps, _ := f.GetFloat64("epsilon")
+	delta, _ := f.GetFloat64("delta")
+	model, _ := f.GetString("model")
+	s, err := defaultSettings(name, train, image, eps, delta, model)
+	if err != nil {
+		return s, err
+	}
+	if s.spec.Arch == nn.MLP {
+		s.spec.Activation, _ = f.GetString("activation")
+		s.spec.Dropout, _ = f.GetFloat64("dropout")
+	}
+	if err := s.spec.Validate(); err != nil {
 		return s, fmt.Errorf("--model: %w", err)
 	}
-	s.spec = spec
-	s.epochs = floatOr(cmd, "epochs", def.epochs)
-	if !f.Changed("epochs") && s.eps < 2 {
-		s.epochs = def.epochsLo
+	if f.Changed("epochs") {
+		s.epochs, _ = f.GetFloat64("epochs")
 	}
-	s.batch, _ = f.GetInt("batch")
-	if s.batch == 0 {
-		s.batch = def.batch
+	if b, _ := f.GetInt("batch"); b != 0 {
+		s.batch = b
 	}
-	s.clip = floatOr(cmd, "clip", def.clip)
-	s.lr = floatOr(cmd, "lr", def.lr)
-	s.optimizer, _ = f.GetString("optimizer")
-	if s.optimizer == "" {
-		s.optimizer = def.optimizer
+	s.clip = floatOr(cmd, "clip", s.clip)
+	s.lr = floatOr(cmd, "lr", s.lr)
+	if o, _ := f.GetString("optimizer"); o != "" {
+		s.optimizer = o
 	}
 	mom, _ := f.GetFloat64("momentum")
 	wd, _ := f.GetFloat64("weight-decay")
 	sched, _ := f.GetString("schedule")
 	s.cfg = dpsgd.Config{Clip: s.clip, Optimizer: s.optimizer, LR: s.lr, Momentum: mom, WeightDecay: wd, Schedule: sched}
 	return s, nil
+}
+
+// calibrate returns the run's plan and sets the noise multiplier (and the
+// cosine schedule's length) in s.cfg.
+func (s *trainSettings) calibrate(n int) (dpsgd.Plan, error) {
+	plan, err := dpsgd.Calibrate(s.eps, s.delta, s.epochs, s.batch, n)
+	if err != nil {
+		return plan, err
+	}
+	s.cfg.NoiseMultiplier = plan.NoiseMultiplier
+	if s.cfg.Schedule == dpsgd.Cosine {
+		s.cfg.TotalSteps = plan.Steps
+	}
+	return plan, nil
+}
+
+// newTrainer builds the network (initialised from a stream split off r)
+// and its trainer.
+func (s trainSettings) newTrainer(r *rng.Rand) (*nn.Net, *dpsgd.Trainer, error) {
+	net, err := nn.New(s.spec, r.Split())
+	if err != nil {
+		return nil, nil, err
+	}
+	tr, err := dpsgd.New(net, s.cfg)
+	return net, tr, err
+}
+
+// run trains on every record of train at the plan's rate, charged to group.
+func (s trainSettings) run(tr *dpsgd.Trainer, led *ledger.Ledger, r *rng.Rand, plan dpsgd.Plan, train *data.Dataset,
+	group string, after func(int) error) (dpsgd.RunResult, error) {
+	return tr.Run(led, r, dpsgd.Data{X: train.X, Labels: train.Class},
+		[]dpsgd.Group{{Name: group, Records: allRecords(train.Len()), Rate: plan.SampleRate}}, plan.Steps, after)
 }
 
 // floatOr is the flag's value, or def when it is zero (unset).
@@ -268,11 +308,7 @@ func trainLedger(cmd *cobra.Command, s trainSettings) (*ledger.Ledger, error) {
 
 // trainRun charges and runs the plan, reporting after every epoch.
 func trainRun(cmd *cobra.Command, s trainSettings, plan dpsgd.Plan, led *ledger.Ledger, r *rng.Rand,
-	net *nn.Net, train, test *data.Dataset, out *trainOutput) error {
-	tr, err := dpsgd.New(net, s.cfg)
-	if err != nil {
-		return err
-	}
+	net *nn.Net, tr *dpsgd.Trainer, train, test *data.Dataset, out *trainOutput) error {
 	out.NoiseSigma = tr.NoiseSigma()
 	n := train.Len()
 	ends := epochEnds(plan.Steps, s.epochs)
@@ -302,8 +338,7 @@ func trainRun(cmd *cobra.Command, s trainSettings, plan dpsgd.Plan, led *ledger.
 		fmt.Fprintf(cmd.OutOrStdout(), "DP-SGD %s on %s (%d records, %d parameters): σ=%.6f, q=%.6g, %d steps, C=%v, target (ε=%v, δ=%v)\n",
 			s.spec, s.dataset, n, net.NumParams(), plan.NoiseMultiplier, plan.SampleRate, plan.Steps, s.clip, s.eps, s.delta)
 	}
-	res, err := tr.Run(led, r, dpsgd.Data{X: train.X, Labels: train.Class},
-		[]dpsgd.Group{{Name: out.LedgerGroup, Records: allRecords(n), Rate: plan.SampleRate}}, plan.Steps, after)
+	res, err := s.run(tr, led, r, plan, train, out.LedgerGroup, after)
 	if err != nil {
 		return err
 	}

@@ -98,3 +98,26 @@ func TestEpochEnds(t *testing.T) {
 		}
 	}
 }
+
+func TestReproDPSGDCSV(t *testing.T) {
+	file := twoBlobsCSV(t, 1500) // the csv default batch is 256
+	out := t.TempDir()
+	stdout, _, err := runCLI(t, "", "repro", "dpsgd", "--data", "csv", "--file", file, "--epsilons", "1,4",
+		"--seeds", "2", "--epochs-scale", "0.5", "--seed", "9", "--out", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"rows.csv", "summary.json", "csv-accuracy.png", "csv-accuracy.csv"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+	var sum reproDPSGDSummary
+	b, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err := json.Unmarshal(b, &sum); err != nil || len(sum.Rows) != 4 || len(sum.Points) != 2 || sum.Seed != 9 {
+		t.Errorf("summary %+v, %v\n%s", sum, err, stdout)
+	}
+	if _, _, err := runCLI(t, "", "repro", "dpsgd", "--data", "csv", "--file", file, "--epsilons", "x"); err == nil {
+		t.Error("bad --epsilons accepted")
+	}
+}
