@@ -16,14 +16,18 @@
 // model is one of them.
 //
 // Exactness: sampling draws an exact Bernoulli(q) per record (one 64-bit
-// word compared with q·2^64 when that is an integer, as for every q ≥ 2^-12,
-// else dp/mech's BernoulliFloat), never resamples, drops or pads (an empty batch is still
-// a step, its update pure noise), and the noise is mech.GaussianVector:
+// word compared with q·2^64 when that is an integer, as for every
+// q ≥ 2^-12, else dp/mech's BernoulliFloat), never resamples, drops or pads
+// (an empty batch is still a step, its update pure noise), and the noise is
+// mech.GaussianVector:
 // exact discrete Gaussians on a power-of-two grid whose variance covers the
 // grid rounding (see its doc), drawn on a second goroutine while the
 // gradient is computed. The divisor is the expected batch size Σ_g q_g·|g|,
-// never the realised one, which would leak (Opacus issue #571). Results
+// never the realised one, which would leak (Opacus issue #571); the group
+// sizes in it are treated as public, as Abadi et al. and Opacus treat n.
+// Results
 // under a seeded source do not depend on the number of cores: the sampling,
-// dropout and noise streams are split from the caller's source, and gonum's
-// parallel GEMM sums in a fixed order.
+// dropout and noise streams are split from the caller's source, gonum's
+// parallel GEMM sums in a fixed order, and model/nn computes each example's
+// norm alone.
 package dpsgd
