@@ -280,3 +280,56 @@ func pairDataset(name string, x *mat.Dense, class []int, proj *mat.Dense, names 
 	}
 	return ds
 }
+
+// LoadIDX loads every image of an MNIST-format folder (MNIST or
+// Fashion-MNIST) with its class: Class is the label byte, ClassNames
+// "0".."9" (or up to the largest label), Y is nil. Pixels are divided by
+// 255 and nothing else: raw 28×28 images in [0, 1], row-major, for the
+// DP-SGD models (whose CNN reads them as 28×28×1).
+func LoadIDX(dir string) (train, test *Dataset, err error) {
+	base := filepath.Base(filepath.Clean(dir))
+	if train, err = readIDXAll(dir, IDXTrainImages, IDXTrainLabels, base+"-train"); err != nil {
+		return nil, nil, err
+	}
+	if test, err = readIDXAll(dir, IDXTestImages, IDXTestLabels, base+"-test"); err != nil {
+		return nil, nil, err
+	}
+	if len(test.ClassNames) > len(train.ClassNames) {
+		return nil, nil, fmt.Errorf("%s: test labels go up to %d, training labels only to %d", dir, len(test.ClassNames)-1, len(train.ClassNames)-1)
+	}
+	test.ClassNames = train.ClassNames
+	return train, test, nil
+}
+
+func readIDXAll(dir, images, labels, name string) (*Dataset, error) {
+	ih, img, err := ReadIDX(filepath.Join(dir, images))
+	if err != nil {
+		return nil, err
+	}
+	lh, lab, err := ReadIDX(filepath.Join(dir, labels))
+	if err != nil {
+		return nil, err
+	}
+	if len(ih.Dims) != 3 || len(lh.Dims) != 1 || ih.Count() != lh.Count() {
+		return nil, fmt.Errorf("%s/%s: want n images n×rows×cols and n labels, got %v and %v", dir, images, ih.Dims, lh.Dims)
+	}
+	d := ih.RecordSize()
+	ds := &Dataset{Name: name, X: make([][]float64, ih.Count()), Class: make([]int, ih.Count())}
+	pix := make([]float64, len(img))
+	for i, p := range img {
+		pix[i] = float64(p) / 255
+	}
+	classes := 0
+	for i := range ds.X {
+		ds.X[i] = pix[i*d : (i+1)*d : (i+1)*d]
+		ds.Class[i] = int(lab[i])
+		classes = max(classes, int(lab[i])+1)
+	}
+	for c := range classes {
+		ds.ClassNames = append(ds.ClassNames, strconv.Itoa(c))
+	}
+	for j := range d {
+		ds.FeatureNames = append(ds.FeatureNames, fmt.Sprintf("pixel%d", j))
+	}
+	return ds, nil
+}

@@ -226,3 +226,17 @@ func BenchmarkLoadIDXPair(b *testing.B) {
 		}
 	}
 }
+
+func TestLoadIDXAllClasses(t *testing.T) {
+	dir := filepath.Join(testDataDir(t), MNISTFolder)
+	train, test, err := LoadIDX(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if train.Len() != 60000 || test.Len() != 10000 || train.Dim() != 784 || len(train.ClassNames) != 10 {
+		t.Errorf("train %d×%d, test %d, classes %v", train.Len(), train.Dim(), test.Len(), train.ClassNames)
+	}
+	if _, _, err := LoadIDX(t.TempDir()); err == nil {
+		t.Error("empty folder accepted")
+	}
+}

@@ -17,7 +17,6 @@ import (
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/online"
-	"github.com/dpal-dev/dpal/outfile"
 	"github.com/dpal-dev/dpal/progress"
 )
 
@@ -92,7 +91,8 @@ func runOCP(cmd *cobra.Command, _ []string) error {
 		dataSeed = *seed
 	}
 	name, _ := f.GetString("data")
-	if err := checkOCPPaths(cmd, name); err != nil {
+	// --data names a dataset or a file: only a file can be clobbered.
+	if err := checkPaths(cmd, []string{"out", "ledger"}, []string{"data"}); err != nil {
 		return err
 	}
 	dir, _ := f.GetString("data-dir")
@@ -227,21 +227,6 @@ func ocpLedger(cmd *cobra.Command, spec online.Spec, name string) (*ledger.Ledge
 		return nil, fmt.Errorf("--ledger: %w", err)
 	}
 	return led, nil
-}
-
-// checkOCPPaths refuses an output (--out, --ledger) that would clobber
-// the --data file, and probes both before the data are read.
-func checkOCPPaths(cmd *cobra.Command, data string) error {
-	p := pathFlags(cmd, "out", "ledger")
-	outs := []outfile.Path{p["out"], p["ledger"]}
-	in := outfile.Path{Flag: "--data", Path: data}
-	if _, err := os.Stat(data); err != nil {
-		in.Path = "" // a named dataset, not a file
-	}
-	if err := outfile.CheckDistinct(outs, []outfile.Path{in}); err != nil {
-		return err
-	}
-	return probeOutputs(outs)
 }
 
 // openReleases opens --out for the released iterates ("-" is stdout);

@@ -868,6 +868,24 @@ func checkEventPaths(cmd *cobra.Command, input string) error {
 	return probeOutputs(outs)
 }
 
+// checkPaths refuses an output flag's file that is an input flag's file or
+// another output's, and probes the outputs, before anything is read: a
+// run fails at once, not after its work.
+func checkPaths(cmd *cobra.Command, outputs, inputs []string) error {
+	p := pathFlags(cmd, append(append([]string{}, outputs...), inputs...)...)
+	outs, ins := make([]outfile.Path, len(outputs)), make([]outfile.Path, len(inputs))
+	for i, n := range outputs {
+		outs[i] = p[n]
+	}
+	for i, n := range inputs {
+		ins[i] = p[n]
+	}
+	if err := outfile.CheckDistinct(outs, ins); err != nil {
+		return err
+	}
+	return probeOutputs(outs)
+}
+
 // pathFlags reads the named string flags as outfile paths.
 func pathFlags(cmd *cobra.Command, names ...string) map[string]outfile.Path {
 	m := make(map[string]outfile.Path, len(names))

@@ -1,0 +1,85 @@
+package dpsgd
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/dpal-dev/dpal/data"
+	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
+	"github.com/dpal-dev/dpal/dp/mech"
+	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/model/nn"
+)
+
+// mnistTrain loads MNIST's training set from $DPAL_DATA_DIR or
+// ../../shared/data, or skips.
+func mnistTrain(b *testing.B) Data {
+	dir := os.Getenv("DPAL_DATA_DIR")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "shared", "data")
+	}
+	train, _, err := data.LoadIDX(filepath.Join(dir, data.MNISTFolder))
+	if err != nil {
+		b.Skipf("MNIST not available: %v", err)
+	}
+	return Data{X: train.X, Labels: train.Class}
+}
+
+// BenchmarkEpoch times one full DP-SGD epoch on MNIST (batch 256, σ 1.1,
+// C 1, SGD): sampling, clipping, noise and update included. ex/s counts
+// expected examples (steps × batch).
+func BenchmarkEpoch(b *testing.B) {
+	d := mnistTrain(b)
+	n := len(d.X)
+	for _, c := range []struct {
+		name string
+		spec nn.Spec
+	}{
+		{"logreg-784-10", nn.Spec{Arch: nn.LogReg, Inputs: 784, Classes: 10}},
+		{"mlp-784-256-10", nn.Spec{Arch: nn.MLP, Inputs: 784, Classes: 10, Hidden: []int{256}, Activation: nn.ReLU}},
+		{"cnn", nn.Spec{Arch: nn.CNN, Inputs: 784, Classes: 10, Image: [3]int{28, 28, 1}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			r := rng.Seeded(1)
+			net, _ := nn.New(c.spec, r)
+			tr, err := New(net, Config{NoiseMultiplier: 1.1, Clip: 1, LR: 0.1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			steps := n / 256
+			groups := []Group{{Name: "all", Records: all(n), Rate: 256 / float64(n)}}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				led, _ := ledger.New(account.Budget{Epsilon: 1e6, Delta: 1e-5})
+				if _, err := tr.Run(led, r, d, groups, steps, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(steps*256*b.N)/b.Elapsed().Seconds(), "ex/s")
+		})
+	}
+}
+
+// BenchmarkNoise is one step's noise for the MLP's 203 530 parameters.
+func BenchmarkNoise(b *testing.B) {
+	m, _ := mech.NewGaussianVector(1.1, 1, 203530)
+	v := make([]float64, 203530)
+	r := rng.Seeded(1)
+	for i := 0; i < b.N; i++ {
+		_ = m.AddTo(r, v)
+	}
+}
+
+// BenchmarkSample is one step's Poisson sampling of MNIST's 60 000 records.
+func BenchmarkSample(b *testing.B) {
+	d := Data{X: make([][]float64, 60000), Labels: make([]int, 60000)}
+	groups := []Group{{Name: "all", Records: all(60000), Rate: 256.0 / 60000}}
+	r := rng.Seeded(1)
+	var rows [][]float64
+	var labels []int
+	for i := 0; i < b.N; i++ {
+		rows, labels = sample(r, d, groups, rows[:0], labels[:0])
+	}
+}

@@ -1,0 +1,308 @@
+package dpsgd
+
+import (
+	"errors"
+	"math"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/audit"
+	"github.com/dpal-dev/dpal/dp/ledger"
+	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/model/nn"
+)
+
+func TestCalibrateExact(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		eps, epochs float64
+		batch, n    int
+	}{
+		{"mnist-eps3", 3, 30, 512, 60000},
+		{"mnist-eps1", 1, 15, 512, 60000},
+		{"small", 2, 5, 64, 1000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := Calibrate(c.eps, 1e-5, c.epochs, c.batch, c.n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := func(sigma float64) float64 {
+				res, err := account.Epsilon([]account.Phase{{SampleRate: p.SampleRate, NoiseMultiplier: sigma, Steps: p.Steps}}, 1e-5, account.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res.Epsilon
+			}
+			if e := at(p.NoiseMultiplier); e > c.eps {
+				t.Errorf("σ=%v gives ε=%v > %v", p.NoiseMultiplier, e, c.eps)
+			}
+			if e := at(p.NoiseMultiplier * (1 - 2e-9)); e <= c.eps {
+				t.Errorf("σ·(1−2e-9) still gives ε=%v ≤ %v: σ is not tight to 1e-9", e, c.eps)
+			}
+			if want := int(math.Ceil(c.epochs * float64(c.n) / float64(c.batch))); p.Steps != want {
+				t.Errorf("steps %d, want %d", p.Steps, want)
+			}
+		})
+	}
+	if _, err := Calibrate(1, 1e-5, 1, 0, 10); err == nil {
+		t.Error("batch 0 accepted")
+	}
+}
+
+// blobs is a linearly separable 3-class problem in 4 dimensions.
+func blobs(r *rng.Rand, n int) Data {
+	var d Data
+	for i := range n {
+		c := i % 3
+		x := make([]float64, 4)
+		for j := range x {
+			x[j] = 0.3 * (2*r.Float64() - 1)
+		}
+		x[c] += 1
+		d.X, d.Labels = append(d.X, x), append(d.Labels, c)
+	}
+	return d
+}
+
+func all(n int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}
+
+func newLedger(t *testing.T, eps float64) *ledger.Ledger {
+	l, err := ledger.New(account.Budget{Epsilon: eps, Delta: 1e-5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestTrainLearnsAndCharges(t *testing.T) {
+	for _, opt := range []string{SGD, Momentum, Adam, NAdam} {
+		t.Run(opt, func(t *testing.T) {
+			r := rng.Seeded(1)
+			d := blobs(r, 600)
+			net, _ := nn.New(nn.Spec{Arch: nn.LogReg, Inputs: 4, Classes: 3}, r)
+			lr := 0.5
+			if opt == Adam || opt == NAdam {
+				lr = 0.05
+			}
+			tr, err := New(net, Config{NoiseMultiplier: 1, Clip: 1, Optimizer: opt, LR: lr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			led := newLedger(t, 50)
+			groups := []Group{{Name: "old", Records: all(300), Rate: 0.1}, {Name: "new", Records: all(600)[300:], Rate: 0.2}}
+			res, err := tr.Run(led, r, d, groups, 40, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.ExpectedBatch != 90 || res.Steps != 40 || len(res.Charges) != 2 {
+				t.Errorf("result %+v", res)
+			}
+			for _, g := range groups {
+				want, _ := account.SubsampledGaussian([]account.Phase{{SampleRate: g.Rate, NoiseMultiplier: 1, Steps: 40}})
+				we, _ := want.EpsilonAt(1e-5, account.Balle2020)
+				got, _ := led.Spent(g.Name)
+				if math.Abs(got-we) > 1e-9*we {
+					t.Errorf("group %s charged ε=%v, want %v", g.Name, got, we)
+				}
+			}
+			acc, _ := net.Accuracy(d.X, d.Labels)
+			if acc < 0.9 {
+				t.Errorf("accuracy %v after 40 steps", acc)
+			}
+		})
+	}
+}
+
+func TestOverBudgetTakesNoStep(t *testing.T) {
+	r := rng.Seeded(2)
+	d := blobs(r, 100)
+	net, _ := nn.New(nn.Spec{Arch: nn.LogReg, Inputs: 4, Classes: 3}, r)
+	before := slices.Clone(net.Params())
+	tr, _ := New(net, Config{NoiseMultiplier: 0.5, Clip: 1, LR: 1})
+	_, err := tr.Run(newLedger(t, 0.1), r, d, []Group{{Name: "all", Records: all(100), Rate: 0.5}}, 10, nil)
+	if !errors.Is(err, account.ErrBudgetExceeded) {
+		t.Fatalf("want ErrBudgetExceeded, got %v", err)
+	}
+	if !slices.Equal(before, net.Params()) || tr.Steps() != 0 {
+		t.Error("parameters changed although the charge failed")
+	}
+}
+
+func TestEmptyBatchIsAStep(t *testing.T) {
+	r := rng.Seeded(3)
+	d := blobs(r, 10)
+	net, _ := nn.New(nn.Spec{Arch: nn.LogReg, Inputs: 4, Classes: 3}, r)
+	tr, _ := New(net, Config{NoiseMultiplier: 1, Clip: 1, LR: 1})
+	// Rate 2^-40: the batch is empty at every step, yet each step is taken
+	// and moves the parameters by noise alone.
+	res, err := tr.Run(newLedger(t, 10), r, d, []Group{{Name: "g", Records: all(10), Rate: math.Ldexp(1, -40)}}, 3, nil)
+	if err != nil || res.Steps != 3 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	moved := false
+	for _, v := range net.Params() {
+		moved = moved || v != 0
+	}
+	if !moved {
+		t.Error("an empty batch left the parameters unchanged: no noise was added")
+	}
+}
+
+func TestRunRejects(t *testing.T) {
+	r := rng.Seeded(4)
+	d := blobs(r, 10)
+	net, _ := nn.New(nn.Spec{Arch: nn.LogReg, Inputs: 4, Classes: 3}, r)
+	tr, _ := New(net, Config{NoiseMultiplier: 1, Clip: 1, LR: 1})
+	for _, c := range []struct {
+		name   string
+		groups []Group
+		steps  int
+	}{
+		{"record twice", []Group{{Name: "a", Records: []int{1, 1}, Rate: 0.5}}, 1},
+		{"record in two groups", []Group{{Name: "a", Records: []int{1}, Rate: 0.5}, {Name: "b", Records: []int{1}, Rate: 0.5}}, 1},
+		{"rate above one", []Group{{Name: "a", Records: []int{1}, Rate: 1.5}}, 1},
+		{"record out of range", []Group{{Name: "a", Records: []int{10}, Rate: 0.5}}, 1},
+		{"no name", []Group{{Records: []int{1}, Rate: 0.5}}, 1},
+		{"nothing sampled", []Group{{Name: "a", Records: []int{1}, Rate: 0}}, 1},
+		{"negative steps", []Group{{Name: "a", Records: []int{1}, Rate: 0.5}}, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			led := newLedger(t, 10)
+			if _, err := tr.Run(led, r, d, c.groups, c.steps, nil); err == nil {
+				t.Error("accepted")
+			}
+			if led.Len() != 0 {
+				t.Error("a rejected run charged the ledger")
+			}
+		})
+	}
+	if _, err := tr.Run(nil, r, d, []Group{{Name: "a", Records: []int{1}, Rate: 0.5}}, 1, nil); err == nil {
+		t.Error("nil ledger accepted")
+	}
+	for _, cfg := range []Config{{NoiseMultiplier: 0, Clip: 1, LR: 1}, {NoiseMultiplier: 1, Clip: 0, LR: 1},
+		{NoiseMultiplier: 1, Clip: 1, LR: 0}, {NoiseMultiplier: 1, Clip: 1, LR: 1, Optimizer: "rmsprop"},
+		{NoiseMultiplier: 1, Clip: 1, LR: 1, Schedule: Cosine}} {
+		if _, err := New(net, cfg); err == nil {
+			t.Errorf("config %+v accepted", cfg)
+		}
+	}
+}
+
+// Under a seed the run does not depend on the number of cores: the MLP's
+// GEMMs are large enough for gonum to split them across workers, and the
+// CNN spreads its per-example work over the cores.
+func TestSeededRunIndependentOfCores(t *testing.T) {
+	for _, spec := range []nn.Spec{
+		{Arch: nn.MLP, Inputs: 300, Classes: 2, Hidden: []int{256}, Activation: nn.ReLU, Dropout: 0.1},
+		{Arch: nn.CNN, Inputs: 300, Classes: 2, Image: [3]int{15, 20, 1}},
+	} {
+		t.Run(spec.Arch, func(t *testing.T) {
+			run := func(procs int) []float64 {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				r := rng.Seeded(5)
+				d := Data{}
+				for i := range 400 {
+					x := make([]float64, 300)
+					for j := range x {
+						x[j] = r.Float64()
+					}
+					d.X, d.Labels = append(d.X, x), append(d.Labels, i%2)
+				}
+				net, _ := nn.New(spec, r)
+				tr, _ := New(net, Config{NoiseMultiplier: 1, Clip: 1, LR: 0.1, Optimizer: Adam})
+				if _, err := tr.Run(newLedger(t, 100), r, d, []Group{{Name: "all", Records: all(400), Rate: 0.8}}, 3, nil); err != nil {
+					t.Fatal(err)
+				}
+				return slices.Clone(net.Params())
+			}
+			if a, b := run(1), run(2); !slices.Equal(a, b) {
+				t.Error("seeded run differs between 1 and 2 cores")
+			}
+		})
+	}
+}
+
+// TestAuditOneStep audits one DP-SGD step on add/remove neighbours: D0 is
+// empty, D1 holds one record whose clipped gradient has weight coordinate
+// ≈ C. The released coordinate is the noisy sum's weight coordinate. The
+// audit's lower bound must stay below the ε the ledger is charged, and a
+// trainer whose noise has half the σ must be caught.
+func TestAuditOneStep(t *testing.T) {
+	const (
+		q, sigma, delta = 0.5, 1.0, 1e-5
+		trials          = 400000
+	)
+	loss, _ := account.SubsampledGaussian([]account.Phase{{SampleRate: q, NoiseMultiplier: sigma, Steps: 1}})
+	claimed, _ := loss.EpsilonAt(delta, account.Balle2020)
+	d1 := Data{X: [][]float64{{100}}, Labels: []int{0}}
+	d0 := Data{}
+	groups1 := []Group{{Name: "g", Records: []int{0}, Rate: q}}
+	mk := func(z float64) func(*rng.Rand, Data, []Group) float64 {
+		net, _ := nn.New(nn.Spec{Arch: nn.LogReg, Inputs: 1, Classes: 2}, rng.Seeded(0))
+		tr, _ := New(net, Config{NoiseMultiplier: z, Clip: 1, LR: 1})
+		buf := make([]float64, 2)
+		var rows [][]float64
+		var labels []int
+		return func(r *rng.Rand, d Data, groups []Group) float64 {
+			clear(buf)
+			_ = tr.noise.AddTo(r, buf)
+			rows, labels = sample(r, d, groups, rows[:0], labels[:0])
+			sum, err := tr.noisySum(rows, labels, buf, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sum[0]
+		}
+	}
+	cfg := audit.Config{Trials: trials, Confidence: 0.999, Delta: delta}
+	for _, c := range []struct {
+		name   string
+		z      float64
+		caught bool
+	}{{"genuine", sigma, false}, {"halved-sigma mutant", sigma / 2, true}} {
+		rel := mk(c.z)
+		res, err := audit.Continuous(rng.Seeded(7),
+			func(r *rng.Rand) float64 { return rel(r, d0, nil) },
+			func(r *rng.Rand) float64 { return rel(r, d1, groups1) }, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: ε lower bound %.3f, claimed %.3f (%s)", c.name, res.Epsilon, claimed, res.Event)
+		if (res.Epsilon > claimed) != c.caught {
+			t.Errorf("%s: ε lower bound %.3f against claimed %.3f", c.name, res.Epsilon, claimed)
+		}
+	}
+}
+
+func TestWordThresholdExact(t *testing.T) {
+	for _, c := range []struct {
+		q    float64
+		want uint64
+		ok   bool
+	}{
+		{0.5, 1 << 63, true},
+		{256.0 / 60000, uint64(math.Ldexp(256.0/60000, 64)), true},
+		{math.Ldexp(1, -12), 1 << 52, true},
+		{math.Nextafter(1, 0), uint64(math.Ldexp(math.Nextafter(1, 0), 64)), true},
+		{math.Ldexp(1+math.Ldexp(1, -52), -13), 0, false}, // a mantissa bit at 2^-65
+		{1, 0, false},
+		{0, 0, false},
+	} {
+		thr, ok := wordThreshold(c.q)
+		if ok != c.ok || (ok && thr != c.want) {
+			t.Errorf("q=%v: threshold %d, %v", c.q, thr, ok)
+		}
+		if ok && math.Ldexp(float64(thr), -64) != c.q {
+			t.Errorf("q=%v: threshold %d is not q·2^64", c.q, thr)
+		}
+	}
+}

@@ -1,0 +1,310 @@
+package dpsgd
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
+	"github.com/dpal-dev/dpal/dp/mech"
+	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/model/nn"
+)
+
+// Config is what stays fixed across a Trainer's runs.
+type Config struct {
+	// NoiseMultiplier is σ: the noise per coordinate has standard
+	// deviation σ·Clip (finite, > 0).
+	NoiseMultiplier float64
+	// Clip is C, the per-example ℓ2 clipping norm (finite, > 0).
+	Clip float64
+	// Optimizer is SGD (default), Momentum, Adam or NAdam.
+	Optimizer string
+	// LR is the learning rate (> 0).
+	LR float64
+	// Momentum is the momentum coefficient (Momentum only; 0 means 0.9).
+	Momentum float64
+	// WeightDecay adds WeightDecay·θ to each noisy gradient.
+	WeightDecay float64
+	// Schedule is Constant (default) or Cosine, which anneals the rate to
+	// zero over TotalSteps steps of all runs together.
+	Schedule string
+	// TotalSteps is the cosine schedule's length.
+	TotalSteps int
+}
+
+// Group is a set of records sampled at one Poisson rate and charged as one
+// ledger group.
+type Group struct {
+	// Name is the ledger group the group's loss is charged to.
+	Name string
+	// Records index the run's Data; no record may be in two groups.
+	Records []int
+	// Rate is each record's probability of joining each step's batch.
+	Rate float64
+}
+
+// Data is a labelled training set.
+type Data struct {
+	// X holds the feature rows.
+	X [][]float64
+	// Labels holds each row's class, 0 ≤ label < the model's classes.
+	Labels []int
+}
+
+// Charge is one group's ledger entry for a run.
+type Charge struct {
+	Group   string       `json:"group"`
+	Rate    float64      `json:"sample_rate"`
+	Records int          `json:"records"`
+	Loss    account.Loss `json:"-"`
+	Seq     uint64       `json:"ledger_seq"`
+}
+
+// RunResult describes a finished run. It holds nothing data-dependent
+// beyond what the ledger covers: no realised batch sizes, no losses.
+type RunResult struct {
+	// Steps is the number of steps taken.
+	Steps int `json:"steps"`
+	// ExpectedBatch is Σ_g q_g·|g|, the divisor of every noisy sum.
+	ExpectedBatch float64 `json:"expected_batch"`
+	// Charges are the ledger entries made before the first step.
+	Charges []Charge `json:"charges"`
+	// Seconds is the wall time of the steps.
+	Seconds float64 `json:"seconds"`
+}
+
+// Trainer runs DP-SGD on one network; the optimiser state carries over
+// from run to run (the phases of an active learner).
+type Trainer struct {
+	net   *nn.Net
+	cfg   Config
+	opt   *optimizer
+	noise *mech.GaussianVector
+	steps int
+}
+
+// New returns a trainer for net.
+func New(net *nn.Net, cfg Config) (*Trainer, error) {
+	noise, err := mech.NewGaussianVector(cfg.NoiseMultiplier, cfg.Clip, net.NumParams())
+	if err != nil {
+		return nil, fmt.Errorf("dpsgd: %w", err)
+	}
+	opt, err := newOptimizer(cfg, net.NumParams())
+	if err != nil {
+		return nil, err
+	}
+	return &Trainer{net: net, cfg: cfg, opt: opt, noise: noise}, nil
+}
+
+// Steps is the number of steps taken over all runs.
+func (t *Trainer) Steps() int { return t.steps }
+
+// NoiseSigma is the noise standard deviation per coordinate actually used
+// (≥ σ·C: the grid's rounding is covered, see mech.GaussianVector).
+func (t *Trainer) NoiseSigma() float64 { return t.noise.Sigma() }
+
+// Run takes steps DP-SGD steps on d, sampling the records of each group at
+// the group's rate. Before the first step it charges each group with
+// Rate > 0 the loss of steps Poisson-subsampled Gaussian steps at its rate
+// to led; if a charge fails (errors.Is(err, account.ErrBudgetExceeded) when
+// over budget) no step is taken, and the groups charged before it stay
+// charged (conservative). after, if not nil, is called after every step
+// with the number of steps of this run done; its error stops the run.
+// Randomness is split from r: pass rng.Secure() outside experiments.
+func (t *Trainer) Run(led *ledger.Ledger, r *rng.Rand, d Data, groups []Group, steps int, after func(done int) error) (RunResult, error) {
+	if led == nil {
+		return RunResult{}, errors.New("dpsgd: a ledger is required: every step is charged before it runs")
+	}
+	b, err := checkRun(d, groups, steps)
+	if err != nil {
+		return RunResult{}, err
+	}
+	res := RunResult{ExpectedBatch: b}
+	if res.Charges, err = t.charge(led, groups, steps); err != nil {
+		return res, err
+	}
+	start := time.Now()
+	sampR, noiseR, dropR := r.Split(), r.Split(), r.Split()
+	noise, stop := t.noiseStream(noiseR, steps)
+	defer stop()
+	rows, labels := make([][]float64, 0, int(2*b)+16), make([]int, 0, int(2*b)+16)
+	for s := range steps {
+		rows, labels = sample(sampR, d, groups, rows[:0], labels[:0])
+		if err := t.step(rows, labels, b, <-noise, dropR); err != nil {
+			return res, fmt.Errorf("dpsgd: step %d: %w", s+1, err)
+		}
+		res.Steps = s + 1
+		if after != nil {
+			if err := after(s + 1); err != nil {
+				return res, err
+			}
+		}
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// checkRun validates a run and returns its expected batch size.
+func checkRun(d Data, groups []Group, steps int) (float64, error) {
+	if steps < 0 {
+		return 0, fmt.Errorf("dpsgd: steps must be >= 0, got %d", steps)
+	}
+	if len(d.Labels) != len(d.X) {
+		return 0, fmt.Errorf("dpsgd: %d rows but %d labels", len(d.X), len(d.Labels))
+	}
+	seen := make([]bool, len(d.X))
+	names := map[string]bool{}
+	b := 0.0
+	for _, g := range groups {
+		if g.Name == "" || names[g.Name] {
+			return 0, fmt.Errorf("dpsgd: group names must be non-empty and distinct, got %q twice or empty", g.Name)
+		}
+		names[g.Name] = true
+		if !(g.Rate >= 0 && g.Rate <= 1) {
+			return 0, fmt.Errorf("dpsgd: group %q: rate %v is not in [0, 1]", g.Name, g.Rate)
+		}
+		for _, i := range g.Records {
+			if i < 0 || i >= len(d.X) {
+				return 0, fmt.Errorf("dpsgd: group %q: record %d is outside the data (0..%d)", g.Name, i, len(d.X)-1)
+			}
+			if seen[i] {
+				return 0, fmt.Errorf("dpsgd: record %d is in two groups (or twice in one): its loss would be undercharged", i)
+			}
+			seen[i] = true
+		}
+		b += g.Rate * float64(len(g.Records))
+	}
+	if !(b > 0) {
+		return 0, errors.New("dpsgd: no record can be sampled (expected batch 0)")
+	}
+	return b, nil
+}
+
+// charge records each sampled group's loss for the whole run.
+func (t *Trainer) charge(led *ledger.Ledger, groups []Group, steps int) ([]Charge, error) {
+	var out []Charge
+	if steps == 0 {
+		return nil, nil
+	}
+	for _, g := range groups {
+		if g.Rate == 0 || len(g.Records) == 0 {
+			continue
+		}
+		loss, err := account.SubsampledGaussian([]account.Phase{{SampleRate: g.Rate, NoiseMultiplier: t.cfg.NoiseMultiplier, Steps: steps}})
+		if err != nil {
+			return out, fmt.Errorf("dpsgd: group %q: %w", g.Name, err)
+		}
+		loss.Mechanism = "dp-sgd"
+		loss.Params["clip"] = t.cfg.Clip
+		e, err := led.Record(ledger.Charge{Groups: []string{g.Name}, Loss: loss,
+			Note: fmt.Sprintf("DP-SGD: %d steps, rate %v, σ %v, C %v, %d records", steps, g.Rate, t.cfg.NoiseMultiplier, t.cfg.Clip, len(g.Records))})
+		if err != nil {
+			return out, fmt.Errorf("dpsgd: charging group %q: %w", g.Name, err)
+		}
+		out = append(out, Charge{Group: g.Name, Rate: g.Rate, Records: len(g.Records), Loss: loss, Seq: e.Seq})
+	}
+	return out, nil
+}
+
+// sample appends each group's records, each with its group's rate (an
+// exact Bernoulli draw), to rows and labels.
+func sample(r *rng.Rand, d Data, groups []Group, rows [][]float64, labels []int) ([][]float64, []int) {
+	for _, g := range groups {
+		if g.Rate == 0 {
+			continue
+		}
+		thr, word := wordThreshold(g.Rate)
+		for _, i := range g.Records {
+			var in bool
+			switch {
+			case g.Rate == 1:
+				in = true
+			case word:
+				in = r.Uint64() < thr
+			default:
+				in = mech.BernoulliFloat(r, g.Rate)
+			}
+			if in {
+				rows, labels = append(rows, d.X[i]), append(labels, d.Labels[i])
+			}
+		}
+	}
+	return rows, labels
+}
+
+// wordThreshold returns t = q·2^64 and true when that is an integer below
+// 2^64, as it is for every float64 q in [2^-12, 1): then a uniform 64-bit
+// word u satisfies P(u < t) = t/2^64 = q exactly, one word per record. For
+// smaller q the caller uses mech.BernoulliFloat, exact for any float64.
+func wordThreshold(q float64) (uint64, bool) {
+	t := math.Ldexp(q, 64)
+	if q > 0 && t < math.Ldexp(1, 64) && t == math.Trunc(t) {
+		return uint64(t), true
+	}
+	return 0, false
+}
+
+// noiseStream draws one noise vector per step on its own goroutine, one
+// step ahead of the gradient work. Each vector is the GaussianVector's
+// release on the zero vector, g·Y with Y exact discrete Gaussians; stop
+// ends the goroutine.
+func (t *Trainer) noiseStream(r *rng.Rand, steps int) (<-chan []float64, func()) {
+	out := make(chan []float64, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(out)
+		bufs := [3][]float64{}
+		for s := range steps {
+			buf := bufs[s%3]
+			if buf == nil {
+				buf = make([]float64, t.net.NumParams())
+				bufs[s%3] = buf
+			}
+			clear(buf)
+			// Zero is on the grid and finite: AddTo cannot fail.
+			_ = t.noise.AddTo(r, buf)
+			select {
+			case out <- buf:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return out, func() { close(done) }
+}
+
+// step releases one noisy gradient and applies it.
+func (t *Trainer) step(rows [][]float64, labels []int, b float64, z []float64, dropR *rng.Rand) error {
+	sum, err := t.noisySum(rows, labels, z, dropR)
+	if err != nil {
+		return err
+	}
+	for i := range sum {
+		sum[i] /= b
+	}
+	t.opt.step(t.net.Params(), sum)
+	t.steps++
+	return nil
+}
+
+// noisySum is the mechanism of one step: the clipped sum rounded to the
+// noise's grid plus the noise z, exactly GaussianVector.AddTo's output
+// (g·round(v/g) + g·Y, all exact in float64). With three noise buffers and
+// a channel of one, the producer never writes the z in use here.
+func (t *Trainer) noisySum(rows [][]float64, labels []int, z []float64, dropR *rng.Rand) ([]float64, error) {
+	sum, err := t.net.ClippedGrad(rows, labels, t.cfg.Clip, dropR)
+	if err != nil {
+		return nil, err
+	}
+	g := t.noise.Granularity()
+	for i, v := range sum {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("gradient coordinate %d is %v: the model diverged (lower the learning rate)", i, v)
+		}
+		sum[i] = g*math.Round(v/g) + z[i]
+	}
+	return sum, nil
+}

@@ -1,0 +1,252 @@
+package nn
+
+import (
+	"math"
+	"runtime"
+	"sync"
+
+	"github.com/dpal-dev/dpal/dp/rng"
+)
+
+// shape is an image's height, width and channels; an example's features
+// are its pixels in channels-last order ((y·W + x)·C + c).
+type shape struct{ h, w, c int }
+
+func (s shape) size() int { return s.h * s.w * s.c }
+
+// conv is a 2-D convolution with a square kernel, stride and zero padding,
+// computed through im2col: the unfolded input U (one row per example and
+// output position, one column per kernel tap and input channel) times the
+// kernel matrix W (taps·channels × out channels). Channels-last layout makes
+// the product's rows exactly the output's positions, so the batch output is
+// U·W viewed as B × (positions·out).
+type conv struct {
+	in                  shape
+	k, stride, pad, out int
+	oh, ow              int
+	wt                  weights
+	u, z, g, gu, gin    matrix
+	scale, per          matrix
+	batch               int
+}
+
+func newConv(in shape, k, stride, pad, out int) *conv {
+	c := &conv{in: in, k: k, stride: stride, pad: pad, out: out}
+	c.oh = (in.h+2*pad-k)/stride + 1
+	c.ow = (in.w+2*pad-k)/stride + 1
+	return c
+}
+
+func (c *conv) outShape() shape { return shape{c.oh, c.ow, c.out} }
+func (c *conv) outDim() int     { return c.outShape().size() }
+func (c *conv) positions() int  { return c.oh * c.ow }
+func (c *conv) taps() int       { return c.k * c.k * c.in.c }
+func (c *conv) numParams() int  { return c.taps()*c.out + c.out }
+func (c *conv) sync()           { c.wt.sync() }
+
+func (c *conv) bind(p, g []float64) {
+	c.wt.rows, c.wt.cols = c.taps(), c.out
+	c.wt.bind(p, g)
+}
+
+// initParams draws W and b uniformly in ±1/√fan_in (PyTorch's default).
+func (c *conv) initParams(r *rng.Rand) {
+	uniformInit(r, c.wt.p, 1/math.Sqrt(float64(c.taps())))
+}
+
+// unfold visits, for example i, every (output position, tap) pair whose
+// input pixel lies inside the image: row is U's row, col the tap's first
+// column, src the pixel's first channel in the example's features.
+func (c *conv) unfold(visit func(row, col, src int)) {
+	cin := c.in.c
+	for oy := range c.oh {
+		for ox := range c.ow {
+			row := oy*c.ow + ox
+			for ky := range c.k {
+				iy := oy*c.stride - c.pad + ky
+				if iy < 0 || iy >= c.in.h {
+					continue
+				}
+				for kx := range c.k {
+					ix := ox*c.stride - c.pad + kx
+					if ix < 0 || ix >= c.in.w {
+						continue
+					}
+					visit(row, (ky*c.k+kx)*cin, (iy*c.in.w+ix)*cin)
+				}
+			}
+		}
+	}
+}
+
+func (c *conv) forward(x matrix, _ bool, _ *rng.Rand) matrix {
+	c.batch = x.r
+	p, t, cin := c.positions(), c.taps(), c.in.c
+	c.u = c.u.resize(x.r*p, t)
+	parallel(x.r, func(i int) {
+		xi := x.row(i)
+		ui := c.u.d[i*p*t : (i+1)*p*t]
+		if c.pad > 0 {
+			clear(ui) // taps outside the image stay zero
+		}
+		c.unfold(func(row, col, src int) {
+			copy(ui[row*t+col:row*t+col+cin], xi[src:src+cin])
+		})
+	})
+	c.z = c.z.resize(x.r, p*c.out)
+	zv := matrix{x.r * p, c.out, c.z.d}
+	for i := range zv.r {
+		copy(zv.row(i), c.wt.b())
+	}
+	gemm(false, true, 1, c.u, c.wt.wT(), 1, zv)
+	return c.z
+}
+
+func (c *conv) backward(g matrix, needIn bool) matrix {
+	p, t, cin := c.positions(), c.taps(), c.in.c
+	c.g = matrix{g.r * p, c.out, g.d}
+	if !needIn {
+		return matrix{}
+	}
+	c.gu = c.gu.resize(g.r*p, t)
+	gemm(false, false, 1, c.g, c.wt.wT(), 0, c.gu)
+	c.gin = c.gin.resize(g.r, c.in.size())
+	parallel(g.r, func(i int) {
+		gi := c.gin.row(i)
+		clear(gi)
+		ui := c.gu.d[i*p*t : (i+1)*p*t]
+		c.unfold(func(row, col, src int) {
+			for ch := range cin {
+				gi[src+ch] += ui[row*t+col+ch]
+			}
+		})
+	})
+	return c.gin
+}
+
+// sqNorms materialises each example's kernel gradient, transposed
+// (G_iᵀU_i, out × taps), for its norm; the bias gradient is the column sum of G_i.
+// Examples are spread over the cores, each worker with its own scratch;
+// every example's norm is computed alone, so the result does not depend on
+// the core count.
+func (c *conv) sqNorms(acc []float64) {
+	p, t := c.positions(), c.taps()
+	workers := min(runtime.GOMAXPROCS(0), c.batch)
+	c.per = c.per.resize(workers*c.out, t)
+	parallelChunks(c.batch, workers, func(w, lo, hi int) {
+		per := matrix{c.out, t, c.per.d[w*c.out*t : (w+1)*c.out*t]}
+		bias := make([]float32, c.out)
+		for i := lo; i < hi; i++ {
+			ui := matrix{p, t, c.u.d[i*p*t : (i+1)*p*t]}
+			gi := matrix{p, c.out, c.g.d[i*p*c.out : (i+1)*p*c.out]}
+			gemm(true, false, 1, gi, ui, 0, per)
+			clear(bias)
+			addColSums(bias, gi)
+			acc[i] += sqNorm(per.d) + sqNorm(bias)
+		}
+	})
+}
+
+// accumulate adds (diag(c)·G)ᵀ·U = ∇Wᵀ (each example's rows scaled by its
+// c_i) and the bias gradient.
+func (c *conv) accumulate(cl []float64) {
+	c.scale = c.scale.resize(c.g.r, c.g.c)
+	scaleRows(c.scale, c.g, cl, c.positions())
+	gemm(true, false, 1, c.scale, c.u, 0, c.wt.gT())
+	clear(c.wt.gb())
+	addColSums(c.wt.gb(), c.scale)
+	c.wt.flush()
+}
+
+// maxPool takes the maximum over size×size windows at the given stride,
+// per channel.
+type maxPool struct {
+	noParams
+	in                   shape
+	size, stride, oh, ow int
+	arg                  []int32
+	y, gin               matrix
+}
+
+func newMaxPool(in shape, size, stride int) *maxPool {
+	return &maxPool{in: in, size: size, stride: stride,
+		oh: (in.h-size)/stride + 1, ow: (in.w-size)/stride + 1}
+}
+
+func (m *maxPool) outShape() shape { return shape{m.oh, m.ow, m.in.c} }
+func (m *maxPool) outDim() int     { return m.outShape().size() }
+
+func (m *maxPool) forward(x matrix, _ bool, _ *rng.Rand) matrix {
+	od, ch := m.outDim(), m.in.c
+	m.y = m.y.resize(x.r, od)
+	if cap(m.arg) < x.r*od {
+		m.arg = make([]int32, x.r*od)
+	}
+	m.arg = m.arg[:x.r*od]
+	for i := range x.r {
+		xi, yi, ai := x.row(i), m.y.row(i), m.arg[i*od:(i+1)*od]
+		for oy := range m.oh {
+			for ox := range m.ow {
+				for c := range ch {
+					o := (oy*m.ow+ox)*ch + c
+					best := int32(-1)
+					for ky := range m.size {
+						for kx := range m.size {
+							s := int32(((oy*m.stride+ky)*m.in.w+ox*m.stride+kx)*ch + c)
+							if best < 0 || xi[s] > xi[best] {
+								best = s
+							}
+						}
+					}
+					ai[o], yi[o] = best, xi[best]
+				}
+			}
+		}
+	}
+	return m.y
+}
+
+func (m *maxPool) backward(g matrix, needIn bool) matrix {
+	if !needIn {
+		return matrix{}
+	}
+	od := m.outDim()
+	m.gin = m.gin.resize(g.r, m.in.size())
+	clear(m.gin.d)
+	for i := range g.r {
+		gi, ai, out := g.row(i), m.arg[i*od:(i+1)*od], m.gin.row(i)
+		for o, s := range ai {
+			out[s] += gi[o]
+		}
+	}
+	return m.gin
+}
+
+// parallel calls f(i) for i in [0, n), spread over the cores; the calls
+// must write disjoint memory.
+func parallel(n int, f func(i int)) {
+	parallelChunks(n, min(runtime.GOMAXPROCS(0), n), func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			f(i)
+		}
+	})
+}
+
+// parallelChunks splits [0, n) into workers contiguous chunks and calls
+// f(worker, lo, hi) for each on its own goroutine (inline for one).
+func parallelChunks(n, workers int, f func(w, lo, hi int)) {
+	if workers <= 1 {
+		f(0, 0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*n/workers, (w+1)*n/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(w, lo, hi)
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,222 @@
+package nn
+
+import (
+	"math"
+
+	"github.com/dpal-dev/dpal/dp/rng"
+)
+
+// layer is one stage of a Net. A batch flows through forward; backward
+// receives the gradient of the per-example losses with respect to the
+// layer's output (one row per example) and returns it with respect to the
+// input. After backward, sqNorms adds each example's squared parameter-
+// gradient norm to acc, and accumulate adds Σ_i c_i ∇θ_i to the layer's
+// gradient. Buffers returned by forward and backward belong to the layer and
+// are valid until its next call.
+type layer interface {
+	outDim() int
+	numParams() int
+	// bind points the layer's parameters and gradient at slices of the
+	// Net's flat vectors (len numParams each).
+	bind(p, g []float64)
+	initParams(r *rng.Rand)
+	// sync refreshes the float32 copy of the parameters.
+	sync()
+	forward(x matrix, train bool, r *rng.Rand) matrix
+	backward(g matrix, needIn bool) matrix
+	sqNorms(acc []float64)
+	accumulate(c []float64)
+}
+
+// noParams is the parameter side of a layer that has none.
+type noParams struct{}
+
+func (noParams) numParams() int       { return 0 }
+func (noParams) bind(_, _ []float64)  {}
+func (noParams) sync()                {}
+func (noParams) initParams(*rng.Rand) {}
+func (noParams) sqNorms([]float64)    {}
+func (noParams) accumulate([]float64) {}
+func uniformInit(r *rng.Rand, w []float64, bound float64) {
+	for i := range w {
+		w[i] = bound * (2*r.Float64() - 1)
+	}
+}
+
+// scaleRows sets dst's row i to c[i/per]·g's row i: the clipping factors
+// applied to output gradients (per > 1 for a convolution, whose rows are
+// positions of one example).
+func scaleRows(dst, g matrix, c []float64, per int) {
+	for i := range g.r {
+		ci := float32(c[i/per])
+		src, out := g.row(i), dst.row(i)
+		for j, v := range src {
+			out[j] = ci * v
+		}
+	}
+}
+
+// addColSums adds the column sums of m to acc.
+func addColSums(acc []float32, m matrix) {
+	for i := range m.r {
+		for j, v := range m.row(i) {
+			acc[j] += v
+		}
+	}
+}
+
+// dense is a fully connected layer z = x·W + b, W in×out.
+type dense struct {
+	in, out    int
+	wt         weights
+	x, z, g    matrix
+	gin, scale matrix
+	zeroInit   bool
+}
+
+func (d *dense) outDim() int    { return d.out }
+func (d *dense) numParams() int { return d.in*d.out + d.out }
+func (d *dense) sync()          { d.wt.sync() }
+
+func (d *dense) bind(p, g []float64) {
+	d.wt.rows, d.wt.cols = d.in, d.out
+	d.wt.bind(p, g)
+}
+
+// initParams draws W uniformly in ±1/√in (PyTorch's default for Linear);
+// logistic regression starts at zero.
+func (d *dense) initParams(r *rng.Rand) {
+	n := d.in * d.out
+	clear(d.wt.p[n:])
+	if d.zeroInit {
+		clear(d.wt.p[:n])
+		return
+	}
+	uniformInit(r, d.wt.p[:n], 1/math.Sqrt(float64(d.in)))
+}
+
+func (d *dense) forward(x matrix, _ bool, _ *rng.Rand) matrix {
+	d.x = x
+	d.z = d.z.resize(x.r, d.out)
+	for i := range x.r {
+		copy(d.z.row(i), d.wt.b())
+	}
+	gemm(false, true, 1, x, d.wt.wT(), 1, d.z)
+	return d.z
+}
+
+func (d *dense) backward(g matrix, needIn bool) matrix {
+	d.g = g
+	if !needIn {
+		return matrix{}
+	}
+	d.gin = d.gin.resize(g.r, d.in)
+	gemm(false, false, 1, g, d.wt.wT(), 0, d.gin)
+	return d.gin
+}
+
+// sqNorms uses ‖∇W_i‖² + ‖∇b_i‖² = (‖x_i‖² + 1)·‖g_i‖², as ∇W_i = x_i g_iᵀ.
+func (d *dense) sqNorms(acc []float64) {
+	for i := range d.x.r {
+		acc[i] += (sqNorm(d.x.row(i)) + 1) * sqNorm(d.g.row(i))
+	}
+}
+
+// accumulate adds (diag(c)·G)ᵀ·X = ∇Wᵀ and Σ c_i g_i to the gradient.
+func (d *dense) accumulate(c []float64) {
+	d.scale = d.scale.resize(d.g.r, d.g.c)
+	scaleRows(d.scale, d.g, c, 1)
+	gemm(true, false, 1, d.scale, d.x, 0, d.wt.gT())
+	clear(d.wt.gb())
+	addColSums(d.wt.gb(), d.scale)
+	d.wt.flush()
+}
+
+// activation is an elementwise tanh or ReLU.
+type activation struct {
+	noParams
+	dim    int
+	tanh   bool
+	y, gin matrix
+}
+
+func (a *activation) outDim() int { return a.dim }
+
+func (a *activation) forward(x matrix, _ bool, _ *rng.Rand) matrix {
+	a.y = a.y.resize(x.r, x.c)
+	for i, v := range x.d[:x.r*x.c] {
+		if a.tanh {
+			a.y.d[i] = float32(math.Tanh(float64(v)))
+		} else {
+			a.y.d[i] = max(v, 0)
+		}
+	}
+	return a.y
+}
+
+func (a *activation) backward(g matrix, needIn bool) matrix {
+	if !needIn {
+		return matrix{}
+	}
+	a.gin = a.gin.resize(g.r, g.c)
+	for i, v := range g.d[:g.r*g.c] {
+		y := a.y.d[i]
+		switch {
+		case a.tanh:
+			a.gin.d[i] = v * (1 - y*y)
+		case y > 0:
+			a.gin.d[i] = v
+		default:
+			a.gin.d[i] = 0
+		}
+	}
+	return a.gin
+}
+
+// dropout zeroes each unit with probability p in training and scales the
+// rest by 1/(1−p) (inverted dropout); at prediction it is the identity.
+// Its randomness is independent of the data, so DP-SGD's guarantee is
+// unaffected.
+type dropout struct {
+	noParams
+	dim    int
+	p      float64
+	train  bool
+	mask   []float32
+	y, gin matrix
+}
+
+func (d *dropout) outDim() int { return d.dim }
+
+func (d *dropout) forward(x matrix, train bool, r *rng.Rand) matrix {
+	d.train = train && d.p > 0
+	if !d.train {
+		return x
+	}
+	n := x.r * x.c
+	if cap(d.mask) < n {
+		d.mask = make([]float32, n)
+	}
+	d.mask = d.mask[:n]
+	keep := float32(1 / (1 - d.p))
+	d.y = d.y.resize(x.r, x.c)
+	for i, v := range x.d[:n] {
+		d.mask[i] = 0
+		if r.Float64() >= d.p {
+			d.mask[i] = keep
+		}
+		d.y.d[i] = v * d.mask[i]
+	}
+	return d.y
+}
+
+func (d *dropout) backward(g matrix, needIn bool) matrix {
+	if !needIn || !d.train {
+		return g
+	}
+	d.gin = d.gin.resize(g.r, g.c)
+	for i, v := range g.d[:g.r*g.c] {
+		d.gin.d[i] = v * d.mask[i]
+	}
+	return d.gin
+}

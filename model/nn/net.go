@@ -1,0 +1,320 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dpal-dev/dpal/dp/rng"
+)
+
+// Net is a classifier built from a Spec, with its parameters in one flat
+// vector (the vector DP-SGD noises and the optimiser updates).
+type Net struct {
+	spec   Spec
+	layers []layer
+	params []float64
+	grad   []float64
+	x, gl  matrix
+	norms  []float64
+}
+
+// New builds the network s describes with parameters drawn from r (uniform
+// in ±1/√fan_in, PyTorch's default; logistic regression starts at zero).
+// Initialisation reads no data, so any source will do.
+func New(s Spec, r *rng.Rand) (*Net, error) {
+	n, err := build(s)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range n.layers {
+		l.initParams(r)
+	}
+	return n, nil
+}
+
+func build(s Spec) (*Net, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	s.Hidden = append([]int(nil), s.Hidden...)
+	n := &Net{spec: s, layers: s.layers()}
+	total := s.NumParams()
+	n.params, n.grad = make([]float64, total), make([]float64, total)
+	off := 0
+	for _, l := range n.layers {
+		k := l.numParams()
+		l.bind(n.params[off:off+k], n.grad[off:off+k])
+		off += k
+	}
+	return n, nil
+}
+
+// Spec returns what the network was built from.
+func (n *Net) Spec() Spec {
+	s := n.spec
+	s.Hidden = append([]int(nil), s.Hidden...)
+	return s
+}
+
+// NumParams is the number of parameters.
+func (n *Net) NumParams() int { return len(n.params) }
+
+// Params returns the parameter vector itself: an optimiser updates it in
+// place.
+func (n *Net) Params() []float64 { return n.params }
+
+// binary reports a one-logit (sigmoid) output.
+func (n *Net) binary() bool { return n.layers[len(n.layers)-1].outDim() == 1 }
+
+// checkBatch validates a batch before anything runs.
+func (n *Net) checkBatch(rows [][]float64, labels []int) error {
+	if labels != nil && len(labels) != len(rows) {
+		return fmt.Errorf("nn: %d rows but %d labels", len(rows), len(labels))
+	}
+	for i, x := range rows {
+		if len(x) != n.spec.Inputs {
+			return fmt.Errorf("nn: row %d has %d features, model expects %d", i, len(x), n.spec.Inputs)
+		}
+		if labels != nil && (labels[i] < 0 || labels[i] >= n.spec.Classes) {
+			return fmt.Errorf("nn: row %d has label %d, model has classes 0..%d", i, labels[i], n.spec.Classes-1)
+		}
+	}
+	return nil
+}
+
+// forward runs the batch through every layer and returns the logits. It
+// first refreshes the layers' float32 weights from the parameters, which
+// an optimiser may have changed since the last call.
+func (n *Net) forward(rows [][]float64, train bool, r *rng.Rand) matrix {
+	for _, l := range n.layers {
+		l.sync()
+	}
+	n.x = n.x.resize(len(rows), n.spec.Inputs)
+	for i, x := range rows {
+		xi := n.x.row(i)
+		for j, v := range x {
+			xi[j] = float32(v)
+		}
+	}
+	z := n.x
+	for _, l := range n.layers {
+		z = l.forward(z, train, r)
+	}
+	return z
+}
+
+// lossGrad sets n.gl to the gradient of each example's cross-entropy with
+// respect to its logits: softmax(z) − onehot(y), or σ(z) − y for one logit.
+func (n *Net) lossGrad(z matrix, labels []int) matrix {
+	n.gl = n.gl.resize(z.r, z.c)
+	p := make([]float64, max(z.c, 2))
+	for i := range z.r {
+		gi := n.gl.row(i)
+		n.probs(p, z.row(i))
+		if n.binary() {
+			gi[0] = float32(p[1] - float64(labels[i]))
+			continue
+		}
+		for j := range gi {
+			gi[j] = float32(p[j])
+		}
+		gi[labels[i]]--
+	}
+	return n.gl
+}
+
+// backward propagates g (the logits' gradient) through every layer.
+func (n *Net) backward(g matrix) {
+	for k := len(n.layers) - 1; k >= 0; k-- {
+		g = n.layers[k].backward(g, k > 0)
+	}
+}
+
+// ClippedGrad returns Σ_i c_i ∇ℓ_i(θ) over the batch, where ℓ_i is example
+// i's cross-entropy, c_i = min(1, clip/‖∇ℓ_i‖) (Abadi et al. 2016, Alg. 1,
+// the clipped sum before noise), computed without materialising the
+// per-example gradients of dense layers (see the package doc). Dropout, if
+// any, draws from r. The returned slice is the Net's own gradient buffer,
+// valid until the next call; an empty batch gives zeros.
+func (n *Net) ClippedGrad(rows [][]float64, labels []int, clip float64, r *rng.Rand) ([]float64, error) {
+	if !(clip > 0) || math.IsInf(clip, 0) {
+		return nil, fmt.Errorf("nn: clipping norm must be finite and > 0, got %v", clip)
+	}
+	if err := n.checkBatch(rows, labels); err != nil {
+		return nil, err
+	}
+	clear(n.grad)
+	if len(rows) == 0 {
+		return n.grad, nil
+	}
+	z := n.forward(rows, true, r)
+	n.backward(n.lossGrad(z, labels))
+	n.norms = resizeFloats(n.norms, len(rows))
+	clear(n.norms)
+	for _, l := range n.layers {
+		l.sqNorms(n.norms)
+	}
+	for i, s := range n.norms {
+		// s is a squared norm; NaN (a diverged model) clips to zero.
+		n.norms[i] = clipFactor(math.Sqrt(s), clip)
+	}
+	for _, l := range n.layers {
+		l.accumulate(n.norms)
+	}
+	return n.grad, nil
+}
+
+// clipFactor is min(1, clip/norm), 0 for a non-finite norm.
+func clipFactor(norm, clip float64) float64 {
+	switch {
+	case math.IsNaN(norm) || math.IsInf(norm, 0):
+		return 0
+	case norm <= clip:
+		return 1
+	}
+	return clip / norm
+}
+
+// PerExampleGrads returns every example's full gradient ∇ℓ_i(θ),
+// materialised (one backward pass per example): the reference the fast
+// path is tested and audited against.
+func (n *Net) PerExampleGrads(rows [][]float64, labels []int, r *rng.Rand) ([][]float64, error) {
+	if err := n.checkBatch(rows, labels); err != nil {
+		return nil, err
+	}
+	out := make([][]float64, len(rows))
+	for i := range rows {
+		clear(n.grad)
+		z := n.forward(rows[i:i+1], true, r)
+		n.backward(n.lossGrad(z, labels[i:i+1]))
+		for _, l := range n.layers {
+			l.accumulate([]float64{1})
+		}
+		out[i] = append([]float64(nil), n.grad...)
+	}
+	return out, nil
+}
+
+// Loss returns the mean cross-entropy of the batch (no dropout).
+func (n *Net) Loss(rows [][]float64, labels []int) (float64, error) {
+	if err := n.checkBatch(rows, labels); err != nil {
+		return 0, err
+	}
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	z := n.forward(rows, false, nil)
+	p := make([]float64, max(z.c, 2))
+	sum := 0.0
+	for i := range z.r {
+		n.probs(p, z.row(i))
+		sum -= math.Log(p[labels[i]])
+	}
+	return sum / float64(len(rows)), nil
+}
+
+// predictChunk bounds the batch of a prediction pass, and so its memory.
+const predictChunk = 512
+
+// Predict returns each row's class probabilities (dropout off).
+func (n *Net) Predict(rows [][]float64) ([][]float64, error) {
+	if err := n.checkBatch(rows, nil); err != nil {
+		return nil, err
+	}
+	out := make([][]float64, len(rows))
+	for lo := 0; lo < len(rows); lo += predictChunk {
+		hi := min(lo+predictChunk, len(rows))
+		z := n.forward(rows[lo:hi], false, nil)
+		for i := range z.r {
+			out[lo+i] = make([]float64, n.spec.Classes)
+			n.probs(out[lo+i], z.row(i))
+		}
+	}
+	return out, nil
+}
+
+// Classify returns each row's most probable class.
+func (n *Net) Classify(rows [][]float64) ([]int, error) {
+	probs, err := n.Predict(rows)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(rows))
+	for i, p := range probs {
+		out[i] = Argmax(p)
+	}
+	return out, nil
+}
+
+// Argmax is the index of p's largest entry (the first on ties).
+func Argmax(p []float64) int {
+	best := 0
+	for c, v := range p {
+		if v > p[best] {
+			best = c
+		}
+	}
+	return best
+}
+
+// Accuracy is the fraction of rows classified as their label.
+func (n *Net) Accuracy(rows [][]float64, labels []int) (float64, error) {
+	if err := n.checkBatch(rows, labels); err != nil {
+		return 0, err
+	}
+	if len(rows) == 0 {
+		return 0, fmt.Errorf("nn: accuracy of an empty set")
+	}
+	pred, err := n.Classify(rows)
+	if err != nil {
+		return 0, err
+	}
+	right := 0
+	for i, c := range pred {
+		if c == labels[i] {
+			right++
+		}
+	}
+	return float64(right) / float64(len(rows)), nil
+}
+
+// probs writes the class probabilities of one row of logits into p.
+func (n *Net) probs(p []float64, z []float32) {
+	if n.binary() {
+		p[1] = sigmoid(float64(z[0]))
+		p[0] = 1 - p[1]
+		return
+	}
+	softmax(p, z)
+}
+
+func sigmoid(z float64) float64 {
+	if z >= 0 {
+		return 1 / (1 + math.Exp(-z))
+	}
+	e := math.Exp(z)
+	return e / (1 + e)
+}
+
+// softmax writes softmax(z) into p, stably, in float64.
+func softmax(p []float64, z []float32) {
+	m := math.Inf(-1)
+	for _, v := range z {
+		m = max(m, float64(v))
+	}
+	s := 0.0
+	for j, v := range z {
+		p[j] = math.Exp(float64(v) - m)
+		s += p[j]
+	}
+	for j := range z {
+		p[j] /= s
+	}
+}
+
+func resizeFloats(s []float64, n int) []float64 {
+	if cap(s) < n {
+		return make([]float64, n)
+	}
+	return s[:n]
+}

@@ -1,0 +1,274 @@
+package nn
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/dpal-dev/dpal/dp/rng"
+)
+
+// testSpecs covers every layer type: both logistic regressions, ReLU and
+// tanh MLPs of one to three layers and the CNN on a two-channel 14×14 image.
+var testSpecs = []struct {
+	name string
+	spec Spec
+}{
+	{"logreg-binary", Spec{Arch: LogReg, Inputs: 5, Classes: 2}},
+	{"logreg-multinomial", Spec{Arch: LogReg, Inputs: 5, Classes: 4}},
+	{"mlp-tanh-1", Spec{Arch: MLP, Inputs: 6, Classes: 3, Hidden: []int{7}, Activation: Tanh}},
+	{"mlp-relu-3", Spec{Arch: MLP, Inputs: 6, Classes: 3, Hidden: []int{8, 5, 4}, Activation: ReLU}},
+	{"cnn", Spec{Arch: CNN, Inputs: 14 * 14 * 2, Classes: 3, Image: [3]int{14, 14, 2}}},
+}
+
+// testBatch draws n rows in [−1, 1] and labels for s.
+func testBatch(r *rng.Rand, s Spec, n int) ([][]float64, []int) {
+	rows := make([][]float64, n)
+	labels := make([]int, n)
+	for i := range rows {
+		rows[i] = make([]float64, s.Inputs)
+		for j := range rows[i] {
+			rows[i][j] = 2*r.Float64() - 1
+		}
+		labels[i] = r.IntN(s.Classes)
+	}
+	return rows, labels
+}
+
+// randomise moves the parameters off their initial values (logistic
+// regression starts at zero, where every example's gradient looks alike).
+func randomise(n *Net, r *rng.Rand) {
+	for i := range n.params {
+		n.params[i] += 0.3 * (2*r.Float64() - 1)
+	}
+}
+
+func TestPerExampleGradsFiniteDifferences(t *testing.T) {
+	for _, tc := range testSpecs {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rng.Seeded(1)
+			n, err := New(tc.spec, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			randomise(n, r)
+			rows, labels := testBatch(r, tc.spec, 3)
+			grads, err := n.PerExampleGrads(rows, labels, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The products run in float32 (relative rounding ~6e-8), so the
+			// step is large and the tolerance float32's.
+			const h = 1e-3
+			// A max-pool window whose maximum changes within ±h bends the
+			// loss: the CNN gets a looser bound (a wrong backward pass is
+			// off by O(1), not O(1e-2)).
+			tol := 2e-4
+			if tc.spec.Arch == CNN {
+				tol = 1e-2
+			}
+			for i := range rows {
+				// Every parameter of the small nets, a stride through the CNN.
+				for k := 0; k < n.NumParams(); k += 1 + n.NumParams()/300 {
+					old := n.params[k]
+					n.params[k] = old + h
+					up, _ := n.Loss(rows[i:i+1], labels[i:i+1])
+					n.params[k] = old - h
+					down, _ := n.Loss(rows[i:i+1], labels[i:i+1])
+					n.params[k] = old
+					fd := (up - down) / (2 * h)
+					if math.Abs(fd-grads[i][k]) > tol*(1+math.Abs(fd)) {
+						t.Fatalf("example %d parameter %d: backprop %v, finite difference %v", i, k, grads[i][k], fd)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestClippedGradMatchesMaterialised(t *testing.T) {
+	for _, tc := range testSpecs {
+		for _, clip := range []float64{1e-3, 0.5, 1e6} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := rng.Seeded(2)
+				n, _ := New(tc.spec, r)
+				randomise(n, r)
+				rows, labels := testBatch(r, tc.spec, 9)
+				want := make([]float64, n.NumParams())
+				grads, _ := n.PerExampleGrads(rows, labels, r)
+				for _, g := range grads {
+					c := clipFactor(math.Sqrt(sqNorm64(g)), clip)
+					for k, v := range g {
+						want[k] += c * v
+					}
+				}
+				got, err := n.ClippedGrad(rows, labels, clip, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k := range want {
+					if math.Abs(got[k]-want[k]) > 1e-5*(1+math.Abs(want[k])) {
+						t.Fatalf("clip %v parameter %d: fast path %v, materialised %v", clip, k, got[k], want[k])
+					}
+				}
+				if clip == 1e-3 && math.Abs(math.Sqrt(sqNorm64(got))) > 9*clip*(1+1e-5) {
+					t.Errorf("clipped sum of 9 examples has norm %v > 9·C", math.Sqrt(sqNorm64(got)))
+				}
+			})
+		}
+	}
+}
+
+func TestDropoutSameDrawsBothPaths(t *testing.T) {
+	s := Spec{Arch: MLP, Inputs: 4, Classes: 3, Hidden: []int{16}, Activation: ReLU, Dropout: 0.5}
+	n, _ := New(s, rng.Seeded(3))
+	rows, labels := testBatch(rng.Seeded(4), s, 5)
+	// One dropout layer draws its mask row by row, so both paths see the
+	// same masks from the same seed.
+	grads, _ := n.PerExampleGrads(rows, labels, rng.Seeded(5))
+	want := make([]float64, n.NumParams())
+	for _, g := range grads {
+		for k, v := range g {
+			want[k] += v
+		}
+	}
+	got, _ := n.ClippedGrad(rows, labels, 1e9, rng.Seeded(5))
+	for k := range want {
+		if math.Abs(got[k]-want[k]) > 1e-5 {
+			t.Fatalf("parameter %d: %v vs %v", k, got[k], want[k])
+		}
+	}
+	p1, _ := n.Predict(rows)
+	p2, _ := n.Predict(rows)
+	if p1[0][0] != p2[0][0] {
+		t.Error("prediction is random: dropout must be off")
+	}
+}
+
+func TestCNNShape(t *testing.T) {
+	s := Spec{Arch: CNN, Inputs: 784, Classes: 10, Image: [3]int{28, 28, 1}}
+	if n := s.NumParams(); n != 26010 {
+		t.Errorf("MNIST CNN has %d parameters, want 26 010", n)
+	}
+	if n := (Spec{Arch: MLP, Inputs: 784, Classes: 10, Hidden: []int{256}, Activation: ReLU}).NumParams(); n != 203530 {
+		t.Errorf("MLP 784-256-10 has %d parameters, want 203 530", n)
+	}
+}
+
+func TestEmptyBatchAndErrors(t *testing.T) {
+	s := testSpecs[2].spec
+	n, _ := New(s, rng.Seeded(1))
+	g, err := n.ClippedGrad(nil, nil, 1, nil)
+	if err != nil || sqNorm64(g) != 0 {
+		t.Errorf("empty batch: %v, norm² %v", err, sqNorm64(g))
+	}
+	cases := []struct {
+		name   string
+		rows   [][]float64
+		labels []int
+		clip   float64
+	}{
+		{"short row", [][]float64{{1}}, []int{0}, 1},
+		{"label out of range", [][]float64{make([]float64, 6)}, []int{3}, 1},
+		{"negative label", [][]float64{make([]float64, 6)}, []int{-1}, 1},
+		{"zero clip", [][]float64{make([]float64, 6)}, []int{0}, 0},
+		{"NaN clip", [][]float64{make([]float64, 6)}, []int{0}, math.NaN()},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := n.ClippedGrad(c.rows, c.labels, c.clip, nil); err == nil {
+				t.Error("accepted")
+			}
+		})
+	}
+}
+
+func TestParseArch(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"logreg", "logreg", true}, {"cnn", "cnn", true}, {"mlp:256", "mlp:256", true},
+		{"mlp:512,256", "mlp:512,256", true}, {"mlp", "", false}, {"mlp:0", "", false},
+		{"mlp:a", "", false}, {"cnn:3", "", false}, {"svm", "", false},
+	} {
+		t.Run(c.in, func(t *testing.T) {
+			s, err := ParseArch(c.in)
+			if (err == nil) != c.ok || (c.ok && s.String() != c.want) {
+				t.Errorf("ParseArch(%q) = %v, %v", c.in, s, err)
+			}
+		})
+	}
+}
+
+func TestSaveLoad(t *testing.T) {
+	for _, tc := range testSpecs {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rng.Seeded(6)
+			n, _ := New(tc.spec, r)
+			randomise(n, r)
+			var buf bytes.Buffer
+			names := make([]string, tc.spec.Classes)
+			for i := range names {
+				names[i] = string(rune('a' + i))
+			}
+			if err := n.Save(&buf, Meta{ClassNames: names, Privacy: []byte(`{"epsilon":3}`)}); err != nil {
+				t.Fatal(err)
+			}
+			m, meta, err := Load(&buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, _ := testBatch(r, tc.spec, 4)
+			p1, _ := n.Predict(rows)
+			p2, _ := m.Predict(rows)
+			for i := range p1 {
+				for c := range p1[i] {
+					if p1[i][c] != p2[i][c] {
+						t.Fatalf("row %d class %d: %v after load, %v before", i, c, p2[i][c], p1[i][c])
+					}
+				}
+			}
+			if len(meta.ClassNames) != tc.spec.Classes || string(meta.Privacy) != `{"epsilon":3}` {
+				t.Errorf("meta %+v", meta)
+			}
+		})
+	}
+}
+
+func TestLoadRejects(t *testing.T) {
+	for _, c := range []struct{ name, in string }{
+		{"format", `{"format":"x","version":1}`},
+		{"version", `{"format":"dpal-nn","version":2}`},
+		{"spec", `{"format":"dpal-nn","version":1,"spec":{"arch":"logreg","inputs":0,"classes":2},"params":[]}`},
+		{"count", `{"format":"dpal-nn","version":1,"spec":{"arch":"logreg","inputs":1,"classes":2},"params":[1]}`},
+		{"names", `{"format":"dpal-nn","version":1,"spec":{"arch":"logreg","inputs":1,"classes":2},"class_names":["a"],"params":[1,2]}`},
+		{"huge", `{"format":"dpal-nn","version":1,"spec":{"arch":"mlp","inputs":1000000,"classes":2,"hidden":[16000,16000,16000],"activation":"relu"},"params":[]}`},
+		{"truncated", `{"format":"dpal-nn","version":1,"spec":`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, _, err := Load(strings.NewReader(c.in)); err == nil {
+				t.Error("accepted")
+			}
+		})
+	}
+}
+
+func FuzzLoad(f *testing.F) {
+	var buf bytes.Buffer
+	n, _ := New(testSpecs[3].spec, rng.Seeded(1))
+	_ = n.Save(&buf, Meta{})
+	f.Add(buf.Bytes())
+	f.Add([]byte(`{"format":"dpal-nn","version":1,"spec":{"arch":"cnn","inputs":196,"classes":2,"image":[14,14,1]},"params":[]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, _, err := Load(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		rows := [][]float64{make([]float64, m.Spec().Inputs)}
+		if _, err := m.Predict(rows); err != nil {
+			t.Fatalf("loaded model cannot predict: %v", err)
+		}
+	})
+}
