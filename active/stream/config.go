@@ -61,6 +61,14 @@ const (
 	// release: ρ-zCDP, with ρ calibrated so that it is (ε_g, Delta)-DP at
 	// the ledger's conversion (account.CalibrateZCDP).
 	Gaussian
+	// Tree is DP-FTRL (Kairouz et al. 2021, Algorithm 1): each labelled
+	// record's clipped gradient (norm ≤ Clip) enters one leaf of a
+	// mech.Tree whose leaves are the mini-batches, and the model after
+	// batch t is the FTRL iterate on the noisy prefix sum (see
+	// Learner.updateTree). It needs a label budget, which fixes the
+	// tree's horizon (Config.TreeSteps), and cannot be saved (SaveState
+	// refuses it).
+	Tree
 )
 
 // Calibration says how the exponential selector's scale is set (see
@@ -211,8 +219,8 @@ func DetectorConfig(dim int) Config {
 // stable clipped mean, at most 200 so that 2,000 labels still give ten
 // steps. It depends on ε_g, δ, C and d only, never on the data.
 func (c Config) NoiseWindow() (int, error) {
-	if c.Update != Gaussian {
-		return 0, errors.New("stream: the noise window applies to the Gaussian update")
+	if !c.gaussianNoise() {
+		return 0, errors.New("stream: the noise window applies to the gaussian and tree updates")
 	}
 	sigma, err := gaussianSigma(c, account.Balle2020)
 	if err != nil {
@@ -266,6 +274,25 @@ func gaussianZ(c Config, conv account.Conversion) (float64, error) {
 func gaussianSigma(c Config, conv account.Conversion) (float64, error) {
 	z, err := gaussianZ(c, conv)
 	return z * 2 * c.Clip, err
+}
+
+// gaussianNoise says whether the update's noise is Gaussian, calibrated
+// to (ε_g, Delta) with per-example clipping at Clip: the Gaussian and tree
+// updates.
+func (c Config) gaussianNoise() bool { return c.Update == Gaussian || c.Update == Tree }
+
+// TreeSteps is the horizon T of the tree update's mech.Tree: the most
+// mini-batches the label budget allows. FLMB closes a batch every Window
+// labels, so ⌈LabelBudget/Window⌉; an FLSW window with no label updates
+// nothing, so at most LabelBudget. It is 0 without a label budget.
+func (c Config) TreeSteps() int {
+	if c.LabelBudget <= 0 {
+		return 0
+	}
+	if c.Policy == FLMB {
+		return (c.LabelBudget + c.Window - 1) / c.Window
+	}
+	return c.LabelBudget
 }
 
 // validate checks every field, naming the first bad one.
@@ -322,12 +349,15 @@ func (c Config) validate() error {
 func (c Config) validateUpdate() error {
 	switch c.Update {
 	case Gamma:
-	case Gaussian:
+	case Gaussian, Tree:
 		if !(c.Clip > 0) || math.IsInf(c.Clip, 0) {
-			return fmt.Errorf("stream: clip must be finite and > 0 for the gaussian update, got %v", c.Clip)
+			return fmt.Errorf("stream: clip must be finite and > 0 for the %v update, got %v", c.Update, c.Clip)
 		}
 		if !c.NonPrivate && !(c.Delta > 0 && c.Delta < 1) {
-			return fmt.Errorf("stream: the gaussian update needs 0 < delta < 1, got %v", c.Delta)
+			return fmt.Errorf("stream: the %v update needs 0 < delta < 1, got %v", c.Update, c.Delta)
+		}
+		if c.Update == Tree && c.LabelBudget <= 0 {
+			return errors.New("stream: the tree update needs a label budget: it fixes the tree's horizon (the number of mini-batches)")
 		}
 	default:
 		return fmt.Errorf("stream: unknown update %d", c.Update)
@@ -383,7 +413,7 @@ var (
 	normModeNames = []string{"clip", "reject"}
 	selectorNames = []string{"bernoulli", "exponential"}
 	policyNames   = []string{"flsw", "flmb"}
-	updateNames   = []string{"gamma", "gaussian"}
+	updateNames   = []string{"gamma", "gaussian", "tree"}
 )
 
 func enumString(names []string, v int) string {
@@ -411,10 +441,10 @@ func (s SelectorKind) String() string { return enumString(selectorNames, int(s))
 // String returns "flsw" or "flmb".
 func (p PolicyKind) String() string { return enumString(policyNames, int(p)) }
 
-// String returns "gamma" or "gaussian".
+// String returns "gamma", "gaussian" or "tree".
 func (u UpdateKind) String() string { return enumString(updateNames, int(u)) }
 
-// ParseUpdate parses "gamma" or "gaussian".
+// ParseUpdate parses "gamma", "gaussian" or "tree".
 func ParseUpdate(s string) (UpdateKind, error) {
 	v, err := enumParse("update", updateNames, s)
 	return UpdateKind(v), err

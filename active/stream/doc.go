@@ -40,6 +40,11 @@
 //     at the ledger's conversion, step η·R/(G√t) (Zinkevich 2003) on the
 //     ball of radius R = 1/√λ, and a batch size from public parameters
 //     only (Config.NoiseWindow).
+//   - Tree, DP-FTRL (Kairouz et al. 2021, Algorithm 1): the same clipped
+//     gradients enter the leaves of a mech.Tree over Config.TreeSteps
+//     batches, and the model is the FTRL iterate on the noisy prefix sum
+//     (Learner.updateTree); the tree's loss is charged once, at (ε_g, δ).
+//     It needs a label budget and cannot be saved.
 //
 // With Config.FinalShare > 0 the Gaussian learner keeps part of its zCDP
 // budget for one final model, released by output perturbation of the

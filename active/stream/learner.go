@@ -112,6 +112,12 @@ type Learner struct {
 	sel   selector
 	noise updateNoise // nil for the non-private baseline
 	sigma float64     // the Gaussian update's per-coordinate σ (0 otherwise)
+	// The tree update (DP-FTRL): tree is nil for the non-private baseline,
+	// prefix the last (noisy) prefix sum of clipped gradients, treeN the
+	// number of records in it.
+	tree   *mech.Tree
+	prefix []float64
+	treeN  int
 
 	r      *rng.Rand
 	src    *rand.ChaCha8 // the learner's own stream when seeded, for SaveState
@@ -226,7 +232,7 @@ func build(cfg Config, r *rng.Rand, led *ledger.Ledger) (*Learner, error) {
 
 // ledgerDelta is the δ of the learner's budget: the Gaussian update's.
 func (c Config) ledgerDelta() float64 {
-	if c.Update == Gaussian {
+	if c.gaussianNoise() {
 		return c.Delta
 	}
 	return 0
@@ -240,15 +246,17 @@ func (c Config) ledgerDelta() float64 {
 func (l *Learner) buildNoise(led *ledger.Ledger) error {
 	cfg := l.cfg
 	var err error
-	switch cfg.Update {
-	case Gaussian:
-		conv := account.Balle2020
-		if led != nil {
-			conv = led.Meta().Conversion
-			if d := led.Budget().Delta; d != cfg.Delta {
-				return fmt.Errorf("stream: the ledger's delta %v differs from the gaussian update's %v", d, cfg.Delta)
-			}
+	conv := account.Balle2020
+	if cfg.gaussianNoise() && led != nil {
+		conv = led.Meta().Conversion
+		if d := led.Budget().Delta; d != cfg.Delta {
+			return fmt.Errorf("stream: the ledger's delta %v differs from the %v update's %v", d, cfg.Update, cfg.Delta)
 		}
+	}
+	switch cfg.Update {
+	case Tree:
+		return l.buildTree(conv)
+	case Gaussian:
 		var z float64
 		if z, err = gaussianZ(cfg, conv); err != nil {
 			return err
@@ -265,6 +273,27 @@ func (l *Learner) buildNoise(led *ledger.Ledger) error {
 	}
 	if err != nil {
 		return fmt.Errorf("stream: update noise: %w", err)
+	}
+	return nil
+}
+
+// buildTree makes the tree update's mech.Tree over TreeSteps leaves with
+// atom bound Clip: ρ is calibrated at the ledger's δ and conversion
+// (account.CalibrateZCDP), and the noise multiplier is the tree's for
+// that ρ (mech.TreeNoiseMultiplier), so the tree's Loss, charged once for
+// the whole run, is ε_g at δ for each record.
+func (l *Learner) buildTree(conv account.Conversion) error {
+	cfg := l.cfg
+	rho, err := account.CalibrateZCDP(account.Budget{Epsilon: cfg.EpsGrad, Delta: cfg.Delta}, conv)
+	if err != nil {
+		return fmt.Errorf("stream: tree update: %w", err)
+	}
+	z, err := mech.TreeNoiseMultiplier(cfg.TreeSteps(), rho)
+	if err == nil {
+		l.tree, err = mech.NewTree(cfg.TreeSteps(), cfg.Dim, cfg.Clip, z)
+	}
+	if err != nil {
+		return fmt.Errorf("stream: tree update: %w", err)
 	}
 	return nil
 }
@@ -590,12 +619,21 @@ func (l *Learner) updateCharge() ledger.Charge {
 	if l.updCharge.Once == "" {
 		l.updCharge = ledger.Charge{
 			Groups: []string{GroupBatched},
-			Loss:   l.noise.Loss(),
+			Loss:   l.updateLoss(),
 			Once:   l.runKey("update"),
 			Note:   "each labelled record enters one mini-batch update: parallel composition over the batches",
 		}
 	}
 	return l.updCharge
+}
+
+// updateLoss is a record's loss from the updates: one batch's noise, or
+// the tree's whole run.
+func (l *Learner) updateLoss() account.Loss {
+	if l.tree != nil {
+		return l.tree.Loss()
+	}
+	return l.noise.Loss()
 }
 
 // chargeUpdate makes the update charge (Restore uses it to re-make a
@@ -641,6 +679,9 @@ func (l *Learner) update() error {
 	if b == 0 {
 		return nil
 	}
+	if l.cfg.Update == Tree {
+		return l.updateTree()
+	}
 	g := l.grad
 	clear(g)
 	for _, p := range l.batch {
@@ -659,6 +700,12 @@ func (l *Learner) update() error {
 		l.w[i] = wi - eta*(l.cfg.Lambda*wi+g[i]*invB)
 	}
 	vec.ProjectBall(l.w, l.cfg.Radius)
+	l.finishUpdate()
+	return nil
+}
+
+// finishUpdate publishes the new model and recycles the batch.
+func (l *Learner) finishUpdate() {
 	l.wNorm = vec.Norm(l.w)
 	l.updates++
 	for _, p := range l.batch {
@@ -666,13 +713,97 @@ func (l *Learner) update() error {
 	}
 	l.batch = l.batch[:0]
 	l.publish()
+}
+
+// treeShrink keeps a clipped atom strictly inside the tree's bound despite
+// the rounding of the clipping product.
+const treeShrink = 1 - 1e-12
+
+// updateTree is the DP-FTRL update (Kairouz et al. 2021, Algorithm 1):
+// each record's gradient g_i = ℓ′(y⟨w, x⟩)·y·x at the published w, clipped
+// to norm C, is one atom of the batch's leaf of the tree, which releases
+// the noisy prefix sum Ŝ_t over the first t batches (n_t records). The
+// model is the FTRL iterate on the linearised losses plus the exact
+// regulariser,
+//
+//	w_t = argmin_{‖w‖ ≤ R} ⟨Ŝ_t, w⟩ + ((λ·n_t + 1/η)/2)‖w‖² = Π_R(−Ŝ_t / (λ·n_t + 1/η)),
+//
+// Algorithm 1's argmin with the regulariser (1/(2η))‖w‖² and the
+// λ-strongly convex term of each record's loss (eq. 2); the constrained
+// minimiser of an isotropic quadratic is the projection of the free one.
+//
+// Neighbouring relation: streams that differ in one record, replaced
+// (§2). Given the public label requests, the batches' sizes n_t are
+// public and the record lies in one leaf, so it moves ⌈log₂T⌉+1 released
+// nodes by at most 2C each: the whole run is the tree's Loss (ρ-zCDP,
+// mech.Tree), charged once before the first release.
+func (l *Learner) updateTree() error {
+	// Pay first, so that a refused charge leaves the tree untouched.
+	if err := l.chargeUpdate(); err != nil {
+		return err
+	}
+	atom := l.grad
+	for _, p := range l.batch {
+		c := l.loss.Deriv(p.y*floats.Dot(l.w, p.x)) * p.y
+		if c == 0 {
+			continue
+		}
+		floats.ScaleTo(atom, c*l.clipScale(c, p.x), p.x)
+		if n := vec.Norm(atom); n >= l.cfg.Clip {
+			floats.Scale(treeShrink*l.cfg.Clip/n, atom)
+		}
+		if err := l.addAtom(atom); err != nil {
+			return fmt.Errorf("update: %w", err)
+		}
+	}
+	if err := l.flushTree(); err != nil {
+		return err
+	}
+	l.treeN += len(l.batch)
+	scale := -1 / (l.cfg.Lambda*float64(l.treeN) + 1/l.cfg.Eta)
+	floats.ScaleTo(l.w, scale, l.prefix)
+	vec.ProjectBall(l.w, l.cfg.Radius)
+	l.finishUpdate()
+	return nil
+}
+
+// addAtom adds one clipped gradient to the pending leaf (the exact sum for
+// the non-private baseline).
+func (l *Learner) addAtom(atom []float64) error {
+	if l.tree != nil {
+		return l.tree.Accumulate(atom)
+	}
+	if l.prefix == nil {
+		l.prefix = make([]float64, l.cfg.Dim)
+	}
+	floats.Add(l.prefix, atom)
+	return nil
+}
+
+// flushTree closes the batch's leaf and takes the noisy prefix sum, paying
+// the update charge first (ledger.ReleaseCharge).
+func (l *Learner) flushTree() error {
+	if l.tree == nil {
+		if l.prefix == nil {
+			l.prefix = make([]float64, l.cfg.Dim)
+		}
+		return nil
+	}
+	prefix, err := ledger.ReleaseCharge(l.ledger, l.updateCharge(), func() ([]float64, error) {
+		return l.tree.Flush(l.r)
+	})
+	if err != nil {
+		return fmt.Errorf("update: %w", err)
+	}
+	l.updPaid = true
+	l.prefix = prefix
 	return nil
 }
 
 // clipScale returns the factor that clips the gradient c·x to norm Clip
 // (Gaussian update only; 1 when it is inside or for the Gamma update).
 func (l *Learner) clipScale(c float64, x []float64) float64 {
-	if l.cfg.Update != Gaussian || l.cfg.Clip >= l.cfg.M {
+	if !l.cfg.gaussianNoise() || l.cfg.Clip >= l.cfg.M {
 		return 1 // |c| ≤ 1 and ‖x‖ ≤ M: already inside
 	}
 	if n := math.Abs(c) * vec.Norm(x); n > l.cfg.Clip {
@@ -823,7 +954,7 @@ func (l *Learner) Stats() Stats {
 		Pending: len(l.pending), Buffered: len(l.batch), Updates: l.updates,
 		EpsSelect: l.sel.eps, BudgetReached: l.budgetReached(),
 	}
-	if l.noise != nil {
+	if l.noise != nil || l.tree != nil {
 		s.EpsGrad = l.cfg.EpsGrad
 	}
 	if l.cfg.NonPrivate {

@@ -62,7 +62,13 @@ type savedPoint struct {
 // and position of a seeded random stream, the ledger if New created it,
 // and the stream info. The output contains private data: store it like
 // the stream itself.
+//
+// A learner with the tree update cannot be saved (errTreeState): its
+// tree's node sums and noise are not part of the state.
 func (l *Learner) SaveState(w io.Writer) error {
+	if l.cfg.Update == Tree {
+		return errTreeState
+	}
 	s := savedState{
 		Version: stateVersion, Config: l.cfg, W: l.w,
 		Observed: l.observed, Requested: l.requested, Labelled: l.labelled, Updates: l.updates,
@@ -95,6 +101,9 @@ func savePoints(ps []point) []savedPoint {
 	return out
 }
 
+// errTreeState refuses to save or restore a tree-update learner.
+var errTreeState = errors.New("stream: the tree update's state (its tree's node sums and noise) cannot be saved; run it to the end in one process")
+
 // Restore reads a state written by SaveState and checks all of it: the
 // configuration as New would, the model (finite, ‖w‖ ≤ Radius), the
 // counters against each other, every buffered point (dimension, finite,
@@ -125,6 +134,9 @@ func restore(rd io.Reader, r *rng.Rand, led *ledger.Ledger) (*Learner, error) {
 	}
 	if s.Version != stateVersion {
 		return nil, fmt.Errorf("state version %d, want %d", s.Version, stateVersion)
+	}
+	if s.Config.Update == Tree {
+		return nil, errTreeState
 	}
 	// Before build allocates Dim floats: the model must have them.
 	if len(s.W) != s.Config.Dim {

@@ -30,26 +30,35 @@ func TestUpdateLossMatchesLedger(t *testing.T) {
 			cfg.Window = 20
 			l := mustNew(t, cfg, 4)
 			runOracle(t, l, X, Y)
-			want, err := cfg.RecordEpsilon()
-			if err != nil {
-				t.Fatal(err)
-			}
-			led := l.Ledger()
-			group, eps := led.MaxEpsilon()
-			if group != GroupBatched || math.Abs(eps-want) > 1e-9*want {
-				t.Errorf("ledger: %s at ε = %v, want %s at %v", group, eps, GroupBatched, want)
-			}
-			if s := l.Stats(); s.Updates == 0 || math.Abs(s.MaxEpsilonPerRecord-want) > 1e-9*want {
-				t.Errorf("stats: ε = %v after %d updates, want %v", s.MaxEpsilonPerRecord, s.Updates, want)
-			}
-			upd, err := l.noise.Loss().EpsilonAt(led.Budget().Delta, led.Meta().Conversion)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if math.Abs(upd-cfg.EpsGrad) > 1e-8*cfg.EpsGrad || upd > cfg.EpsGrad {
-				t.Errorf("update entry: ε = %v, want ε_g = %v", upd, cfg.EpsGrad)
-			}
+			checkRecordLoss(t, l, l.noise.Loss())
 		})
+	}
+}
+
+// checkRecordLoss fails unless the ledger's and Stats' per-record ε after
+// a run of l are RecordEpsilon, and the update's loss upd is ε_g at the
+// ledger's δ.
+func checkRecordLoss(t *testing.T, l *Learner, upd account.Loss) {
+	t.Helper()
+	cfg := l.Config()
+	want, err := cfg.RecordEpsilon()
+	if err != nil {
+		t.Fatal(err)
+	}
+	led := l.Ledger()
+	group, eps := led.MaxEpsilon()
+	if group != GroupBatched || math.Abs(eps-want) > 1e-9*want {
+		t.Errorf("ledger: %s at ε = %v, want %s at %v", group, eps, GroupBatched, want)
+	}
+	if s := l.Stats(); s.Updates == 0 || math.Abs(s.MaxEpsilonPerRecord-want) > 1e-9*want {
+		t.Errorf("stats: ε = %v after %d updates, want %v", s.MaxEpsilonPerRecord, s.Updates, want)
+	}
+	got, err := upd.EpsilonAt(led.Budget().Delta, led.Meta().Conversion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(got-cfg.EpsGrad) > 1e-8*cfg.EpsGrad || got > cfg.EpsGrad*(1+1e-12) {
+		t.Errorf("update entry: ε = %v, want ε_g = %v", got, cfg.EpsGrad)
 	}
 }
 

@@ -107,7 +107,7 @@ func init() {
 	f.String("out", "-", "event mode: write label requests and releases as JSON lines here")
 	f.String("answers", "", "late labels for pending requests of a resumed state: lines id,y or {\"id\": N, \"y\": 1}")
 	f.Bool("paper", false, "the paper's §5 settings (gamma update, window 5, eta/t, unit ball); without it, dpal's detector (gaussian update, see docs/repro-stream.md)")
-	f.String("update", "gaussian", "noisy update: gaussian (clipped gradients, Gaussian noise, (eps_g, delta)) or gamma (the paper's eq. 8; default with --paper)")
+	f.String("update", "gaussian", "noisy update: gaussian (clipped gradients, Gaussian noise, (eps_g, delta)), tree (DP-FTRL on the tree mechanism; needs --label-budget, no --save-state) or gamma (the paper's eq. 8; default with --paper)")
 	f.Float64("delta", 1e-5, "gaussian update: delta of its (eps_g, delta) guarantee and of the ledger")
 	f.Float64("clip", 1, "gaussian update: per-example gradient clipping norm C")
 	f.String("selector", "bernoulli", "selection: bernoulli or exponential")
@@ -184,7 +184,7 @@ func runStream(cmd *cobra.Command, _ []string) error {
 
 // streamConfig builds the learner's configuration: dpal's detector
 // (stream.DetectorConfig), or the paper's §5 settings with --paper, then
-// every flag the user set. The Gaussian update's window follows the noise
+// every flag the user set. The Gaussian and tree updates' window follows the noise
 // rule (Config.NoiseWindow) unless --window is set, and its radius 1/√λ
 // unless --radius is.
 func streamConfig(cmd *cobra.Command, dim int) (stream.Config, error) {
@@ -217,7 +217,10 @@ func streamConfig(cmd *cobra.Command, dim int) (stream.Config, error) {
 			return cfg, fmt.Errorf("--%s: %w", e.flag, err)
 		}
 	}
-	if cfg.Update == stream.Gaussian && cfg.Clip == 0 { // --paper --update gaussian
+	// The gaussian and tree updates clip gradients and add Gaussian noise;
+	// with --paper their clip and delta start at zero.
+	gaussian := cfg.Update == stream.Gaussian || cfg.Update == stream.Tree
+	if gaussian && cfg.Clip == 0 {
 		cfg.Clip, cfg.Delta = 1, 1e-5
 	}
 	if f.Changed("window") {
@@ -234,11 +237,11 @@ func streamConfig(cmd *cobra.Command, dim int) (stream.Config, error) {
 	if f.Changed("loss") {
 		cfg.Loss = str("loss")
 	}
-	if cfg.Update == stream.Gaussian && !f.Changed("radius") && cfg.Lambda > 0 {
+	if gaussian && !f.Changed("radius") && cfg.Lambda > 0 {
 		cfg.Radius = 1 / math.Sqrt(cfg.Lambda)
 	}
 	num("radius", &cfg.Radius)
-	if cfg.Update == stream.Gaussian && !f.Changed("window") {
+	if gaussian && !f.Changed("window") {
 		if w, err := cfg.NoiseWindow(); err == nil {
 			cfg.Window = w
 		}

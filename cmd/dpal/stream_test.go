@@ -28,6 +28,7 @@ func TestStreamDemoJSON(t *testing.T) {
 	for _, args := range [][]string{
 		{"--selector", "bernoulli", "--policy", "flmb"},
 		{"--selector", "exponential", "--policy", "flsw", "--calibration", "slab"},
+		{"--update", "tree", "--policy", "flmb"},
 	} {
 		args = append(args, "--window", "5", "--eps-select", "1", "--eps-grad", "1",
 			"--label-budget", "100", "--seed", "7", "--json")
@@ -243,6 +244,8 @@ func TestStreamBadFlags(t *testing.T) {
 		{"--b", "-1"},
 		{"--window", "1000000000"},
 		{"--input", "-", "--dim", "-2"},
+		{"--update", "tree"}, // no label budget: no horizon
+		{"--update", "forest", "--label-budget", "100"},
 	} {
 		if _, _, err := runStreamCLI(t, "", append(args, "--no-baseline", "--seed", "1")...); err == nil {
 			t.Errorf("%v: accepted", args)
