@@ -82,6 +82,7 @@ func TestAbuse(t *testing.T) {
 		{"bad dim", "POST", "/v1/learners", `{"name":"b","dim":0}`, RoleAdmin, 400, "dim"},
 		{"bad epsilon", "POST", "/v1/learners", `{"name":"b","dim":2,"config":{"eps_select":-1}}`, RoleAdmin, 400, "config"},
 		{"non-private", "POST", "/v1/learners", `{"name":"b","dim":2,"config":{"non_private":true}}`, RoleAdmin, 400, "config.non_private"},
+		{"tree update", "POST", "/v1/learners", `{"name":"b","dim":2,"config":{"update":"tree","label_budget":100}}`, RoleAdmin, 400, "config.update"},
 		{"budget too small", "POST", "/v1/learners", `{"name":"b","dim":2,"budget":0.5}`, RoleAdmin, 400, "budget"},
 		{"duplicate learner", "POST", "/v1/learners", `{"name":"a","dim":2}`, RoleAdmin, 409, "name"},
 		{"unknown learner", "POST", "/v1/learners/zz/events", "0.1,0.1", RoleIngest, 404, ""},

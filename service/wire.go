@@ -144,6 +144,11 @@ func decodeCreate(b []byte) (string, stream.Config, float64, error) {
 	if cfg.NonPrivate {
 		return "", stream.Config{}, 0, badField("config.non_private", "the non-private baseline is for experiments, not a service")
 	}
+	if cfg.Update == stream.Tree {
+		// Every acknowledged batch is checkpointed, and a tree learner's
+		// state cannot be saved (its noisy nodes would have to be).
+		return "", stream.Config{}, 0, badField("config.update", "the tree update cannot be checkpointed; use gaussian or gamma")
+	}
 	recEps, err := cfg.RecordEpsilon()
 	if err != nil {
 		return "", stream.Config{}, 0, badField("config", "%v", err)
