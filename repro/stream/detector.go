@@ -70,7 +70,8 @@ type DetectorRow struct {
 // with its §5 settings (η = 1, λ = 0.01, window 5, unit ball), dpal's
 // Gaussian detector (stream.DetectorConfig), and the detector that keeps
 // half of ρ for a final model by output perturbation ("gaussian-final",
-// whose error is its final model's, at the largest label count only).
+// whose error is its final model's, at the largest label count only), and
+// the DP-FTRL update on the same geometry and window ("tree").
 func detectorVariants(dim int, epsS, epsG float64) map[string]stream.Config {
 	gamma := stream.DefaultConfig(dim)
 	gauss := stream.DetectorConfig(dim)
@@ -85,7 +86,9 @@ func detectorVariants(dim int, epsS, epsG float64) map[string]stream.Config {
 	if w, err := final.NoiseWindow(); err == nil {
 		final.Window = w
 	}
-	return map[string]stream.Config{"gamma": gamma, "gaussian": gauss, "gaussian-final": final}
+	tree := gauss
+	tree.Update = stream.Tree // its horizon, the label budget, is set per run
+	return map[string]stream.Config{"gamma": gamma, "gaussian": gauss, "gaussian-final": final, "tree": tree}
 }
 
 // finalShare is the share of ρ the "gaussian-final" variant keeps for its
@@ -128,6 +131,9 @@ func RunDetector(opt DetectorOptions, sets []Dataset) ([]DetectorRow, error) {
 			if cfg.FinalShare > 0 {
 				cfg.LabelBudget, grid = maxLabels, []int{maxLabels}
 			}
+			if cfg.Update == stream.Tree {
+				cfg.LabelBudget = maxLabels // the tree's horizon
+			}
 			for pi, ps := range perms {
 				perm := data.Permutation(set.Train.Len(), ps)
 				t, err := runLearner(cfg, mix(ps, nameTag(name)+math.Float64bits(epsG)), set.Train, perm, stopRule{Labels: maxLabels}, errOf)
@@ -154,7 +160,7 @@ func RunDetector(opt DetectorOptions, sets []Dataset) ([]DetectorRow, error) {
 		}
 		for _, epsG := range opt.EpsGrads {
 			vs := detectorVariants(set.Train.Dim(), opt.EpsSelect, epsG)
-			for _, name := range []string{"gamma", "gaussian", "gaussian-final"} {
+			for _, name := range []string{"gamma", "gaussian", "gaussian-final", "tree"} {
 				if err := run(name, vs[name], epsG); err != nil {
 					return nil, err
 				}
@@ -196,7 +202,7 @@ func writeDetector(opt DetectorOptions, name string, rows []DetectorRow, constEr
 		XLabel: "ε_g", YLabel: "test error", LogX: true, HLines: []figure.HLine{{Name: "constant +1", Y: constErr}, {Name: "batch SVM", Y: svm.TestErrorEval}}}
 	vsLab := &figure.Plot{Title: name + ": error vs labels at ε_g = 1 (ε_s = 1)",
 		XLabel: "labels", YLabel: "test error", HLines: []figure.HLine{{Name: "constant +1", Y: constErr}, {Name: "batch SVM", Y: svm.TestErrorEval}}}
-	for _, upd := range []string{"gamma", "gaussian", "gaussian-final", "gaussian-noiseless", "tong-koller-noiseless"} {
+	for _, upd := range []string{"gamma", "gaussian", "gaussian-final", "tree", "gaussian-noiseless", "tong-koller-noiseless"} {
 		e := figure.Series{Name: upd, Points: true}
 		l := figure.Series{Name: upd, Points: true}
 		for _, r := range rows {
