@@ -41,7 +41,6 @@ var (
 	bucketState    = []byte("state")
 	bucketRecords  = []byte("records")
 	bucketKafka    = []byte("kafka")
-	keyLedgerMeta  = []byte("ledger")
 )
 
 // Per-learner bucket suffixes.
@@ -157,11 +156,9 @@ func (s *ledgerStore) Meta() (ledger.Meta, bool, error) {
 	var m ledger.Meta
 	var ok bool
 	err := s.db.View(func(tx *bolt.Tx) error {
-		b := bucket(tx, s.name, subLedgerMeta).Get(keyLedgerMeta)
-		if ok = b != nil; !ok {
-			return nil
-		}
-		return ledger.DecodeMeta(b, &m)
+		var err error
+		m, ok, err = ledger.ReadMeta(bucket(tx, s.name, subLedgerMeta))
+		return err
 	})
 	return m, ok, err
 }
@@ -169,11 +166,7 @@ func (s *ledgerStore) Meta() (ledger.Meta, bool, error) {
 // Init implements ledger.Store.
 func (s *ledgerStore) Init(m ledger.Meta) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		b := bucket(tx, s.name, subLedgerMeta)
-		if b.Get(keyLedgerMeta) != nil {
-			return fmt.Errorf("learner %s: ledger already initialised", s.name)
-		}
-		return putJSON(b, keyLedgerMeta, m)
+		return s.wrap(ledger.InitMeta(bucket(tx, s.name, subLedgerMeta), m))
 	})
 }
 
@@ -181,11 +174,7 @@ func (s *ledgerStore) Init(m ledger.Meta) error {
 // entry that does not follow the last one.
 func (s *ledgerStore) Append(e ledger.Entry) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		b := bucket(tx, s.name, subLedgerLog)
-		if k, _ := b.Cursor().Last(); keyU64(k) != e.Seq-1 {
-			return fmt.Errorf("learner %s: ledger entry %d does not follow %d", s.name, e.Seq, keyU64(k))
-		}
-		return putJSON(b, u64Key(e.Seq), e)
+		return s.wrap(ledger.AppendEntry(bucket(tx, s.name, subLedgerLog), e))
 	})
 }
 
@@ -193,13 +182,21 @@ func (s *ledgerStore) Append(e ledger.Entry) error {
 func (s *ledgerStore) Scan(fn func(ledger.Entry) error) error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		return bucket(tx, s.name, subLedgerLog).ForEach(func(k, v []byte) error {
-			var e ledger.Entry
-			if err := ledger.DecodeEntry(v, &e); err != nil {
-				return fmt.Errorf("learner %s: ledger entry %d: %w", s.name, keyU64(k), err)
+			e, err := ledger.StoredEntry(k, v)
+			if err != nil {
+				return s.wrap(err)
 			}
 			return fn(e)
 		})
 	})
+}
+
+// wrap names the learner in an error of its ledger's layout (nil stays nil).
+func (s *ledgerStore) wrap(err error) error {
+	if err != nil {
+		return fmt.Errorf("learner %s: ledger: %w", s.name, err)
+	}
+	return nil
 }
 
 // Close implements ledger.Store; the file stays open.

@@ -70,12 +70,9 @@ func (s *FileStore) Meta() (Meta, bool, error) {
 	var m Meta
 	var ok bool
 	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketMeta).Get(keyMeta)
-		if b == nil {
-			return nil
-		}
-		ok = true
-		return DecodeMeta(b, &m)
+		var err error
+		m, ok, err = ReadMeta(tx.Bucket(bucketMeta))
+		return err
 	})
 	if err != nil {
 		return Meta{}, false, fmt.Errorf("%s: %w", s.path, err)
@@ -85,32 +82,22 @@ func (s *FileStore) Meta() (Meta, bool, error) {
 
 // Init implements Store.
 func (s *FileStore) Init(m Meta) error {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
 	return s.db.Update(func(tx *bolt.Tx) error {
-		mb := tx.Bucket(bucketMeta)
-		if mb.Get(keyMeta) != nil {
-			return fmt.Errorf("%s: store already initialised", s.path)
+		if err := InitMeta(tx.Bucket(bucketMeta), m); err != nil {
+			return fmt.Errorf("%s: %w", s.path, err)
 		}
-		return mb.Put(keyMeta, b)
+		return nil
 	})
 }
 
 // Append implements Store: one fsync'd transaction per entry. It refuses
 // an entry whose sequence number is not the next one.
 func (s *FileStore) Append(e Entry) error {
-	b, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
 	return s.db.Update(func(tx *bolt.Tx) error {
-		eb := tx.Bucket(bucketEntries)
-		if k, _ := eb.Cursor().Last(); seqOf(k) != e.Seq-1 {
-			return fmt.Errorf("%s: entry %d does not follow the last stored entry %d", s.path, e.Seq, seqOf(k))
+		if err := AppendEntry(tx.Bucket(bucketEntries), e); err != nil {
+			return fmt.Errorf("%s: %w", s.path, err)
 		}
-		return eb.Put(seqKey(e.Seq), b)
+		return nil
 	})
 }
 
@@ -118,12 +105,9 @@ func (s *FileStore) Append(e Entry) error {
 func (s *FileStore) Scan(fn func(Entry) error) error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketEntries).ForEach(func(k, v []byte) error {
-			var e Entry
-			if err := DecodeEntry(v, &e); err != nil {
-				return fmt.Errorf("%s: key %x: %w", s.path, k, err)
-			}
-			if e.Seq != seqOf(k) {
-				return fmt.Errorf("%s: entry %d stored under key %d", s.path, e.Seq, seqOf(k))
+			e, err := StoredEntry(k, v)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.path, err)
 			}
 			return fn(e)
 		})
@@ -132,6 +116,65 @@ func (s *FileStore) Scan(fn func(Entry) error) error {
 
 // Close implements Store.
 func (s *FileStore) Close() error { return s.db.Close() }
+
+// The helpers below are FileStore's layout inside a given bucket, for a
+// store that keeps ledgers in a bbolt file of its own (the service keeps
+// one per learner): a meta bucket holding the settings under one key, and
+// an entries bucket mapping each sequence number (8 bytes big-endian) to
+// the entry's JSON.
+
+// ReadMeta reads the settings stored in the meta bucket b; false when
+// there are none.
+func ReadMeta(b *bolt.Bucket) (Meta, bool, error) {
+	raw := b.Get(keyMeta)
+	if raw == nil {
+		return Meta{}, false, nil
+	}
+	var m Meta
+	if err := DecodeMeta(raw, &m); err != nil {
+		return Meta{}, false, err
+	}
+	return m, true, nil
+}
+
+// InitMeta stores m in the meta bucket b, refusing a bucket that already
+// holds settings.
+func InitMeta(b *bolt.Bucket, m Meta) error {
+	if b.Get(keyMeta) != nil {
+		return errors.New("store already initialised")
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return b.Put(keyMeta, raw)
+}
+
+// AppendEntry stores e in the entries bucket b, refusing an entry whose
+// sequence number does not follow the last stored one.
+func AppendEntry(b *bolt.Bucket, e Entry) error {
+	if k, _ := b.Cursor().Last(); seqOf(k) != e.Seq-1 {
+		return fmt.Errorf("entry %d does not follow the last stored entry %d", e.Seq, seqOf(k))
+	}
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	return b.Put(seqKey(e.Seq), raw)
+}
+
+// StoredEntry decodes and validates the entry v stored under key k of an
+// entries bucket, refusing one stored under another sequence number.
+func StoredEntry(k, v []byte) (Entry, error) {
+	var e Entry
+	if err := DecodeEntry(v, &e); err != nil {
+		return Entry{}, fmt.Errorf("key %x: %w", k, err)
+	}
+	if e.Seq != seqOf(k) {
+		return Entry{}, fmt.Errorf("entry %d stored under key %d", e.Seq, seqOf(k))
+	}
+	return e, nil
+}
 
 func seqKey(seq uint64) []byte {
 	var k [8]byte
