@@ -1,14 +1,11 @@
 package data
 
 import (
-	"bufio"
-	"compress/gzip"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -191,15 +188,11 @@ func LoadBeijing(dir string) (*Regression, error) {
 }
 
 func readBeijingFile(path string) ([]BeijingRecord, error) {
-	f, err := os.Open(path)
+	zr, err := OpenGzip(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(bufio.NewReader(f))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
-	}
+	defer zr.Close()
 	return ParseBeijing(zr, filepath.Base(path))
 }
 

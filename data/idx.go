@@ -1,12 +1,9 @@
 package data
 
 import (
-	"bufio"
-	"compress/gzip"
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -86,15 +83,11 @@ func ParseIDXHeader(r io.Reader) (IDXHeader, error) {
 // ReadIDX reads a gzipped IDX file of unsigned bytes: its header and payload.
 // The payload must have exactly the announced length.
 func ReadIDX(path string) (IDXHeader, []byte, error) {
-	f, err := os.Open(path)
+	zr, err := OpenGzip(path)
 	if err != nil {
 		return IDXHeader{}, nil, err
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(bufio.NewReader(f))
-	if err != nil {
-		return IDXHeader{}, nil, fmt.Errorf("%s: %w", path, err)
-	}
+	defer zr.Close()
 	h, body, err := readIDX(zr)
 	if err != nil {
 		return IDXHeader{}, nil, fmt.Errorf("%s: %w", path, err)

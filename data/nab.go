@@ -3,7 +3,6 @@ package data
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -177,15 +176,11 @@ func ParseNABWindows(r io.Reader) (map[string][][2]string, error) {
 }
 
 func readNABFile(path, name string) (Series, error) {
-	f, err := os.Open(path)
+	zr, err := OpenGzip(path)
 	if err != nil {
 		return Series{}, err
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return Series{}, fmt.Errorf("%s: %w", path, err)
-	}
+	defer zr.Close()
 	s, err := ParseNABSeries(zr, name)
 	if err != nil {
 		return Series{}, fmt.Errorf("%s %w", path, err)

@@ -2,7 +2,6 @@ package kanon
 
 import (
 	"bufio"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/dp/rng"
 )
 
@@ -69,22 +69,6 @@ func ReadLogFile(path string) ([]Query, error) {
 	return q, nil
 }
 
-func openGzip(path string) (io.ReadCloser, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return struct {
-		io.Reader
-		io.Closer
-	}{z, f}, nil
-}
-
 // LoadSLURP returns SLURP's devel and test text entries (dir is the data
 // root holding slurp_text/) as a log: each spoken event is one occurrence
 // of its sentence (recordings with the same audio id, headset and
@@ -93,7 +77,7 @@ func LoadSLURP(dir string) ([]Query, error) {
 	var out []Query
 	for _, split := range []string{"devel", "test"} {
 		path := filepath.Join(dir, "slurp_text", split+".jsonl.gz")
-		rc, err := openGzip(path)
+		rc, err := data.OpenGzip(path)
 		if err != nil {
 			return nil, err
 		}
@@ -149,7 +133,7 @@ func LoadCLINC(dir string, z ZipfCLINC, seed uint64) ([]Query, error) {
 		return nil, err
 	}
 	path := filepath.Join(dir, "clinc150", "data_full.json.gz")
-	rc, err := openGzip(path)
+	rc, err := data.OpenGzip(path)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +150,7 @@ func LoadCLINC(dir string, z ZipfCLINC, seed uint64) ([]Query, error) {
 				seen[p[0]] = true
 				d, ok := domainOf[p[1]]
 				if !ok {
-					return nil, fmt.Errorf("%s: intent %q is in no domain of domains.json", path, p[1])
+					return nil, fmt.Errorf("%s: intent %s is in no domain of domains.json", path, data.Quote(p[1]))
 				}
 				distinct = append(distinct, Query{Text: p[0], Label: d + ":" + p[1]})
 			}
