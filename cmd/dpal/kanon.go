@@ -19,10 +19,7 @@ import (
 
 // kanonCmd groups the pre-sampling + k-anonymity commands (Feyisetan et
 // al. 2019 with Li, Qardaji & Su 2012).
-var kanonCmd = &cobra.Command{
-	Use:   "kanon",
-	Short: "Private active learning by pre-sampling + k-anonymity (Feyisetan et al. 2019)",
-}
+var kanonCmd = groupCommand("kanon", "Private active learning by pre-sampling + k-anonymity (Feyisetan et al. 2019)")
 
 var kanonAccountCmd = &cobra.Command{
 	Use:   "account",
