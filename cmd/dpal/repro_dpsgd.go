@@ -200,25 +200,10 @@ func writeReproDPSGDFigure(out, name string, points []reproDPSGDPoint) error {
 func writeReproDPSGDRows(out string, rows []reproDPSGDRow) error {
 	table := [][]string{{"dataset", "model", "epsilon", "seed", "epochs", "steps", "noise_multiplier", "test_accuracy", "seconds"}}
 	for _, r := range rows {
-		table = append(table, []string{r.Dataset, r.Model, ftoa(r.Epsilon), strconv.FormatUint(r.Seed, 10), ftoa(r.Epochs),
-			strconv.Itoa(r.Steps), ftoa(r.NoiseMultiplier), ftoa(r.TestAccuracy), ftoa(r.Seconds)})
+		table = append(table, []string{r.Dataset, r.Model, accountFloat(r.Epsilon), strconv.FormatUint(r.Seed, 10), accountFloat(r.Epochs),
+			strconv.Itoa(r.Steps), accountFloat(r.NoiseMultiplier), accountFloat(r.TestAccuracy), accountFloat(r.Seconds)})
 	}
 	return figure.WriteCSV(filepath.Join(out, "rows.csv"), table)
-}
-
-func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-
-// parseFloats reads a comma-separated list of numbers.
-func parseFloats(s string) ([]float64, error) {
-	var out []float64
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
 }
 
 func printReproDPSGD(w io.Writer, sum *reproDPSGDSummary, out string) {
