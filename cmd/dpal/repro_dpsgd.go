@@ -17,6 +17,7 @@ import (
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/outfile"
 	"github.com/dpal-dev/dpal/progress"
 	"github.com/dpal-dev/dpal/repro/figure"
 )
@@ -96,6 +97,9 @@ func runReproDPSGD(cmd *cobra.Command, _ []string) error {
 	}
 	if seeds < 1 || !(scale > 0) || math.IsInf(scale, 0) {
 		return fmt.Errorf("--seeds must be >= 1 and --epochs-scale finite and > 0")
+	}
+	if err := outfile.ProbeDir(out); err != nil { // before hours of training, as the other repro commands
+		return fmt.Errorf("--out: %w", err)
 	}
 	if sum.Seed, err = experimentSeed(cmd, "repro dpsgd"); err != nil {
 		return err
