@@ -302,11 +302,7 @@ func trainLedger(cmd *cobra.Command, s trainSettings) (*ledger.Ledger, error) {
 	if path == "" {
 		return ledger.New(b)
 	}
-	led, err := openLedgerFlag(path, true, b)
-	if err != nil {
-		return nil, fmt.Errorf("--ledger: %w", err)
-	}
-	return led, nil
+	return openLedgerFlag(path, true, b)
 }
 
 // trainRun charges and runs the plan, reporting after every epoch.
