@@ -287,16 +287,27 @@ func accountCommon(cmd *cobra.Command) (float64, accountOptions, error) {
 	return delta, opt, nil
 }
 
-// accountParseOrders parses a comma-separated list of orders.
+// accountParseOrders parses a comma-separated list of orders; an empty
+// --orders adds none.
 func accountParseOrders(s string) ([]float64, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
+	out, err := parseFloats(s)
+	if err != nil {
+		return nil, fmt.Errorf("--orders: %w", err)
+	}
+	return out, nil
+}
+
+// parseFloats reads a comma-separated list of numbers; the error names the
+// field that is not one (callers prefix the flag).
+func parseFloats(s string) ([]float64, error) {
 	var out []float64
 	for _, f := range strings.Split(s, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil {
-			return nil, fmt.Errorf("--orders: %q is not a number", strings.TrimSpace(f))
+			return nil, fmt.Errorf("%q is not a number", strings.TrimSpace(f))
 		}
 		out = append(out, v)
 	}

@@ -14,15 +14,11 @@ import (
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/kanon"
-	"github.com/dpal-dev/dpal/outfile"
 )
 
 // kanonCmd groups the pre-sampling + k-anonymity commands (Feyisetan et
 // al. 2019 with Li, Qardaji & Su 2012).
-var kanonCmd = &cobra.Command{
-	Use:   "kanon",
-	Short: "Private active learning by pre-sampling + k-anonymity (Feyisetan et al. 2019)",
-}
+var kanonCmd = groupCommand("kanon", "Private active learning by pre-sampling + k-anonymity (Feyisetan et al. 2019)")
 
 var kanonAccountCmd = &cobra.Command{
 	Use:   "account",
@@ -273,14 +269,9 @@ func kanonLedger(cmd *cobra.Command) (*ledger.Ledger, error) {
 	if path == "" {
 		return ledger.New(b)
 	}
-	p := pathFlags(cmd, "ledger", "log")
-	if err := outfile.CheckDistinct([]outfile.Path{p["ledger"]}, []outfile.Path{p["log"]}); err != nil {
+	if err := checkPaths(cmd, []string{"ledger"}, []string{"log"}); err != nil {
 		return nil, err
 	}
 	given := f.Changed("budget-epsilon") || f.Changed("budget-delta")
-	led, err := openLedgerFlag(path, given, b)
-	if err != nil {
-		return nil, fmt.Errorf("--ledger: %w", err)
-	}
-	return led, nil
+	return openLedgerFlag(path, given, b)
 }

@@ -89,14 +89,18 @@ func openLedgerFile(path string, b account.Budget) (*ledger.Ledger, error) {
 // openLedgerFlag opens a run's --ledger file at path: a new file, or one
 // a crash left before its settings were stored, gets b; an existing one
 // keeps its own budget unless the user gave b (a lower one holds for
-// this run, a higher one is refused).
+// this run, a higher one is refused). Its errors name the flag.
 func openLedgerFlag(path string, given bool, b account.Budget) (*ledger.Ledger, error) {
-	return openLedger(path, func(stored bool) account.Budget {
+	led, err := openLedger(path, func(stored bool) account.Budget {
 		if stored && !given {
 			return account.Budget{}
 		}
 		return b
 	})
+	if err != nil {
+		return nil, fmt.Errorf("--ledger: %w", err)
+	}
+	return led, nil
 }
 
 // openLedger opens the store at path and the ledger on it with the budget

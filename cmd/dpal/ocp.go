@@ -222,11 +222,7 @@ func ocpLedger(cmd *cobra.Command, spec online.Spec, name string) (*ledger.Ledge
 		}
 		b.Epsilon = charged
 	}
-	led, err := openLedgerFlag(path, f.Changed("budget"), b)
-	if err != nil {
-		return nil, fmt.Errorf("--ledger: %w", err)
-	}
-	return led, nil
+	return openLedgerFlag(path, f.Changed("budget"), b)
 }
 
 // openReleases opens --out for the released iterates ("-" is stdout);

@@ -15,10 +15,7 @@ import (
 )
 
 // poolCmd groups the pool-based active learning commands.
-var poolCmd = &cobra.Command{
-	Use:   "pool",
-	Short: "Pool-based DP active learning (Schwethelm et al. 2024): the training plan",
-}
+var poolCmd = groupCommand("pool", "Pool-based DP active learning (Schwethelm et al. 2024): the training plan")
 
 var poolPlanCmd = &cobra.Command{
 	Use:   "plan",

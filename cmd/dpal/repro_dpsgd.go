@@ -17,6 +17,7 @@ import (
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/outfile"
 	"github.com/dpal-dev/dpal/progress"
 	"github.com/dpal-dev/dpal/repro/figure"
 )
@@ -96,6 +97,9 @@ func runReproDPSGD(cmd *cobra.Command, _ []string) error {
 	}
 	if seeds < 1 || !(scale > 0) || math.IsInf(scale, 0) {
 		return fmt.Errorf("--seeds must be >= 1 and --epochs-scale finite and > 0")
+	}
+	if err := outfile.ProbeDir(out); err != nil { // before hours of training, as the other repro commands
+		return fmt.Errorf("--out: %w", err)
 	}
 	if sum.Seed, err = experimentSeed(cmd, "repro dpsgd"); err != nil {
 		return err
@@ -200,25 +204,10 @@ func writeReproDPSGDFigure(out, name string, points []reproDPSGDPoint) error {
 func writeReproDPSGDRows(out string, rows []reproDPSGDRow) error {
 	table := [][]string{{"dataset", "model", "epsilon", "seed", "epochs", "steps", "noise_multiplier", "test_accuracy", "seconds"}}
 	for _, r := range rows {
-		table = append(table, []string{r.Dataset, r.Model, ftoa(r.Epsilon), strconv.FormatUint(r.Seed, 10), ftoa(r.Epochs),
-			strconv.Itoa(r.Steps), ftoa(r.NoiseMultiplier), ftoa(r.TestAccuracy), ftoa(r.Seconds)})
+		table = append(table, []string{r.Dataset, r.Model, accountFloat(r.Epsilon), strconv.FormatUint(r.Seed, 10), accountFloat(r.Epochs),
+			strconv.Itoa(r.Steps), accountFloat(r.NoiseMultiplier), accountFloat(r.TestAccuracy), accountFloat(r.Seconds)})
 	}
 	return figure.WriteCSV(filepath.Join(out, "rows.csv"), table)
-}
-
-func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-
-// parseFloats reads a comma-separated list of numbers.
-func parseFloats(s string) ([]float64, error) {
-	var out []float64
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
 }
 
 func printReproDPSGD(w io.Writer, sum *reproDPSGDSummary, out string) {

@@ -444,7 +444,7 @@ func searchLedger(cmd *cobra.Command, b *float64, isDefault *bool) (*ledger.Ledg
 	}
 	led, err := openLedgerFlag(path, !*isDefault, account.Budget{Epsilon: *b})
 	if err != nil {
-		return nil, fmt.Errorf("--ledger: %w", err)
+		return nil, err
 	}
 	if *isDefault {
 		*b, *isDefault = led.Budget().Epsilon, false

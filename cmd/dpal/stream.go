@@ -329,11 +329,7 @@ func streamLedger(cmd *cobra.Command, cfg stream.Config) (*ledger.Ledger, error)
 			return nil, err
 		}
 	}
-	led, err := openLedgerFlag(path, f.Changed("budget"), b)
-	if err != nil {
-		return nil, fmt.Errorf("--ledger: %w", err)
-	}
-	return led, nil
+	return openLedgerFlag(path, f.Changed("budget"), b)
 }
 
 // closeLedger closes a learner's ledger (a durable file is unlocked).

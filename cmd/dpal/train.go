@@ -17,6 +17,7 @@ import (
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/dpsgd"
 	"github.com/dpal-dev/dpal/model/nn"
+	"github.com/dpal-dev/dpal/outfile"
 	"github.com/dpal-dev/dpal/progress"
 )
 
@@ -302,11 +303,7 @@ func trainLedger(cmd *cobra.Command, s trainSettings) (*ledger.Ledger, error) {
 	if path == "" {
 		return ledger.New(b)
 	}
-	led, err := openLedgerFlag(path, true, b)
-	if err != nil {
-		return nil, fmt.Errorf("--ledger: %w", err)
-	}
-	return led, nil
+	return openLedgerFlag(path, true, b)
 }
 
 // trainRun charges and runs the plan, reporting after every epoch.
@@ -424,21 +421,10 @@ func finishTrain(cmd *cobra.Command, net *nn.Net, led *ledger.Ledger, train, tes
 	return nil
 }
 
-// writeModel saves net to path atomically (a temporary file renamed).
+// writeModel saves net to path atomically with outfile.WriteFile (mode
+// 0600, as the temporary file it used to rename).
 func writeModel(path string, net *nn.Net, meta nn.Meta) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".dpal-model-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := net.Save(tmp, meta); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return outfile.WriteFile(path, 0o600, func(w io.Writer) error { return net.Save(w, meta) })
 }
 
 // accuracyRecall returns the accuracy and each class's recall (NaN-free: a
