@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -70,7 +71,8 @@ func synthLog() []Query {
 		"music":   {"play some jazz", "play music", "next song", "pause the music", "turn up the music"},
 	}
 	var out []Query
-	for intent, ss := range intents {
+	for _, intent := range slices.Sorted(maps.Keys(intents)) {
+		ss := intents[intent]
 		for i, s := range ss {
 			for v := range 6 {
 				text := fmt.Sprintf("%s %d", s, v)
@@ -85,7 +87,7 @@ func synthLog() []Query {
 
 func smallConfig() Config {
 	c := DefaultConfig()
-	c.Golden, c.LabelsBudget, c.Rounds, c.Members, c.Epochs = 6, 20, 2, 2, 3
+	c.Golden, c.LabelsBudget, c.Rounds, c.Members, c.Epochs, c.Hidden, c.Passes = 6, 20, 2, 2, 3, 8, 3
 	return c
 }
 
@@ -108,7 +110,7 @@ func TestRunCharges(t *testing.T) {
 	if eps, _ := led.Spent(Group); eps != want.Epsilon {
 		t.Fatalf("ledger spent %v, want %v", eps, want.Epsilon)
 	}
-	if len(res.Curve) < 2 || res.LabelsUsed != min(cfg.LabelsBudget, res.Released) {
+	if len(res.Curve) < 2 || res.LabelsUsed != min(cfg.LabelsBudget/cfg.Copies, res.Released)*cfg.Copies {
 		t.Fatalf("curve %v, labels used %d of released %d", res.Curve, res.LabelsUsed, res.Released)
 	}
 	t.Run("budget-exceeded", func(t *testing.T) {

@@ -41,35 +41,90 @@ func (a *annotators) label(truth int) int {
 	return other
 }
 
+// vote asks copies annotators about one query and returns the majority
+// answer (ties go to the earliest of the tied answers).
+func (a *annotators) vote(truth, copies int) int {
+	count := map[int]int{}
+	best := -1
+	for range copies {
+		c := a.label(truth)
+		if count[c]++; best < 0 || count[c] > count[best] {
+			best = c
+		}
+	}
+	return best
+}
+
+// classifier is what the learner trains each round: Probs is the
+// predictive distribution whose entropy ranks (MC-dropout mean or ensemble
+// mean), Predict the class used for test accuracy.
+type classifier interface {
+	Probs(xs []Features, r *rng.Rand) ([][]float64, error)
+	Predict(xs []Features) ([]int, error)
+}
+
+// train fits cfg.Ranker's model to (xs, ys).
+func train(cfg Config, xs []Features, ys []int, classes int, r *rng.Rand) (classifier, error) {
+	if cfg.Ranker == RankBootstrap {
+		return TrainEnsemble(xs, ys, classes, cfg.Members, cfg.Epochs, r), nil
+	}
+	m, err := NewMLP(classes, cfg.Hidden, cfg.Dropout, cfg.Passes, r)
+	if err != nil {
+		return nil, err
+	}
+	return m, m.Train(xs, ys, cfg.Epochs, r)
+}
+
+// Rank returns the indices of pool ordered by decreasing entropy of m's
+// predictive distribution (ties keep pool order).
+func Rank(m classifier, pool []Features, r *rng.Rand) ([]int, error) {
+	probs, err := m.Probs(pool, r)
+	if err != nil {
+		return nil, err
+	}
+	h := make([]float64, len(pool))
+	order := make([]int, len(pool))
+	for i, p := range probs {
+		h[i], order[i] = entropy(p), i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(h[b], h[a]) })
+	return order, nil
+}
+
 // learn runs uncertainty-sampling active learning: train on the labelled
 // set, send the Rounds-th part of the budget of most uncertain released
 // queries to annotators, retrain, and record test accuracy after each
 // round.
-func learn(cfg Config, golden, pool, test []example, classes int, r *rng.Rand, res *Result) {
+func learn(cfg Config, golden, pool, test []example, classes int, r *rng.Rand, res *Result) error {
 	xs, ys := make([]Features, 0, len(golden)+cfg.LabelsBudget), make([]int, 0, len(golden)+cfg.LabelsBudget)
 	for _, e := range golden {
 		xs, ys = append(xs, e.x), append(ys, e.class)
 	}
 	ann := newAnnotators(cfg, classes, r)
-	budget := min(cfg.LabelsBudget, len(pool))
+	// The budget counts annotations; each chosen query costs Copies.
+	budget := min(cfg.LabelsBudget/cfg.Copies, len(pool))
 	per := (budget + cfg.Rounds - 1) / cfg.Rounds
-	ens := TrainEnsemble(xs, ys, classes, cfg.Members, cfg.Epochs, r)
-	res.Curve = append(res.Curve, Point{0, accuracy(ens, test)})
+	m, err := train(cfg, xs, ys, classes, r)
+	if err != nil {
+		return err
+	}
+	if err := record(res, m, 0, test); err != nil {
+		return err
+	}
 	for used := 0; used < budget; {
 		n := min(per, budget-used)
-		type scored struct {
-			i int
-			h float64
-		}
-		s := make([]scored, len(pool))
+		px := make([]Features, len(pool))
 		for i, e := range pool {
-			s[i] = scored{i, ens.Entropy(e.x)}
+			px[i] = e.x
 		}
-		slices.SortStableFunc(s, func(a, b scored) int { return cmp.Compare(b.h, a.h) })
+		order, err := Rank(m, px, r)
+		if err != nil {
+			return err
+		}
 		chosen := map[int]bool{}
-		for _, c := range s[:n] {
-			chosen[c.i] = true
-			xs, ys = append(xs, pool[c.i].x), append(ys, ann.label(pool[c.i].class))
+		for _, i := range order[:n] {
+			chosen[i] = true
+			xs, ys = append(xs, pool[i].x), append(ys, ann.vote(pool[i].class, cfg.Copies))
 		}
 		rest := pool[:0:0]
 		for i, e := range pool {
@@ -79,27 +134,42 @@ func learn(cfg Config, golden, pool, test []example, classes int, r *rng.Rand, r
 		}
 		pool = rest
 		used += n
-		ens = TrainEnsemble(xs, ys, classes, cfg.Members, cfg.Epochs, r)
-		res.Curve = append(res.Curve, Point{used, accuracy(ens, test)})
+		if m, err = train(cfg, xs, ys, classes, r); err != nil {
+			return err
+		}
+		if err := record(res, m, used*cfg.Copies, test); err != nil {
+			return err
+		}
 	}
-	res.LabelsUsed = budget
+	res.LabelsUsed = budget * cfg.Copies
 	res.Accuracy = res.Curve[len(res.Curve)-1].Accuracy
 	if ann.asked > 0 {
 		res.AnnotationAccuracy = float64(ann.right) / float64(ann.asked)
 	}
+	return nil
 }
 
-// accuracy is the share of test queries whose ensemble-mean prediction is
-// the true class.
-func accuracy(e *Ensemble, test []example) float64 {
-	if len(test) == 0 {
-		return 0
-	}
-	right := 0
-	for _, t := range test {
-		if e.Predict(t.x) == t.class {
-			right++
+// record appends m's test accuracy after labels annotations to the curve:
+// the share of test queries predicted as their true class.
+func record(res *Result, m classifier, labels int, test []example) error {
+	acc := 0.0
+	if len(test) > 0 {
+		xs := make([]Features, len(test))
+		for i, t := range test {
+			xs[i] = t.x
 		}
+		pred, err := m.Predict(xs)
+		if err != nil {
+			return err
+		}
+		right := 0
+		for i, c := range pred {
+			if c == test[i].class {
+				right++
+			}
+		}
+		acc = float64(right) / float64(len(test))
 	}
-	return float64(right) / float64(len(test))
+	res.Curve = append(res.Curve, Point{labels, acc})
+	return nil
 }

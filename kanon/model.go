@@ -1,10 +1,13 @@
 package kanon
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/model/nn"
 	"github.com/dpal-dev/dpal/sketch"
 )
 
@@ -13,7 +16,7 @@ const featureBits = 13
 
 // Features hashes a query's word unigrams and bigrams and its character
 // trigrams (with boundary marks) into 2^13 dimensions, L2-normalised: a
-// sparse vector as (index, value) pairs.
+// sparse vector as (index, value) pairs, indices increasing.
 type Features struct {
 	Idx []int
 	Val []float64
@@ -34,11 +37,14 @@ func Featurize(text string) Features {
 	for i := 0; i+3 <= len(rs); i++ {
 		add("c:" + string(rs[i:i+3]))
 	}
+	// Indices in increasing order: map order would change float sums
+	// from run to run, and seeded runs must repeat exactly.
 	var f Features
 	var norm float64
-	for i, v := range counts {
-		f.Idx, f.Val = append(f.Idx, i), append(f.Val, v)
-		norm += v * v
+	f.Idx = slices.Sorted(maps.Keys(counts))
+	for _, i := range f.Idx {
+		f.Val = append(f.Val, counts[i])
+		norm += counts[i] * counts[i]
 	}
 	norm = math.Sqrt(norm)
 	for i := range f.Val {
@@ -118,11 +124,10 @@ func (m *Softmax) Train(xs []Features, ys []int, epochs int, r *rng.Rand) {
 }
 
 // Ensemble is M softmax models each trained on a bootstrap resample of
-// the labelled set. The paper ranks by MC-dropout entropy (Gal &
-// Ghahramani 2016); a linear model has no dropout, so dpal uses the
-// entropy of the ensemble's mean prediction instead, the same quantity
-// (Shannon entropy of the averaged class probabilities) with bootstrap
-// members in place of dropout masks.
+// the labelled set: the RankBootstrap ranker. A linear model has no
+// dropout; the entropy of the ensemble's mean prediction is the same
+// quantity as MC dropout's (Shannon entropy of averaged class
+// probabilities) with bootstrap members in place of dropout masks.
 type Ensemble struct {
 	members []*Softmax
 }
@@ -156,25 +161,21 @@ func (e *Ensemble) mean(x Features) []float64 {
 	return mean
 }
 
-// Entropy returns the Shannon entropy of the members' mean prediction.
-func (e *Ensemble) Entropy(x Features) float64 {
-	var h float64
-	for _, v := range e.mean(x) {
-		if v > 0 {
-			h -= v * math.Log(v)
-		}
+// Probs returns each query's mean class probabilities over the members
+// (r is unused: the ensemble is deterministic once trained).
+func (e *Ensemble) Probs(xs []Features, _ *rng.Rand) ([][]float64, error) {
+	out := make([][]float64, len(xs))
+	for i, x := range xs {
+		out[i] = e.mean(x)
 	}
-	return h
+	return out, nil
 }
 
-// Predict returns the class with the highest mean probability.
-func (e *Ensemble) Predict(x Features) int {
-	mean := e.mean(x)
-	best := 0
-	for c, v := range mean {
-		if v > mean[best] {
-			best = c
-		}
+// Predict returns each query's class with the highest mean probability.
+func (e *Ensemble) Predict(xs []Features) ([]int, error) {
+	out := make([]int, len(xs))
+	for i, x := range xs {
+		out[i] = nn.Argmax(e.mean(x))
 	}
-	return best
+	return out, nil
 }

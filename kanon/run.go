@@ -46,6 +46,10 @@ type Config struct {
 	// splits it into acquisition rounds (retraining after each).
 	LabelsBudget int `json:"labels_budget"`
 	Rounds       int `json:"rounds"`
+	// Copies is how many annotators label each chosen query (majority
+	// vote); the paper sends one copy. LabelsBudget counts annotations, so
+	// Copies > 1 labels fewer queries, each more reliably.
+	Copies int `json:"copies"`
 	// Golden is the size of the labelled bootstrap set.
 	Golden int `json:"golden"`
 	// AnnotatorAccuracy and AnnotatorSD give each of Annotators annotators
@@ -53,9 +57,16 @@ type Config struct {
 	AnnotatorAccuracy float64 `json:"annotator_accuracy"`
 	AnnotatorSD       float64 `json:"annotator_sd"`
 	Annotators        int     `json:"annotators"`
-	// Members and Epochs size the bootstrap ensemble.
-	Members int `json:"members"`
-	Epochs  int `json:"epochs"`
+	// Ranker is RankMCDropout (the paper's: entropy of the mean of Passes
+	// dropout passes of an MLP with Hidden units and dropout rate Dropout)
+	// or RankBootstrap (a bootstrap ensemble of Members linear models).
+	// Epochs is either model's training length.
+	Ranker  string  `json:"ranker"`
+	Passes  int     `json:"passes,omitempty"`
+	Hidden  int     `json:"hidden,omitempty"`
+	Dropout float64 `json:"dropout,omitempty"`
+	Members int     `json:"members,omitempty"`
+	Epochs  int     `json:"epochs"`
 	// TestFraction of the distinct queries is held out for evaluation.
 	TestFraction float64 `json:"test_fraction"`
 	// Positive, when set, makes the task binary: labels starting with one
@@ -73,8 +84,9 @@ type Config struct {
 // accuracy N(0.65, 0.01)) and dpal's elsewhere.
 func DefaultConfig() Config {
 	return Config{Beta: 0.3, K: 20, Delta: 1e-6, Threshold: ThresholdExact, NoiseEpsilon: 1,
-		LabelsBudget: 500, Rounds: 5, Golden: 100, AnnotatorAccuracy: 0.65, AnnotatorSD: 0.01,
-		Annotators: 10, Members: 3, Epochs: 5, TestFraction: 0.2, SketchRows: 4}
+		LabelsBudget: 500, Rounds: 5, Copies: 1, Golden: 100, AnnotatorAccuracy: 0.65, AnnotatorSD: 0.01,
+		Annotators: 10, Ranker: RankMCDropout, Passes: 10, Hidden: 64, Dropout: 0.5, Members: 3, Epochs: 5,
+		TestFraction: 0.2, SketchRows: 4}
 }
 
 // Validate checks c.
@@ -87,8 +99,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("threshold must be %q or %q, got %q", ThresholdExact, ThresholdDP, c.Threshold)
 	case c.LabelsBudget < 0:
 		return fmt.Errorf("labels budget must be >= 0, got %d", c.LabelsBudget)
-	case c.Rounds < 1 || c.Golden < 1 || c.Annotators < 1 || c.Members < 1 || c.Epochs < 1:
-		return errors.New("rounds, golden, annotators, members and epochs must be >= 1")
+	case c.Rounds < 1 || c.Golden < 1 || c.Annotators < 1 || c.Epochs < 1 || c.Copies < 1:
+		return errors.New("rounds, golden, annotators, copies and epochs must be >= 1")
+	case c.Ranker == RankMCDropout && (c.Passes < 1 || c.Hidden < 1 || !(c.Dropout > 0 && c.Dropout < 1)):
+		return fmt.Errorf("ranker %s needs passes >= 1, hidden >= 1 and dropout in (0, 1), got %d, %d, %v", RankMCDropout, c.Passes, c.Hidden, c.Dropout)
+	case c.Ranker == RankBootstrap && c.Members < 1:
+		return fmt.Errorf("ranker %s needs members >= 1, got %d", RankBootstrap, c.Members)
+	case c.Ranker != RankMCDropout && c.Ranker != RankBootstrap:
+		return fmt.Errorf("ranker must be %q or %q, got %q", RankMCDropout, RankBootstrap, c.Ranker)
 	case !(c.AnnotatorAccuracy >= 0 && c.AnnotatorAccuracy <= 1) || !(c.AnnotatorSD >= 0):
 		return fmt.Errorf("annotator accuracy must be in [0, 1] and its sd >= 0, got %v, %v", c.AnnotatorAccuracy, c.AnnotatorSD)
 	case !(c.TestFraction > 0 && c.TestFraction < 1):
@@ -115,7 +133,8 @@ type Result struct {
 	Delta    float64 `json:"delta"`
 	NMax     int     `json:"n_max,omitempty"`
 	Released int     `json:"released"`
-	// LabelsUsed is the annotation budget spent: min(LabelsBudget, Released).
+	// LabelsUsed is the annotation budget spent: Copies annotations for
+	// each of min(LabelsBudget/Copies, Released) queries.
 	LabelsUsed int     `json:"labels_used"`
 	Curve      []Point `json:"curve"`
 	Accuracy   float64 `json:"accuracy"`
@@ -178,7 +197,9 @@ func Run(cfg Config, log []Query, r *rng.Rand, led *ledger.Ledger) (*Result, err
 	}
 	gold, testEx := toEx(golden, labelOf), toEx(test, labelOf)
 	res.Majority = majority(gold, testEx, len(labels))
-	learn(cfg, gold, toEx(released, labelOf), testEx, len(labels), r, res)
+	if err := learn(cfg, gold, toEx(released, labelOf), testEx, len(labels), r, res); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 

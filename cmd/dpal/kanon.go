@@ -137,8 +137,9 @@ var kanonRunCmd = &cobra.Command{
 occurrence with probability --beta, keep the queries seen at least --k times in the
 sample (exactly: a Count-Mean-Min sketch pre-filters and an exact recount decides; or,
 with --threshold dp, when the count plus discrete Laplace noise reaches k), charge the
-guarantee to the ledger, then rank the released queries by the entropy of a bootstrap
-ensemble of hashed-n-gram softmax classifiers and send --labels-budget of them, one copy
+guarantee to the ledger, then rank the released queries by MC-dropout uncertainty (the
+entropy of the mean of --passes dropout passes of an MLP on hashed word and character
+n-grams; --ranker bootstrap: a bootstrap ensemble of linear models instead) and send --labels-budget of them, one copy
 each, to simulated annotators with accuracy ~ N(--annotator-accuracy, 0.01).
 Reports test accuracy after each acquisition round.
 
@@ -161,9 +162,16 @@ func init() {
 	f.Float64("noise-epsilon", d.NoiseEpsilon, "ε' of the discrete Laplace noise (--threshold dp)")
 	f.Int("labels-budget", d.LabelsBudget, "queries sent to annotators")
 	f.Int("rounds", d.Rounds, "acquisition rounds the budget is split into")
+	f.Int("copies", d.Copies, "annotators per chosen query (majority vote; the budget counts annotations)")
 	f.Int("golden", d.Golden, "size of the labelled bootstrap set")
 	f.Float64("annotator-accuracy", d.AnnotatorAccuracy, "mean annotator accuracy")
 	f.String("positive", "", "binary task: labels with this prefix are positive, the rest negative")
+	f.String("ranker", d.Ranker, "uncertainty ranking: mc-dropout (MLP, entropy of the mean of --passes dropout passes) or bootstrap (ensemble of linear models)")
+	f.Int("passes", d.Passes, "MC-dropout passes T (--ranker mc-dropout)")
+	f.Int("hidden", d.Hidden, "MLP hidden units (--ranker mc-dropout)")
+	f.Float64("dropout", d.Dropout, "MLP dropout rate (--ranker mc-dropout)")
+	f.Int("members", d.Members, "bootstrap ensemble size (--ranker bootstrap)")
+	f.Int("epochs", d.Epochs, "training epochs per round")
 	f.Bool("baseline", false, "non-private reference (no ledger charge; the paper's β = 1, k = 1)")
 	f.Int("sketch-width", 0, "Count-Mean-Min width, a power of two (0: sized from a HyperLogLog estimate)")
 	f.Float64("zipf-c", kanon.DefaultZipfCLINC.C, "clinc150: count of the top utterance")
@@ -187,9 +195,16 @@ func runKAnonRun(cmd *cobra.Command, _ []string) error {
 	cfg.LabelsBudget, _ = f.GetInt("labels-budget")
 	cfg.Rounds, _ = f.GetInt("rounds")
 	cfg.Golden, _ = f.GetInt("golden")
+	cfg.Copies, _ = f.GetInt("copies")
 	cfg.AnnotatorAccuracy, _ = f.GetFloat64("annotator-accuracy")
 	cfg.Positive, _ = f.GetString("positive")
 	cfg.Baseline, _ = f.GetBool("baseline")
+	cfg.Ranker, _ = f.GetString("ranker")
+	cfg.Passes, _ = f.GetInt("passes")
+	cfg.Hidden, _ = f.GetInt("hidden")
+	cfg.Dropout, _ = f.GetFloat64("dropout")
+	cfg.Members, _ = f.GetInt("members")
+	cfg.Epochs, _ = f.GetInt("epochs")
 	cfg.SketchWidth, _ = f.GetInt("sketch-width")
 	if err := cfg.Validate(); err != nil {
 		return err

@@ -55,6 +55,13 @@ type Options struct {
 	// CompareDP adds, for every private cell, dpal's noisy threshold at
 	// the same (ε, δ) (CellDP).
 	CompareDP bool `json:"compare_dp"`
+	// VoteCopies > 1 reruns, on the binary task, the baseline and every
+	// private cell (LQS and DP threshold) with each chosen query labelled
+	// by VoteCopies annotators and a majority vote (same annotation
+	// budget, fewer queries; method suffix "-vote"). The paper sends one
+	// copy; with annotators 65% right on two classes one copy carries
+	// little.
+	VoteCopies int `json:"vote_copies"`
 	// Run is the pipeline configuration (β, k, δ and Positive are set per
 	// cell).
 	Run kanon.Config `json:"run"`
@@ -63,12 +70,12 @@ type Options struct {
 // DefaultOptions is the full reproduction.
 func DefaultOptions() Options {
 	run := kanon.DefaultConfig()
-	run.LabelsBudget, run.Rounds = 1000, 4
+	run.LabelsBudget, run.Rounds, run.Epochs = 1000, 4, 20
 	return Options{
 		DataDir: "../shared/data", Seed: 1,
 		Betas: []float64{0.1, 0.3, 0.6, 0.9}, PaperKs: []int{1, 20, 100, 200, 500}, SlurpKs: []int{1, 2, 3, 5, 10},
 		Delta: 1e-6, Datasets: []string{SLURP, CLINC}, Tasks: []string{"binary", "multiclass"},
-		Zipf: kanon.ZipfCLINC{C: 20000, S: 1}, CompareDP: true,
+		Zipf: kanon.ZipfCLINC{C: 20000, S: 1}, CompareDP: true, VoteCopies: 5,
 		Positive: map[string]string{
 			// Commands that act (media, calendar, e-mail, smart home,
 			// alarms, lists) against information requests: 58% of events.
@@ -97,8 +104,10 @@ type Row struct {
 	Baseline bool    `json:"baseline,omitempty"`
 	// Method is "lqs" (the paper: exact k after sampling), "dp-threshold"
 	// (dpal's noisy threshold at the same (ε, δ) as an LQS cell, no
-	// sampling) or "baseline".
+	// sampling) or "baseline", with "-vote" when each query was labelled
+	// by Copies annotators (Options.VoteCopies).
 	Method string `json:"method"`
+	Copies int    `json:"copies"`
 	// Guaranteed says whether (β, k) has an (ε, δ ≤ Options.Delta)
 	// guarantee; Epsilon and Delta are what was charged.
 	Guaranteed bool    `json:"guaranteed"`
@@ -200,7 +209,10 @@ func run(o Options, cfg kanon.Config, log []kanon.Query, led *ledger.Ledger, row
 	}
 	row.Guaranteed, row.Epsilon, row.Delta = res.Private, res.Epsilon, res.Delta
 	row.Released, row.LabelsUsed, row.Accuracy, row.Curve = res.Released, res.LabelsUsed, res.Accuracy, res.Curve
-	row.Majority = res.Majority
+	row.Majority, row.Copies = res.Majority, cfg.Copies
+	if cfg.Copies > 1 {
+		row.Method += "-vote"
+	}
 	return row, nil
 }
 
@@ -236,26 +248,53 @@ func Reproduce(o Options, step func(done, total int)) (Summary, error) {
 			if t != "binary" && t != "multiclass" {
 				return s, fmt.Errorf("unknown task %q (want binary or multiclass)", t)
 			}
-			row, err := Cell(o, d, t, log, 1, 1, true)
+			// voted reruns a cell with majority-vote annotation (binary).
+			voted := func(cell func(Options) (Row, error)) error {
+				if t != "binary" || o.VoteCopies < 2 {
+					return nil
+				}
+				v := o
+				v.Run.Copies = o.VoteCopies
+				row, err := cell(v)
+				s.Rows = append(s.Rows, row)
+				return err
+			}
+			base := func(o Options) (Row, error) { return Cell(o, d, t, log, 1, 1, true) }
+			row, err := base(o)
 			if err != nil {
 				return s, err
 			}
 			s.Rows = append(s.Rows, row)
+			if err := voted(base); err != nil {
+				return s, err
+			}
 			tick()
 			for _, b := range o.Betas {
 				for _, k := range o.Ks(d) {
-					if row, err = Cell(o, d, t, log, b, k, false); err != nil {
+					lqs := func(o Options) (Row, error) { return Cell(o, d, t, log, b, k, false) }
+					if row, err = lqs(o); err != nil {
 						return s, err
 					}
 					s.Rows = append(s.Rows, row)
 					tick()
-					if !row.Guaranteed || !o.CompareDP {
+					if !row.Guaranteed {
 						continue
 					}
-					if row, err = CellDP(o, d, t, log, row.Epsilon, row.Delta); err != nil {
+					if err := voted(lqs); err != nil {
+						return s, err
+					}
+					if !o.CompareDP {
+						continue
+					}
+					eps, delta := row.Epsilon, row.Delta
+					dp := func(o Options) (Row, error) { return CellDP(o, d, t, log, eps, delta) }
+					if row, err = dp(o); err != nil {
 						return s, err
 					}
 					s.Rows = append(s.Rows, row)
+					if err := voted(dp); err != nil {
+						return s, err
+					}
 				}
 			}
 		}
@@ -272,7 +311,7 @@ func Figures(rows []Row, title string) (fig2, fig3, fig4 *figure.Plot) {
 	var cells []Row
 	for _, r := range rows {
 		switch {
-		case r.Method == "dp-threshold":
+		case r.Method != "lqs" && r.Method != "baseline":
 			continue
 		case r.Baseline:
 			fig2.HLines = append(fig2.HLines, figure.HLine{Name: "baseline β=1, k=1", Y: r.Accuracy},
@@ -336,9 +375,9 @@ func Write(out string, s Summary) error {
 			}
 		}
 	}
-	rows := [][]string{{"dataset", "task", "method", "beta", "k", "baseline", "guaranteed", "epsilon", "delta", "released", "labels_used", "accuracy", "majority"}}
+	rows := [][]string{{"dataset", "task", "method", "copies", "beta", "k", "baseline", "guaranteed", "epsilon", "delta", "released", "labels_used", "accuracy", "majority"}}
 	for _, r := range s.Rows {
-		rows = append(rows, []string{r.Dataset, r.Task, r.Method, ftoa(r.Beta), strconv.Itoa(r.K), strconv.FormatBool(r.Baseline),
+		rows = append(rows, []string{r.Dataset, r.Task, r.Method, strconv.Itoa(r.Copies), ftoa(r.Beta), strconv.Itoa(r.K), strconv.FormatBool(r.Baseline),
 			strconv.FormatBool(r.Guaranteed), ftoa(r.Epsilon), ftoa(r.Delta), strconv.Itoa(r.Released), strconv.Itoa(r.LabelsUsed), ftoa(r.Accuracy), ftoa(r.Majority)})
 	}
 	if err := figure.WriteCSV(filepath.Join(out, "rows.csv"), rows); err != nil {

@@ -67,6 +67,16 @@ func TestReproduceSmall(t *testing.T) {
 	if s.Rows[2].Guaranteed || !s.Rows[3].Guaranteed || s.Rows[3].Epsilon <= 0 {
 		t.Fatalf("rows %+v", s.Rows)
 	}
+	v := o
+	v.Run.Copies = 5
+	row, err := Cell(v, SLURP, "binary", log, 0.5, 30, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.Method != "lqs-vote" || row.Copies != 5 || row.LabelsUsed%5 != 0 || row.Epsilon != s.Rows[3].Epsilon {
+		t.Fatalf("voted row %+v", row)
+	}
+	s.Rows = append(s.Rows, row)
 	out := t.TempDir()
 	if err := Write(out, s); err != nil {
 		t.Fatal(err)
