@@ -118,6 +118,11 @@ func TestKAnonRunCLI(t *testing.T) {
 		{[]string{"--log", writeFile(t, dir, "empty.txt", "")}, "log is empty"},
 		{[]string{"--log", logPath, "--k", "0"}, "k must be >= 1"},
 		{[]string{"--log", logPath, "--beta", "1.5"}, "0 < beta <= 1"},
+		{[]string{"--log", logPath, "--beta", "0"}, "0 < beta <= 1"},
+		{[]string{"--log", writeFile(t, dir, "blank.txt", "\n \n")}, "log is empty"},
+		{[]string{"--log", logPath, "--passes", "0"}, "passes >= 1"},
+		{[]string{"--log", logPath, "--ranker", "dropout"}, "ranker must be"},
+		{[]string{"--log", logPath, "--copies", "0"}, "copies"},
 		{[]string{"--log", logPath, "--sketch-width", "100"}, "power of two"},
 		{[]string{}, "--log is required"},
 	} {

@@ -26,7 +26,11 @@ runs as a non-private what-if and is marked so. Writes <out>/fig{2,3,4}_<data>_<
 .png and .csv, rows.csv, appendix.csv (dpal's (epsilon, delta) -> k grid) and
 summary.json. Each private cell is followed by dpal's alternative at the same (epsilon,
 delta): no sampling, a discrete-Laplace noisy threshold with the smallest k it allows
-(method dp-threshold). --quick runs SLURP binary on a small grid (seconds).`,
+(method dp-threshold). Queries are ranked by MC-dropout entropy of an MLP (--ranker
+bootstrap: the bootstrap ensemble of linear models). On the binary task the baseline and
+every private cell are rerun with each query labelled by --vote-copies annotators and a
+majority vote (method suffix -vote; 0 or 1 turns this off). --quick runs SLURP binary on
+a small grid (about 20 s).`,
 	Args: cobra.NoArgs,
 	RunE: runReproKAnon,
 }
@@ -41,6 +45,8 @@ func init() {
 	f.StringSlice("tasks", nil, "tasks: binary, multiclass (default both)")
 	f.Int("labels-budget", 0, "annotation cap per cell (default 1000, 200 with --quick)")
 	f.Float64("delta", 1e-6, "delta at which each cell's epsilon is charged")
+	f.String("ranker", "", "mc-dropout or bootstrap (default mc-dropout)")
+	f.Int("vote-copies", 0, "binary task: annotators per query in the -vote rerun (default 5)")
 	f.Bool("no-progress", false, "do not draw the progress bar")
 	reproCmd.AddCommand(reproKAnonCmd)
 }
@@ -59,6 +65,12 @@ func runReproKAnon(cmd *cobra.Command, _ []string) error {
 	}
 	if ts, _ := f.GetStringSlice("tasks"); len(ts) > 0 {
 		o.Tasks = ts
+	}
+	if f.Changed("ranker") {
+		o.Run.Ranker, _ = f.GetString("ranker")
+	}
+	if f.Changed("vote-copies") {
+		o.VoteCopies, _ = f.GetInt("vote-copies")
 	}
 	if f.Changed("labels-budget") {
 		o.Run.LabelsBudget, _ = f.GetInt("labels-budget")
