@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/kanon"
 )
 
@@ -33,4 +34,35 @@ func ExampleStage() {
 	// Output:
 	// [what time is it]
 	// epsilon 0.693 at delta 0.188
+}
+
+// Train the MC-dropout intent classifier on four labelled queries and rank
+// three unlabelled ones by the entropy of the mean of 10 dropout passes:
+// the query unlike any training query is the most uncertain.
+func ExampleRank() {
+	r := rng.Seeded(1)
+	train := []string{"set an alarm for seven", "wake me up at six", "will it rain today", "weather for tomorrow"}
+	var xs []kanon.Features
+	for _, t := range train {
+		xs = append(xs, kanon.Featurize(t))
+	}
+	m, err := kanon.NewMLP(2, 16, 0.5, 10, r)
+	if err != nil {
+		panic(err)
+	}
+	if err := m.Train(xs, []int{0, 0, 1, 1}, 50, r); err != nil {
+		panic(err)
+	}
+	texts := []string{"alarm at seven", "rain tomorrow", "play jazz"}
+	var pool []kanon.Features
+	for _, t := range texts {
+		pool = append(pool, kanon.Featurize(t))
+	}
+	order, err := kanon.Rank(m, pool, r)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("most uncertain:", texts[order[0]])
+	// Output:
+	// most uncertain: play jazz
 }

@@ -55,16 +55,18 @@ func (a *annotators) vote(truth, copies int) int {
 	return best
 }
 
-// classifier is what the learner trains each round: Probs is the
-// predictive distribution whose entropy ranks (MC-dropout mean or ensemble
-// mean), Predict the class used for test accuracy.
-type classifier interface {
+// Classifier is what the learner trains each round: *MLP (MC dropout) or
+// *Ensemble (bootstrap).
+type Classifier interface {
+	// Probs is the predictive distribution whose entropy ranks: the mean
+	// over dropout passes or ensemble members, randomness from r.
 	Probs(xs []Features, r *rng.Rand) ([][]float64, error)
+	// Predict is the class used for test accuracy.
 	Predict(xs []Features) ([]int, error)
 }
 
 // train fits cfg.Ranker's model to (xs, ys).
-func train(cfg Config, xs []Features, ys []int, classes int, r *rng.Rand) (classifier, error) {
+func train(cfg Config, xs []Features, ys []int, classes int, r *rng.Rand) (Classifier, error) {
 	if cfg.Ranker == RankBootstrap {
 		return TrainEnsemble(xs, ys, classes, cfg.Members, cfg.Epochs, r), nil
 	}
@@ -77,7 +79,7 @@ func train(cfg Config, xs []Features, ys []int, classes int, r *rng.Rand) (class
 
 // Rank returns the indices of pool ordered by decreasing entropy of m's
 // predictive distribution (ties keep pool order).
-func Rank(m classifier, pool []Features, r *rng.Rand) ([]int, error) {
+func Rank(m Classifier, pool []Features, r *rng.Rand) ([]int, error) {
 	probs, err := m.Probs(pool, r)
 	if err != nil {
 		return nil, err
@@ -151,7 +153,7 @@ func learn(cfg Config, golden, pool, test []example, classes int, r *rng.Rand, r
 
 // record appends m's test accuracy after labels annotations to the curve:
 // the share of test queries predicted as their true class.
-func record(res *Result, m classifier, labels int, test []example) error {
+func record(res *Result, m Classifier, labels int, test []example) error {
 	acc := 0.0
 	if len(test) > 0 {
 		xs := make([]Features, len(test))
