@@ -41,6 +41,7 @@ func pow(b float64, k int) float64 {
 func TestReproduceSmall(t *testing.T) {
 	o := QuickOptions()
 	o.Betas, o.SlurpKs = []float64{0.5}, []int{2, 30}
+	o.Run.Hidden, o.Run.Passes = 8, 3 // a small MLP keeps the test fast
 	o.Delta = 1e-3
 	var log []kanon.Query
 	for i := range 30 {
