@@ -168,6 +168,8 @@ type PLDOptions struct {
 	// upperOnly skips the lower grid (its bound is then 0), for searches
 	// that read only the certified ε.
 	upperOnly bool
+	// cache reuses and stores composed laws (see pldCache).
+	cache bool
 }
 
 func (o PLDOptions) step() float64 {
@@ -202,29 +204,33 @@ func ComposePLD(terms []PLDTerm, opt PLDOptions) (PLDPair, error) {
 		}
 		sym = sym && t.symmetric()
 	}
-	remove, err := composeDirection(terms, step, false, opt.upperOnly)
+	remove, err := composeDirection(terms, step, false, opt)
 	if err != nil {
 		return PLDPair{}, err
 	}
 	if sym {
 		return PLDPair{Remove: remove, Add: remove}, nil
 	}
-	add, err := composeDirection(terms, step, true, opt.upperOnly)
+	add, err := composeDirection(terms, step, true, opt)
 	if err != nil {
 		return PLDPair{}, err
 	}
 	return PLDPair{Remove: remove, Add: add}, nil
 }
 
-func composeDirection(terms []PLDTerm, step float64, add, upperOnly bool) (*PLD, error) {
-	var acc *PLD
-	for _, t := range terms {
-		one, err := discretise(t.dist(add), step)
+func composeDirection(terms []PLDTerm, step float64, add bool, opt PLDOptions) (*PLD, error) {
+	start, acc := 0, (*PLD)(nil)
+	if opt.cache { // the longest cached prefix, the whole list first
+		for i := len(terms); i > 0 && acc == nil; i-- {
+			if acc = theCache.get(pldKey(terms[:i], step, add, opt.upperOnly)); acc != nil {
+				start = i
+			}
+		}
+	}
+	for _, t := range terms[start:] {
+		one, err := oneStep(t, step, add, opt)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", t.Kind, err)
-		}
-		if upperOnly { // an empty lower grid bounds nothing: its ε is 0
-			one.lower, one.mean, one.rounds = grid{}, 0, 0
 		}
 		p, err := one.Times(t.Count)
 		if err != nil {
@@ -236,7 +242,33 @@ func composeDirection(terms []PLDTerm, step float64, add, upperOnly bool) (*PLD,
 			return nil, err
 		}
 	}
+	if opt.cache && start < len(terms) {
+		theCache.put(pldKey(terms, step, add, opt.upperOnly), acc)
+	}
 	return acc, nil
+}
+
+// oneStep returns the discretised law of one use of t (cached with
+// opt.cache).
+func oneStep(t PLDTerm, step float64, add bool, opt PLDOptions) (*PLD, error) {
+	t.Count = 1
+	key := pldKey([]PLDTerm{t}, step, add, opt.upperOnly)
+	if opt.cache {
+		if p := theCache.get(key); p != nil {
+			return p, nil
+		}
+	}
+	one, err := discretise(t.dist(add), step)
+	if err != nil {
+		return nil, err
+	}
+	if opt.upperOnly { // an empty lower grid bounds nothing: its ε is 0
+		one.lower, one.mean, one.rounds = grid{}, 0, 0
+	}
+	if opt.cache {
+		theCache.put(key, one)
+	}
+	return one, nil
 }
 
 // Epsilon returns lower and upper bounds on the pair's ε at δ = delta: the
@@ -377,7 +409,12 @@ func (l Loss) pldEpsilon(delta float64, conv Conversion) (float64, error) {
 		renyi = Loss{Rho: l.Rho, Orders: l.Orders, RDP: l.RDP}.renyiEpsilon(half, conv)
 		delta -= half
 	}
-	res, err := PLDEpsilon(terms, delta, PLDOptions{})
+	// Only the certified ε is read: the lower grid is skipped unless
+	// rounding dominates δ, where the lower bound steers the tilt.
+	res, err := PLDEpsilon(terms, delta, PLDOptions{upperOnly: true, cache: true})
+	if err == nil && res.Warning != "" {
+		res, err = PLDEpsilon(terms, delta, PLDOptions{cache: true})
+	}
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", l.Mechanism, err)
 	}
