@@ -64,6 +64,9 @@ type PLDTerm struct {
 	Delta   float64 `json:"delta,omitempty"`
 	// Count is the number of uses (≥ 1).
 	Count int `json:"count"`
+	// Part, when ≥ 1, makes the term one of a Loss's parallel
+	// alternatives (see Parallel); 0 is every alternative's.
+	Part int `json:"part,omitempty"`
 }
 
 // Validate reports whether t is a usable term.
@@ -77,6 +80,9 @@ func (t PLDTerm) Validate() error {
 func (t PLDTerm) validate() error {
 	if t.Count < 1 || t.Count > pldMaxCount {
 		return fmt.Errorf("count must lie in [1, %d], got %d", pldMaxCount, t.Count)
+	}
+	if t.Part < 0 || t.Part > pldMaxParts {
+		return fmt.Errorf("part must lie in [0, %d], got %d", pldMaxParts, t.Part)
 	}
 	rate := func() error {
 		if !(t.SampleRate > 0 && t.SampleRate <= 1) {
@@ -195,6 +201,9 @@ func ComposePLD(terms []PLDTerm, opt PLDOptions) (PLDPair, error) {
 	step := opt.step()
 	if err := validateStep(step); err != nil {
 		return PLDPair{}, err
+	}
+	if hasParts(terms) {
+		return PLDPair{}, fmt.Errorf("PLD terms with parallel parts have no single distribution: read them through Loss.EpsilonAt")
 	}
 	terms = mergeTerms(terms)
 	sym := true
@@ -383,23 +392,10 @@ func mergeTerms(terms []PLDTerm) []PLDTerm {
 	return out
 }
 
-// timesTerms multiplies every count by n.
-func timesTerms(terms []PLDTerm, n int) []PLDTerm {
-	out := slices.Clone(terms)
-	for i := range out {
-		out[i].Count *= n
-	}
-	return out
-}
-
 // pldEpsilon is EpsilonAt for a loss with a PLD part: the approximate part
 // joins the PLD through its dominating pair; a Rényi part, if any, gets
 // half of delta and the PLD the other half (basic composition).
 func (l Loss) pldEpsilon(delta float64, conv Conversion) (float64, error) {
-	terms := slices.Clone(l.PLD)
-	if l.Epsilon > 0 || l.Delta > 0 {
-		terms = append(terms, PLDTerm{Kind: PLDApprox, Epsilon: l.Epsilon, Delta: l.Delta, Count: 1})
-	}
 	var renyi float64
 	if l.HasRDP() {
 		if !(delta > l.Delta) {
@@ -409,14 +405,28 @@ func (l Loss) pldEpsilon(delta float64, conv Conversion) (float64, error) {
 		renyi = Loss{Rho: l.Rho, Orders: l.Orders, RDP: l.RDP}.renyiEpsilon(half, conv)
 		delta -= half
 	}
-	// Only the certified ε is read: the lower grid is skipped unless
-	// rounding dominates δ, where the lower bound steers the tilt.
+	// The largest over the parallel alternatives (one without parts).
+	var worst float64
+	for _, terms := range alternatives(l.PLD) {
+		if l.Epsilon > 0 || l.Delta > 0 {
+			terms = append(slices.Clone(terms), PLDTerm{Kind: PLDApprox, Epsilon: l.Epsilon, Delta: l.Delta, Count: 1})
+		}
+		eps, err := certifiedEpsilon(terms, delta)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", l.Mechanism, err)
+		}
+		worst = max(worst, eps)
+	}
+	return renyi + worst, nil
+}
+
+// certifiedEpsilon is the PLD accountant's certified ε of terms at delta,
+// through the cache. Only it is read, so the lower grid is skipped unless
+// rounding dominates δ, where the lower bound steers the tilt.
+func certifiedEpsilon(terms []PLDTerm, delta float64) (float64, error) {
 	res, err := PLDEpsilon(terms, delta, PLDOptions{upperOnly: true, cache: true})
 	if err == nil && res.Warning != "" {
 		res, err = PLDEpsilon(terms, delta, PLDOptions{cache: true})
 	}
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", l.Mechanism, err)
-	}
-	return renyi + res.Epsilon, nil
+	return res.Epsilon, err
 }
