@@ -337,8 +337,14 @@ func fftPower(g grid, k, wlo, width int) ([]float64, float64) {
 	fft := fourier.NewFFT(size)
 	c := fft.Coefficients(nil, padded(g.mass, size))
 	pw := make([]complex128, len(c))
+	// |z|^k below e^{−745} is 0 in float64 anyway (powerErr counts it as
+	// underflow): most coefficients of a k-fold window are.
+	cut := math.Exp(-745 / float64(k))
+	cut2 := cut * cut
 	for i, z := range c {
-		pw[i] = cpow(z, k)
+		if real(z)*real(z)+imag(z)*imag(z) >= cut2 {
+			pw[i] = cpow(z, k)
+		}
 	}
 	seq := fft.Sequence(nil, pw)
 	out := make([]float64, width)
