@@ -270,18 +270,18 @@ func fftConvolve(a, b []float64, n int) ([]float64, float64) {
 	fft := fourier.NewFFT(size)
 	ca := fft.Coefficients(nil, padded(a, size))
 	cb := fft.Coefficients(nil, padded(b, size))
-	prod := make([]complex128, len(ca))
+	bound := convolveErr(ca, cb, size, sum(a), sum(b))
 	for i := range ca {
-		prod[i] = ca[i] * cb[i]
+		ca[i] *= cb[i]
 	}
-	seq := fft.Sequence(nil, prod)
+	seq := fft.Sequence(nil, ca)
 	out := make([]float64, n)
 	for i := range out {
 		out[i] = seq[i] / float64(size)
 	}
-	top := maxAbs(out)
+	bound += divisionErr(maxAbs(out))
 	clipNegative(out)
-	return out, convolveErr(ca, cb, size, sum(a), sum(b), top)
+	return out, bound
 }
 
 func sum(m []float64) float64 {
@@ -336,25 +336,27 @@ func fftPower(g grid, k, wlo, width int) ([]float64, float64) {
 	size := fftSize(max(width, len(g.mass)))
 	fft := fourier.NewFFT(size)
 	c := fft.Coefficients(nil, padded(g.mass, size))
-	pw := make([]complex128, len(c))
+	bound := powerErr(c, size, k, sum(g.mass))
 	// |z|^k below e^{−745} is 0 in float64 anyway (powerErr counts it as
 	// underflow): most coefficients of a k-fold window are.
 	cut := math.Exp(-745 / float64(k))
 	cut2 := cut * cut
 	for i, z := range c {
 		if real(z)*real(z)+imag(z)*imag(z) >= cut2 {
-			pw[i] = cpow(z, k)
+			c[i] = cpow(z, k)
+		} else {
+			c[i] = 0
 		}
 	}
-	seq := fft.Sequence(nil, pw)
+	seq := fft.Sequence(nil, c)
 	out := make([]float64, width)
 	base := k * g.lo // the sum's index, less base, is its position mod size
 	for t := range out {
 		out[t] = seq[(wlo+t-base)%size] / float64(size)
 	}
-	top := maxAbs(out)
+	bound += divisionErr(maxAbs(out))
 	clipNegative(out)
-	return out, powerErr(c, size, k, sum(g.mass), top)
+	return out, bound
 }
 
 // chernoffMargin covers the rounding of the Chernoff bounds' logarithms

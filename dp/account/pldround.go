@@ -85,14 +85,13 @@ const underflowErr = 1e-290
 
 // convolveErr bounds the error of each entry of the FFT convolution of a
 // and b (non-negative, total masses sa and sb) of length n, whose computed
-// coefficients are ca and cb (half spectra) and whose product, inverted
-// and divided by n, has largest entry top:
+// coefficients are ca and cb (half spectra), but for the division's
+// rounding (divisionErr):
 //
 //	|ΔA_i| ≤ ρ·sa, |ΔB_i| ≤ ρ·sb, so the product is off by at most
 //	ρ·sa·|B_i| + (|A_i| + ρ·sa)·ρ·sb + τ·|A_i B_i|;
-//	the inverse adds ρ·Σ|Ĉ_i| and passes on Σ|ΔC_i|, both over n; the
-//	division by n adds u·top.
-func convolveErr(ca, cb []complex128, n int, sa, sb, top float64) float64 {
+//	the inverse adds ρ·Σ|Ĉ_i| and passes on Σ|ΔC_i|, both over n.
+func convolveErr(ca, cb []complex128, n int, sa, sb float64) float64 {
 	rho := fftCoeffErr(n)
 	ra, rb := rho*sa, rho*sb
 	var dc, cs float64
@@ -102,7 +101,13 @@ func convolveErr(ca, cb []complex128, n int, sa, sb, top float64) float64 {
 		dc += w * (ra*b + (a+ra)*rb + fftMulErr*a*b + underflowErr)
 		cs += w * a * b * (1 + fftMulErr)
 	}
-	return fftSafety * ((dc+rho*cs)/float64(n) + unitRoundoff*top)
+	return fftSafety * (dc + rho*cs) / float64(n)
+}
+
+// divisionErr bounds the rounding of dividing entries of magnitude at most
+// top by the FFT length.
+func divisionErr(top float64) float64 {
+	return fftSafety * unitRoundoff * top
 }
 
 // weight is the multiplicity of half-spectrum entry i in the full
@@ -118,15 +123,15 @@ func weight(i, half, n int) float64 {
 // powerErr bounds the error of each entry of the k-th convolution power of
 // a non-negative sequence of total mass s and length n computed as the
 // inverse FFT of the coefficients c (half spectrum, before the power)
-// raised to the k-th power by repeated squaring, divided by n, largest
-// entry top:
+// raised to the k-th power by repeated squaring, but for the division's
+// rounding (divisionErr):
 //
 //	|A_i^k − (Fa)_i^k| ≤ k·ρs·(|A_i| + ρs)^{k−1} (the coefficient's error
 //	carried through the power);
 //	repeated squaring multiplies z^k by rounding factors whose exponents
 //	sum to at most k: ((1+τ)^k − 1)·|A_i|^k;
-//	then the inverse FFT and the division as in convolveErr.
-func powerErr(c []complex128, n, k int, s, top float64) float64 {
+//	then the inverse FFT as in convolveErr.
+func powerErr(c []complex128, n, k int, s float64) float64 {
 	rho := fftCoeffErr(n)
 	rs := rho * s
 	fk := float64(k)
@@ -144,7 +149,7 @@ func powerErr(c []complex128, n, k int, s, top float64) float64 {
 		dc += w * (fk*rs*math.Exp((fk-1)*la) + growth*ak)
 		cs += w * ak * (1 + growth)
 	}
-	return fftSafety * ((dc+rho*cs)/float64(n) + unitRoundoff*top)
+	return fftSafety * (dc + rho*cs) / float64(n)
 }
 
 // directErr bounds the error of each entry of a direct convolution that
