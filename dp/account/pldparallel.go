@@ -102,17 +102,17 @@ func fromAlternatives(alts [][]PLDTerm) []PLDTerm {
 	return out
 }
 
-// key is t without its count and part: what mergeTerms merges on.
-func key(t PLDTerm) PLDTerm {
+// mechKey is t without its count and part: what mergeTerms merges on.
+func mechKey(t PLDTerm) PLDTerm {
 	t.Count, t.Part = 0, 0
 	return t
 }
 
 // countOf returns the count of t's mechanism in terms (merged).
 func countOf(terms []PLDTerm, t PLDTerm) int {
-	k := key(t)
+	k := mechKey(t)
 	for _, u := range terms {
-		if key(u) == k {
+		if mechKey(u) == k {
 			return u.Count
 		}
 	}
@@ -154,7 +154,7 @@ func join(alts [][]PLDTerm) []PLDTerm {
 			if c := countOf(out, t); c == 0 {
 				out = append(out, t)
 			} else if t.Count > c {
-				out[slices.IndexFunc(out, func(u PLDTerm) bool { return key(u) == key(t) })].Count = t.Count
+				out[slices.IndexFunc(out, func(u PLDTerm) bool { return mechKey(u) == mechKey(t) })].Count = t.Count
 			}
 		}
 	}
