@@ -102,7 +102,8 @@ func fromAlternatives(alts [][]PLDTerm) []PLDTerm {
 	return out
 }
 
-// mechKey is t without its count and part: what mergeTerms merges on.
+// mechKey is t without its count and part: the mechanism and its
+// parameters.
 func mechKey(t PLDTerm) PLDTerm {
 	t.Count, t.Part = 0, 0
 	return t

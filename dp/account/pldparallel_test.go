@@ -2,6 +2,7 @@ package account
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 )
 
@@ -95,5 +96,83 @@ func TestParallelPLD(t *testing.T) {
 		if _, err := ComposePLD(par.PLD, PLDOptions{}); err == nil {
 			t.Error("ComposePLD accepted parallel parts")
 		}
+	})
+}
+
+// termsFrom decodes fuzz bytes into a term list: three bytes a term
+// (mechanism, count, part), mechanisms from a fixed few.
+func termsFrom(b []byte) []PLDTerm {
+	mechs := []PLDTerm{
+		{Kind: PLDRandomizedResponse, Epsilon: 0.1},
+		{Kind: PLDRandomizedResponse, Epsilon: 0.2},
+		{Kind: PLDLaplace, Scale: 3},
+		{Kind: PLDGaussian, NoiseMultiplier: 2},
+	}
+	var out []PLDTerm
+	for i := 0; i+2 < len(b) && len(out) < 12; i += 3 {
+		t := mechs[int(b[i])%len(mechs)]
+		t.Count = 1 + int(b[i+1])%5
+		t.Part = int(b[i+2]) % 4
+		out = append(out, t)
+	}
+	return mergeTerms(out)
+}
+
+// coveredBy reports whether every alternative of want is contained in
+// some alternative of got: got bounds want (soundness).
+func coveredBy(want, got [][]PLDTerm) bool {
+	for _, w := range want {
+		if !slices.ContainsFunc(got, func(g []PLDTerm) bool { return contains(g, w) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzPLDParallelAlgebra: Compose, Parallel and Times on terms with parts
+// give valid terms whose alternatives cover every alternative the exact
+// operation has (cross products, unions, n-fold products), so the ε read
+// from them is never below the true one.
+func FuzzPLDParallelAlgebra(f *testing.F) {
+	f.Add([]byte{0, 1, 1, 2, 2, 2}, []byte{1, 0, 0, 3, 4, 1}, uint8(3))
+	f.Add([]byte{0, 1, 1, 1, 1, 2, 2, 1, 3, 3, 1, 0}, []byte{}, uint8(20))
+	f.Fuzz(func(t *testing.T, ab, bb []byte, n uint8) {
+		a, b := termsFrom(ab), termsFrom(bb)
+		altsA, altsB := alternatives(a), alternatives(b)
+		check := func(name string, got []PLDTerm, want [][]PLDTerm) {
+			for _, term := range got {
+				if err := term.Validate(); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+			}
+			if alts := alternatives(got); len(alts) > pldMaxParts || !coveredBy(want, alts) {
+				t.Fatalf("%s of %+v and %+v: %+v does not cover %+v", name, a, b, alts, want)
+			}
+		}
+		var cross [][]PLDTerm
+		for _, x := range altsA {
+			for _, y := range altsB {
+				cross = append(cross, mergeTerms(append(slices.Clone(x), y...)))
+			}
+		}
+		got, _ := composeTerms(a, b)
+		check("compose", got, cross)
+		got, _ = parallelTerms(a, b)
+		check("parallel", got, append(slices.Clone(altsA), altsB...))
+		k := 1 + int(n)%20
+		want := altsA
+		for range k - 1 {
+			var next [][]PLDTerm
+			for _, x := range want {
+				for _, y := range altsA {
+					next = append(next, mergeTerms(append(slices.Clone(x), y...)))
+				}
+			}
+			if len(next) > 256 { // enough for the check: keep the first
+				next = next[:256]
+			}
+			want = next
+		}
+		check("times", timesTerms(a, k), want)
 	})
 }
