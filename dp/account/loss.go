@@ -214,32 +214,18 @@ func (l Loss) validate() error {
 // curves share no order is an error.
 //
 // PLD terms are concatenated (equal mechanisms' counts added): the
-// composition is exact when converted.
+// composition is exact when converted (with parallel alternatives, their
+// cross product: see pldparallel.go).
 func Compose(losses ...Loss) (Loss, error) {
 	return combine("composition", losses, func(a, b float64) float64 { return a + b }, composeTerms)
-}
-
-func composeTerms(a, b []PLDTerm) ([]PLDTerm, error) {
-	if len(b) == 0 {
-		return a, nil
-	}
-	return mergeTerms(append(slices.Clone(a), b...)), nil
-}
-
-// parallelTerms keeps a PLD part that every part shares: the maximum of two
-// different loss distributions is no loss distribution.
-func parallelTerms(a, b []PLDTerm) ([]PLDTerm, error) {
-	if !slices.Equal(a, b) {
-		return nil, errors.New("parallel composition of different PLD parts is not supported")
-	}
-	return a, nil
 }
 
 // Parallel returns the loss of mechanisms each applied to one part of a
 // partition of the data into disjoint parts: a record is in one part only,
 // so the part-wise maximum of every component bounds everything (McSherry
 // 2009, Thm 4; it holds for RDP and zCDP alike, as each record's divergence
-// is that of its own part).
+// is that of its own part). Different PLD parts are kept as alternatives,
+// the ε being the largest of theirs (see pldparallel.go).
 func Parallel(losses ...Loss) (Loss, error) {
 	return combine("parallel composition", losses, math.Max, parallelTerms)
 }

@@ -253,37 +253,35 @@ func convolve(a, b grid, step float64) (grid, error) {
 				row[j] += x * y
 			}
 		}
+		out.noise += directErr(min(na, nb), maxAbs(out.mass))
 		return out, nil
 	}
+	var rounding float64
+	out.mass, rounding = fftConvolve(a.mass, b.mass, n)
+	out.noise += rounding
+	return out, nil
+}
+
+// fftConvolve returns the first n entries of the convolution of the
+// non-negative a and b (n ≥ len(a)+len(b)−1) by FFT, entries rounded below
+// 0 set to 0, and a certified bound on each entry's error (convolveErr).
+func fftConvolve(a, b []float64, n int) ([]float64, float64) {
 	size := fftSize(n)
 	fft := fourier.NewFFT(size)
-	ca := fft.Coefficients(nil, padded(a.mass, size))
-	cb := fft.Coefficients(nil, padded(b.mass, size))
+	ca := fft.Coefficients(nil, padded(a, size))
+	cb := fft.Coefficients(nil, padded(b, size))
+	bound := convolveErr(ca, cb, size, sum(a), sum(b))
 	for i := range ca {
 		ca[i] *= cb[i]
 	}
 	seq := fft.Sequence(nil, ca)
-	for i := range out.mass {
-		out.mass[i] = seq[i] / float64(size)
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = seq[i] / float64(size)
 	}
-	out.noise += fftNoise(out.mass, size)
-	return out, nil
-}
-
-// fftNoise estimates the rounding error of an FFT's output entries and
-// clips the negative ones to 0. Rounding spreads evenly over the entries,
-// so the largest negative entry (true masses are ≥ 0) shows its size; twice
-// that, and at least log2(n)·2⁻⁵²·max, is charged per entry.
-func fftNoise(m []float64, n int) float64 {
-	var neg, top float64
-	for i, x := range m {
-		if x < 0 {
-			neg = math.Max(neg, -x)
-			m[i] = 0
-		}
-		top = math.Max(top, x)
-	}
-	return math.Max(2*neg, math.Log2(float64(n))*0x1p-52*top)
+	bound += divisionErr(maxAbs(out))
+	clipNegative(out)
+	return out, bound
 }
 
 func sum(m []float64) float64 {
@@ -314,7 +312,7 @@ func power(g grid, k int, step float64) (grid, float64, error) {
 	if err := checkLen(width, step); err != nil {
 		return grid{}, 0, err
 	}
-	seq, size := fftPower(g, k, wlo, width)
+	seq, rounding := fftPower(g, k, wlo, width)
 	// Input noise ν spreads to at most k·ν·(Σm + nν)^{k−1} per entry.
 	total := sum(g.mass) + float64(n)*g.noise
 	noise := 0.0
@@ -322,7 +320,7 @@ func power(g grid, k int, step float64) (grid, float64, error) {
 		noise = float64(k) * g.noise * math.Pow(total, float64(k-1))
 	}
 	out := grid{lo: wlo, mass: seq, inf: inf}
-	out.noise = noise + fftNoise(out.mass, size)
+	out.noise = noise + rounding
 	full := k*(n-1) + 1
 	if width >= full { // nothing left the window
 		return out, 0, nil
@@ -331,14 +329,24 @@ func power(g grid, k int, step float64) (grid, float64, error) {
 }
 
 // fftPower returns the k-fold convolution of g at the sum indices wlo …
-// wlo+width−1, computed circularly (mass outside wraps round), and the FFT
-// length.
-func fftPower(g grid, k, wlo, width int) ([]float64, int) {
+// wlo+width−1, computed circularly (mass outside wraps round), and a
+// certified bound on each entry's floating-point error against the exact
+// circular k-fold (powerErr); entries rounded below 0 are set to 0.
+func fftPower(g grid, k, wlo, width int) ([]float64, float64) {
 	size := fftSize(max(width, len(g.mass)))
 	fft := fourier.NewFFT(size)
 	c := fft.Coefficients(nil, padded(g.mass, size))
+	bound := powerErr(c, size, k, sum(g.mass))
+	// |z|^k below e^{−745} is 0 in float64 anyway (powerErr counts it as
+	// underflow): most coefficients of a k-fold window are.
+	cut := math.Exp(-745 / float64(k))
+	cut2 := cut * cut
 	for i, z := range c {
-		c[i] = cpow(z, k)
+		if real(z)*real(z)+imag(z)*imag(z) >= cut2 {
+			c[i] = cpow(z, k)
+		} else {
+			c[i] = 0
+		}
 	}
 	seq := fft.Sequence(nil, c)
 	out := make([]float64, width)
@@ -346,14 +354,21 @@ func fftPower(g grid, k, wlo, width int) ([]float64, int) {
 	for t := range out {
 		out[t] = seq[(wlo+t-base)%size] / float64(size)
 	}
-	return out, size
+	bound += divisionErr(maxAbs(out))
+	clipNegative(out)
+	return out, bound
 }
+
+// chernoffMargin covers the rounding of the Chernoff bounds' logarithms
+// (k times a few u times their magnitude: below 1e-6 for every grid and
+// count allowed).
+const chernoffMargin = 1e-3
 
 // chernoffWindow returns the index range [lo, hi] of the k-fold sum
 // outside which each tail has mass at most pldTruncMass (see chernoff).
 func chernoffWindow(g grid, k int, step float64) (int, int) {
 	c := newChernoff(g, k, step)
-	logTol := math.Log(pldTruncMass)
+	logTol := math.Log(pldTruncMass) - chernoffMargin
 	bestHi, bestLo := float64(c.hi), float64(c.lo)
 	for _, lam := range c.lams {
 		if h := (c.fk*logMGF(c.top, c.logM, lam) - logTol) / lam; h < bestHi {
@@ -406,7 +421,7 @@ func (c chernoff) highTail(h int) float64 {
 	for _, lam := range c.lams {
 		best = math.Min(best, c.fk*logMGF(c.top, c.logM, lam)-lam*float64(h))
 	}
-	return math.Exp(best)
+	return math.Exp(best + chernoffMargin)
 }
 
 // lowTail bounds P(S ≤ h).
@@ -415,7 +430,7 @@ func (c chernoff) lowTail(h int) float64 {
 	for _, lam := range c.lams {
 		best = math.Min(best, c.fk*logMGF(c.bottom, c.logM, -lam)+lam*float64(h))
 	}
-	return math.Exp(best)
+	return math.Exp(best + chernoffMargin)
 }
 
 // logMGF is log Σ e^{logM_i + λ·idx_i}.

@@ -48,7 +48,9 @@ func TestPLDLaplaceClosedForm(t *testing.T) {
 // TestPLDRandomizedResponseExact: randomized response has
 // δ(ε') = (e^ε − e^ε')/(1 + e^ε) for ε' < ε; k uses of it are exactly the
 // optimal composition (KOVDelta). With ε on the grid the upper bound is
-// exact.
+// exact for one use; for 30 it carries the certified FFT rounding
+// allowance (at most 4e-8 here: the spectrum of two atoms does not decay,
+// so the bound is far from the measured rounding).
 func TestPLDRandomizedResponseExact(t *testing.T) {
 	rr := func(k int) PLDTerm { return PLDTerm{Kind: PLDRandomizedResponse, Epsilon: 0.5, Count: k} }
 	pp := mustPair(t, PLDOptions{}, rr(1))
@@ -69,7 +71,7 @@ func TestPLDRandomizedResponseExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		lo, up, _ := pp.Delta(e)
-		if relErr(up, want) > 1e-7 || lo > want*(1+1e-12) {
+		if up < want*(1-1e-9) || up-want > 1e-7 || lo > want*(1+1e-12) {
 			t.Errorf("30 × RR: ε=%v: δ in [%v, %v], optimal composition %v", e, lo, up, want)
 		}
 	}
@@ -365,9 +367,6 @@ func TestPLDComposeHeterogeneous(t *testing.T) {
 	twice, err := l1.Times(2)
 	if err != nil || twice.PLD[0].Count != 600 {
 		t.Errorf("Times(2): %+v, %v", twice.PLD, err)
-	}
-	if _, err := Parallel(l1, l2); err == nil {
-		t.Error("parallel composition of different PLD parts should fail")
 	}
 	if p, err := Parallel(l1, l1); err != nil || p.PLD[0].Count != 300 {
 		t.Errorf("parallel of equal PLD parts: %+v, %v", p.PLD, err)

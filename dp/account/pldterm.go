@@ -64,6 +64,9 @@ type PLDTerm struct {
 	Delta   float64 `json:"delta,omitempty"`
 	// Count is the number of uses (≥ 1).
 	Count int `json:"count"`
+	// Part, when ≥ 1, makes the term one of a Loss's parallel
+	// alternatives (see Parallel); 0 is every alternative's.
+	Part int `json:"part,omitempty"`
 }
 
 // Validate reports whether t is a usable term.
@@ -77,6 +80,9 @@ func (t PLDTerm) Validate() error {
 func (t PLDTerm) validate() error {
 	if t.Count < 1 || t.Count > pldMaxCount {
 		return fmt.Errorf("count must lie in [1, %d], got %d", pldMaxCount, t.Count)
+	}
+	if t.Part < 0 || t.Part > pldMaxParts {
+		return fmt.Errorf("part must lie in [0, %d], got %d", pldMaxParts, t.Part)
 	}
 	rate := func() error {
 		if !(t.SampleRate > 0 && t.SampleRate <= 1) {
@@ -168,6 +174,8 @@ type PLDOptions struct {
 	// upperOnly skips the lower grid (its bound is then 0), for searches
 	// that read only the certified ε.
 	upperOnly bool
+	// cache reuses and stores composed laws (see pldCache).
+	cache bool
 }
 
 func (o PLDOptions) step() float64 {
@@ -194,6 +202,9 @@ func ComposePLD(terms []PLDTerm, opt PLDOptions) (PLDPair, error) {
 	if err := validateStep(step); err != nil {
 		return PLDPair{}, err
 	}
+	if hasParts(terms) {
+		return PLDPair{}, fmt.Errorf("PLD terms with parallel parts have no single distribution: read them through Loss.EpsilonAt")
+	}
 	terms = mergeTerms(terms)
 	sym := true
 	for _, t := range terms {
@@ -202,29 +213,33 @@ func ComposePLD(terms []PLDTerm, opt PLDOptions) (PLDPair, error) {
 		}
 		sym = sym && t.symmetric()
 	}
-	remove, err := composeDirection(terms, step, false, opt.upperOnly)
+	remove, err := composeDirection(terms, step, false, opt)
 	if err != nil {
 		return PLDPair{}, err
 	}
 	if sym {
 		return PLDPair{Remove: remove, Add: remove}, nil
 	}
-	add, err := composeDirection(terms, step, true, opt.upperOnly)
+	add, err := composeDirection(terms, step, true, opt)
 	if err != nil {
 		return PLDPair{}, err
 	}
 	return PLDPair{Remove: remove, Add: add}, nil
 }
 
-func composeDirection(terms []PLDTerm, step float64, add, upperOnly bool) (*PLD, error) {
-	var acc *PLD
-	for _, t := range terms {
-		one, err := discretise(t.dist(add), step)
+func composeDirection(terms []PLDTerm, step float64, add bool, opt PLDOptions) (*PLD, error) {
+	start, acc := 0, (*PLD)(nil)
+	if opt.cache { // the longest cached prefix, the whole list first
+		for i := len(terms); i > 0 && acc == nil; i-- {
+			if acc = theCache.get(pldKey(terms[:i], step, add, opt.upperOnly)); acc != nil {
+				start = i
+			}
+		}
+	}
+	for _, t := range terms[start:] {
+		one, err := oneStep(t, step, add, opt)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", t.Kind, err)
-		}
-		if upperOnly { // an empty lower grid bounds nothing: its ε is 0
-			one.lower, one.mean, one.rounds = grid{}, 0, 0
 		}
 		p, err := one.Times(t.Count)
 		if err != nil {
@@ -236,7 +251,33 @@ func composeDirection(terms []PLDTerm, step float64, add, upperOnly bool) (*PLD,
 			return nil, err
 		}
 	}
+	if opt.cache && start < len(terms) {
+		theCache.put(pldKey(terms, step, add, opt.upperOnly), acc)
+	}
 	return acc, nil
+}
+
+// oneStep returns the discretised law of one use of t (cached with
+// opt.cache).
+func oneStep(t PLDTerm, step float64, add bool, opt PLDOptions) (*PLD, error) {
+	t.Count = 1
+	key := pldKey([]PLDTerm{t}, step, add, opt.upperOnly)
+	if opt.cache {
+		if p := theCache.get(key); p != nil {
+			return p, nil
+		}
+	}
+	one, err := discretise(t.dist(add), step)
+	if err != nil {
+		return nil, err
+	}
+	if opt.upperOnly { // an empty lower grid bounds nothing: its ε is 0
+		one.lower, one.mean, one.rounds = grid{}, 0, 0
+	}
+	if opt.cache {
+		theCache.put(key, one)
+	}
+	return one, nil
 }
 
 // Epsilon returns lower and upper bounds on the pair's ε at δ = delta: the
@@ -351,23 +392,10 @@ func mergeTerms(terms []PLDTerm) []PLDTerm {
 	return out
 }
 
-// timesTerms multiplies every count by n.
-func timesTerms(terms []PLDTerm, n int) []PLDTerm {
-	out := slices.Clone(terms)
-	for i := range out {
-		out[i].Count *= n
-	}
-	return out
-}
-
 // pldEpsilon is EpsilonAt for a loss with a PLD part: the approximate part
 // joins the PLD through its dominating pair; a Rényi part, if any, gets
 // half of delta and the PLD the other half (basic composition).
 func (l Loss) pldEpsilon(delta float64, conv Conversion) (float64, error) {
-	terms := slices.Clone(l.PLD)
-	if l.Epsilon > 0 || l.Delta > 0 {
-		terms = append(terms, PLDTerm{Kind: PLDApprox, Epsilon: l.Epsilon, Delta: l.Delta, Count: 1})
-	}
 	var renyi float64
 	if l.HasRDP() {
 		if !(delta > l.Delta) {
@@ -377,9 +405,28 @@ func (l Loss) pldEpsilon(delta float64, conv Conversion) (float64, error) {
 		renyi = Loss{Rho: l.Rho, Orders: l.Orders, RDP: l.RDP}.renyiEpsilon(half, conv)
 		delta -= half
 	}
-	res, err := PLDEpsilon(terms, delta, PLDOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", l.Mechanism, err)
+	// The largest over the parallel alternatives (one without parts).
+	var worst float64
+	for _, terms := range alternatives(l.PLD) {
+		if l.Epsilon > 0 || l.Delta > 0 {
+			terms = append(slices.Clone(terms), PLDTerm{Kind: PLDApprox, Epsilon: l.Epsilon, Delta: l.Delta, Count: 1})
+		}
+		eps, err := certifiedEpsilon(terms, delta)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", l.Mechanism, err)
+		}
+		worst = max(worst, eps)
 	}
-	return renyi + res.Epsilon, nil
+	return renyi + worst, nil
+}
+
+// certifiedEpsilon is the PLD accountant's certified ε of terms at delta,
+// through the cache. Only it is read, so the lower grid is skipped unless
+// rounding dominates δ, where the lower bound steers the tilt.
+func certifiedEpsilon(terms []PLDTerm, delta float64) (float64, error) {
+	res, err := PLDEpsilon(terms, delta, PLDOptions{upperOnly: true, cache: true})
+	if err == nil && res.Warning != "" {
+		res, err = PLDEpsilon(terms, delta, PLDOptions{cache: true})
+	}
+	return res.Epsilon, err
 }

@@ -74,7 +74,7 @@ func (ts *tiltSource) lambda(near, step float64) float64 {
 
 // tiltedPower returns g's k-fold law computed tilted by λ (see
 // tiltSource), with its allowance ν·e^{K − λl}: the FFT's rounding (as in
-// fftNoise) plus the tilted mass that wraps round (each tail of the tilted
+// powerErr) plus the tilted mass that wraps round (each tail of the tilted
 // window holds at most pldTruncMass of it). For an upper grid the untilted
 // mass above the window, at most e^{K − λ·top}·pldTruncMass, goes to +∞; a
 // lower grid drops it.
@@ -120,12 +120,23 @@ func tiltedPower(g grid, k int, step, lam, centreLoss float64, upper bool) (grid
 	if err := checkLen(width, step); err != nil {
 		return grid{}, err
 	}
-	r, size := fftPower(a, k, wlo, width)
-	nu := fftNoise(r, size) + 2*pldTruncMass + cut
+	r, rounding := fftPower(a, k, wlo, width)
+	// The allowance is itself rounded when untilted (relative error of a
+	// few u times its exponent, < 1e-9).
+	// Relative errors: each tilted input mass is off by at most θ, so the
+	// k-fold by (1+θ)^k − 1; each entry's untilting adds its own.
+	grow := math.Expm1(float64(k) * math.Log1p(tiltInErr(g, lam, step, top, n)))
+	nu := (rounding + 2*pldTruncMass + cut) * (1 + grow) * (1 + 1e-9)
 	out := grid{lo: wlo, mass: make([]float64, width), noise: nu, tiltLog: logK, tiltLam: lam}
+	side := 1.0
+	if !upper {
+		side = -1
+	}
 	for t, x := range r {
 		if x > 0 {
-			out.mass[t] = math.Min(1, math.Exp(math.Log(x)+logK-lam*float64(wlo+t)*step))
+			e := math.Log(x) + logK - lam*float64(wlo+t)*step
+			rel := grow + expErr(math.Abs(math.Log(x))+math.Abs(logK)+math.Abs(lam*float64(wlo+t)*step))
+			out.mass[t] = math.Min(1, math.Exp(e)*(1+side*rel))
 		}
 	}
 	out.inf = -math.Expm1(float64(k) * math.Log1p(-g.inf))
@@ -133,4 +144,24 @@ func tiltedPower(g grid, k int, step, lam, centreLoss float64, upper bool) (grid
 		out.inf = math.Min(1, out.inf+math.Exp(logK-lam*float64(whi)*step)*(pldTruncMass+above))
 	}
 	return out, nil
+}
+
+// expErr bounds the relative error of e^x computed from a sum of terms of
+// total magnitude mag, each rounded (a few u each, times the magnitude,
+// plus exp's own).
+func expErr(mag float64) float64 {
+	return 8 * unitRoundoff * (mag + 1)
+}
+
+// tiltInErr bounds the relative error θ of every tilted, normalised
+// one-step mass e^{log m + λl − top}/Σ: the exponent's rounding (expErr)
+// and the sum's (γ_n).
+func tiltInErr(g grid, lam, step, top float64, n int) float64 {
+	var mag float64
+	for i, m := range g.mass {
+		if m > 0 {
+			mag = math.Max(mag, math.Abs(math.Log(m))+math.Abs(lam*float64(g.lo+i)*step))
+		}
+	}
+	return expErr(mag+math.Abs(top)) + gamma(n+1)
 }

@@ -47,3 +47,29 @@ func BenchmarkReleaseFile(b *testing.B) {
 	n := benchRelease(b, l, mech{lap(1e-6)})
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "appends/s")
 }
+
+// BenchmarkChargePLD is the PLD accountant's cost per charge: a fresh
+// in-memory ledger takes three DP-SGD group charges (q = 0.01, σ ≈ 1.1,
+// 1000 steps each, as PLD terms), then one Laplace release, and is
+// summarised, so every charge converts the group's growing total. σ moves
+// by 1e-9 per iteration so that no iteration reuses another's laws.
+func BenchmarkChargePLD(b *testing.B) {
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		run, err := account.PLDLoss("dp-sgd", account.PLDTerm{Kind: account.PLDSubsampledGaussian, SampleRate: 0.01, NoiseMultiplier: 1.1 + 1e-9*float64(i), Count: 1000})
+		if err != nil {
+			b.Fatal(err)
+		}
+		l := mustNew(b, account.Budget{Epsilon: 100, Delta: 1e-5})
+		for _, loss := range []account.Loss{run, run, run, lap(0.01)} {
+			if _, err := l.Record(ledger.Charge{Groups: one("g"), Loss: loss}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if s := l.Summary(); len(s) != 1 || !(s[0].Epsilon > 0) {
+			b.Fatalf("summary %+v", s)
+		}
+	}
+}
