@@ -123,7 +123,7 @@ func ftlLeaves(steps, batch int) (int, error) {
 }
 
 // CalibrateFTL computes PFTL's tree noise for a target (ε, δ): exactly (each
-// tree gets μ/√2 of the μ-GDP budget μ = 1/σ(ε, δ)), or by the paper's
+// tree gets μ/√2 of the μ = ChargedMu(cal) whose charge is the target), or by the paper's
 // σ² = (R_p²/ε'²)·ln²T·ln(ln T/δ') with ε' = ε/2, δ' = δ/2 and
 // R_p = max(R, B) passed as R_p² and R_p (Algorithm 4).
 func CalibrateFTL(cost Cost, steps, batch int, cal Calibration) (FTLCalibration, error) {
@@ -141,12 +141,12 @@ func CalibrateFTL(cost Cost, steps, batch int, cal Calibration) (FTLCalibration,
 	bv, bu := cost.FeatureBound*cost.FeatureBound, cost.FeatureBound*cost.LabelBound
 	var out FTLCalibration
 	if cal.Exact {
-		sigma, err := mech.AnalyticGaussianSigma(cal.Epsilon, cal.Delta, 1)
+		mu, err := ChargedMu(cal)
 		if err != nil {
 			return out, fmt.Errorf("ftl: %w", err)
 		}
-		// μ_tree = μ/√2 = √levels/z  ⇒  z = √(2·levels)·σ.
-		out.ZV = math.Sqrt(2*levels) * sigma
+		// μ_tree = μ/√2 = √levels/z  ⇒  z = √(2·levels)/μ.
+		out.ZV = math.Sqrt(2*levels) / mu
 		out.ZU = out.ZV
 	} else {
 		T := float64(steps)
