@@ -36,6 +36,11 @@ func BenchmarkPFTL(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
+				st := a.SolverStats()
+				b.ReportMetric(float64(st.Eigen), "eigen")
+				b.ReportMetric(float64(st.Cholesky), "cholesky")
+				b.ReportMetric(float64(st.Certified), "certified")
+				b.ReportMetric(float64(st.CGIterations)/float64(max(1, st.Solves-st.Eigen)), "cg-iter/solve")
 			}
 		})
 	}
