@@ -29,8 +29,10 @@ Algorithms 1-3) or private follow-the-leader on tree sums (Algorithm 4).
 The whole run's privacy loss is charged to the ledger before the first
 release. It prints the regret (when the offline optimum is computable: the
 squared loss), the final iterate's test accuracy or MSE, the paper's
-nominal ε and the exact ε of the whole release sequence (μ-GDP), and the ε
-the ledger charged (zCDP). See docs/repro-ocp.md.`,
+nominal ε, the exact ε of the whole release sequence (μ-GDP, continuous
+noise), and the ε the ledger charged (zCDP of the discrete noise drawn).
+The default calibration (exact) makes the charged ε the target. See
+docs/repro-ocp.md.`,
 	Args: cobra.NoArgs,
 	RunE: runOCP,
 }
