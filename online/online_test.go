@@ -212,6 +212,10 @@ func TestExactCalibrationCharges(t *testing.T) {
 				if pr.ExactEpsilon != exact || pr.NominalEpsilon != target.eps {
 					t.Fatalf("exact ε %v (want %v), nominal %v", pr.ExactEpsilon, exact, pr.NominalEpsilon)
 				}
+				// The analytic Gaussian accountant inverts it: σ(ε_exact, δ) = 1/μ.
+				if sigma, err := mech.AnalyticGaussianSigma(pr.ExactEpsilon, pr.Delta, 1); err != nil || math.Abs(sigma*pr.Mu-1) > 1e-6 {
+					t.Fatalf("analytic σ %v at the exact ε, want 1/μ = %v (%v)", sigma, 1/pr.Mu, err)
+				}
 			})
 		}
 	}
