@@ -36,8 +36,8 @@ type Offline struct {
 // N12): x_t moves by at most λ/t with λ = (1+κ)·2L'/α (Lemma 4, IGD's
 // Stability), so the average moves by Δ = λ(H_T − 1)/T ≤ λ ln T/T; eq.
 // (37) sums 2L'/(t−1) without the 1/α. Noise: the exact discrete Gaussian
-// vector mechanism with clipping norm Δ, σ from the analytic calibration
-// for (ε, δ) (Exact) or the paper's corrected β =
+// vector mechanism with clipping norm Δ, σ = Δ/ChargedMu(ε, δ), whose
+// charge is the target (Exact), or the paper's corrected β =
 // 2√2·L'·ln T/(α T ε)·√(ln(1/δ) + ε). The ledger is charged ρ = (Δ/σ)²/2
 // before the release; Privacy reports the exact μ-GDP ε beside it.
 func POL(r *rng.Rand, cost Cost, records []Example, cal Calibration, l *ledger.Ledger, groups []string) (Offline, error) {
@@ -83,9 +83,11 @@ func POL(r *rng.Rand, cost Cost, records []Example, cal Calibration, l *ledger.L
 		return out, fmt.Errorf("pol: %w", err)
 	}
 	if cal.Exact {
-		if out.Sigma, err = mech.AnalyticGaussianSigma(cal.Epsilon, cal.Delta, out.Sensitivity); err != nil {
+		mu, err := ChargedMu(cal)
+		if err != nil {
 			return out, fmt.Errorf("pol: %w", err)
 		}
+		out.Sigma = out.Sensitivity / mu
 	} else {
 		out.Sigma = out.PrintedSigma / cost.Alpha
 	}

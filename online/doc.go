@@ -7,14 +7,17 @@
 //
 //   - pocp.go: the POCP wrapper (Algorithm 1) over any algorithm with
 //     stability bound λ_A/t, with the paper's β and an exactly calibrated
-//     one, and the exact ε of the whole release sequence (μ-GDP, spec N7);
+//     one (whose ledger charge is the target ε), and the exact ε of the
+//     whole release sequence (μ-GDP, spec N7);
 //   - igd.go: implicit gradient descent (eq. 20) and private IGD
 //     (Algorithm 2), its proximal step solved to a stated tolerance whose
 //     error is charged to the sensitivity (spec N10);
 //   - giga.go: projected gradient descent (GIGA) and private GIGA
 //     (Algorithm 3) with the corrected sensitivity 4G/α (spec N9);
 //   - ftl.go: quadratic follow-the-leader (eq. 4) and private FTL
-//     (Algorithm 4) on the tree mechanism of dp/mech (Algorithm 5);
+//     (Algorithm 4) on the tree mechanism of dp/mech (Algorithm 5), solved
+//     by quadsolve.go (warm conjugate gradients under a certified
+//     eigenvalue floor, spec N11(f));
 //   - batch.go: private offline learning by online-to-batch conversion
 //     (Algorithm 6) with the corrected noise (spec N12).
 //

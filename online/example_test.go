@@ -36,5 +36,5 @@ func ExampleNewLearner() {
 	spent, _ := led.Spent("stream-A")
 	fmt.Printf("exact ε %.2f, charged ε %.2f (ledger %.2f), regret > 0: %v\n",
 		priv.ExactEpsilon, priv.ChargedEpsilon, spent, cps[0].Loss > cps[0].Best)
-	// Output: exact ε 1.00, charged ε 1.09 (ledger 1.09), regret > 0: true
+	// Output: exact ε 0.92, charged ε 1.00 (ledger 1.00), regret > 0: true
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
@@ -87,8 +85,9 @@ func (a *QFTL) Observe(ex Example) error {
 // Post-processing (free, spec N11(e), N11(f), N6): V̂_t is symmetric by
 // construction (the packed isometric form of mech.PackOuter, whose noise
 // is the law of the paper's symmetrised i.i.d. noise); the system is solved
-// by Cholesky when tαI + V̂_t is positive definite, else with its
-// eigenvalues floored at tα/2; and x̂ is projected
+// with the eigenvalues of tαI + V̂_t floored at tα/2 (quadSolver: warm
+// conjugate gradients to a relative 1e-9 when the floor is certified
+// inactive, an eigendecomposition otherwise); and x̂ is projected
 // onto the ball of radius R·B/α, which contains every exact iterate
 // (‖x_{t+1}‖ ≤ ‖u_t‖/(tα)).
 type PFTL struct {
@@ -123,7 +122,7 @@ func ftlLeaves(steps, batch int) (int, error) {
 }
 
 // CalibrateFTL computes PFTL's tree noise for a target (ε, δ): exactly (each
-// tree gets μ/√2 of the μ-GDP budget μ = 1/σ(ε, δ)), or by the paper's
+// tree gets μ/√2 of the μ = ChargedMu(cal) whose charge is the target), or by the paper's
 // σ² = (R_p²/ε'²)·ln²T·ln(ln T/δ') with ε' = ε/2, δ' = δ/2 and
 // R_p = max(R, B) passed as R_p² and R_p (Algorithm 4).
 func CalibrateFTL(cost Cost, steps, batch int, cal Calibration) (FTLCalibration, error) {
@@ -141,12 +140,12 @@ func CalibrateFTL(cost Cost, steps, batch int, cal Calibration) (FTLCalibration,
 	bv, bu := cost.FeatureBound*cost.FeatureBound, cost.FeatureBound*cost.LabelBound
 	var out FTLCalibration
 	if cal.Exact {
-		sigma, err := mech.AnalyticGaussianSigma(cal.Epsilon, cal.Delta, 1)
+		mu, err := ChargedMu(cal)
 		if err != nil {
 			return out, fmt.Errorf("ftl: %w", err)
 		}
-		// μ_tree = μ/√2 = √levels/z  ⇒  z = √(2·levels)·σ.
-		out.ZV = math.Sqrt(2*levels) * sigma
+		// μ_tree = μ/√2 = √levels/z  ⇒  z = √(2·levels)/μ.
+		out.ZV = math.Sqrt(2*levels) / mu
 		out.ZU = out.ZV
 	} else {
 		T := float64(steps)
@@ -239,68 +238,5 @@ func (a *PFTL) Observe(r *rng.Rand, ex Example) error {
 	return a.solver.solve(t, vhat, uhat)
 }
 
-// quadSolver computes x = (tαI + V)⁻¹u for a packed symmetric V, safely
-// for an indefinite V (see PFTL), projected onto the ball of radius R·B/α.
-type quadSolver struct {
-	cost   Cost
-	d      int
-	full   []float64
-	m      *mat.SymDense
-	ch     mat.Cholesky
-	eig    mat.EigenSym
-	x      []float64
-	xv, uv *mat.VecDense
-	floors int
-}
-
-func newQuadSolver(cost Cost) *quadSolver {
-	d := cost.Dim
-	s := &quadSolver{cost: cost, d: d, full: make([]float64, d*d), x: make([]float64, d)}
-	s.m = mat.NewSymDense(d, s.full)
-	s.xv = mat.NewVecDense(d, s.x)
-	s.uv = mat.NewVecDense(d, make([]float64, d))
-	return s
-}
-
-func (s *quadSolver) solve(t int, packed, u []float64) error {
-	mech.UnpackSym(s.full, packed, s.d)
-	ta := float64(t) * s.cost.Alpha
-	for i := range s.d {
-		s.full[i*s.d+i] += ta
-	}
-	copy(s.uv.RawVector().Data, u)
-	if s.ch.Factorize(s.m) {
-		if err := s.ch.SolveVecTo(s.xv, s.uv); err == nil {
-			vec.ProjectBall(s.x, s.bound())
-			return nil
-		}
-	}
-	s.floors++
-	return s.floorSolve(ta)
-}
-
-// floorSolve solves with the eigenvalues of M floored at tα/2.
-func (s *quadSolver) floorSolve(ta float64) error {
-	if !s.eig.Factorize(s.m, true) {
-		return fmt.Errorf("ftl: eigendecomposition failed at t = %v", ta/s.cost.Alpha)
-	}
-	vals := s.eig.Values(nil)
-	var q mat.Dense
-	s.eig.VectorsTo(&q)
-	var c mat.VecDense
-	c.MulVec(q.T(), s.uv)
-	for i, l := range vals {
-		c.SetVec(i, c.AtVec(i)/math.Max(l, ta/2))
-	}
-	s.xv.MulVec(&q, &c)
-	vec.ProjectBall(s.x, s.bound())
-	return nil
-}
-
-// bound is R·B/α ≥ ‖u_t‖/(tα), the norm of every exact iterate.
-func (s *quadSolver) bound() float64 {
-	return s.cost.FeatureBound * s.cost.LabelBound / s.cost.Alpha
-}
-
 // Floors is how many solves used the eigenvalue floor.
-func (a *PFTL) Floors() int { return a.solver.floors }
+func (a *PFTL) Floors() int { return a.solver.stats.Floors }

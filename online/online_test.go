@@ -2,6 +2,7 @@ package online
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -167,27 +168,61 @@ func TestPFTLNonPrivateLimit(t *testing.T) {
 	}
 }
 
-// The exact ε of a run is the Gaussian-mechanism accountant's: an exact
-// calibration hits the target, and the paper's β gives the spec's values.
+// The exact calibration spends the target on the ledger: the charged ε is
+// at most the target (to 1e-9) and at least 99.9 % of it, for POCP, PFTL
+// and POL alike, and the noise is the one its μ implies.
+func TestExactCalibrationCharges(t *testing.T) {
+	data := classify(2, 200, 3)
+	quad := Cost{Loss: Squared, Dim: 2, FeatureBound: 1, LabelBound: 1, Alpha: 1, Radius: math.Inf(1)}
+	runs := map[string]func(Calibration) (Privacy, error){
+		"pocp": func(cal Calibration) (Privacy, error) {
+			a, _ := NewIGD(logisticCost(2), 1000)
+			p, err := NewPOCP(a, 1000, cal, newLedger(t, 1e3), []string{"g"})
+			if err != nil {
+				return Privacy{}, err
+			}
+			if want := a.Stability() * math.Sqrt(999) / p.Privacy().Mu; math.Abs(p.Beta()/want-1) > 1e-12 {
+				t.Errorf("β %v, want λ√(T−1)/μ = %v", p.Beta(), want)
+			}
+			return p.Privacy(), nil
+		},
+		"ftl": func(cal Calibration) (Privacy, error) {
+			c, err := CalibrateFTL(quad, 1000, 1, cal)
+			return c.Privacy, err
+		},
+		"pol": func(cal Calibration) (Privacy, error) {
+			res, err := POL(rng.Seeded(1), logisticCost(2), data, cal, newLedger(t, 1e3), []string{"g"})
+			return res.Privacy, err
+		},
+	}
+	for name, run := range runs {
+		for _, target := range []struct{ eps, delta float64 }{{0.01, 0.01}, {0.5, 1e-5}, {1, 0.01}, {10, 0.01}} {
+			t.Run(fmt.Sprintf("%s/eps=%g/delta=%g", name, target.eps, target.delta), func(t *testing.T) {
+				pr, err := run(Calibration{Exact: true, Epsilon: target.eps, Delta: target.delta})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !(pr.ChargedEpsilon <= target.eps*(1+1e-9) && pr.ChargedEpsilon >= 0.999*target.eps) {
+					t.Fatalf("charged ε %v, want the target %v", pr.ChargedEpsilon, target.eps)
+				}
+				if !(pr.ExactEpsilon < pr.ChargedEpsilon) {
+					t.Fatalf("exact ε %v not below charged %v", pr.ExactEpsilon, pr.ChargedEpsilon)
+				}
+				exact, _ := mech.GaussianEpsilon(pr.Mu, pr.Delta)
+				if pr.ExactEpsilon != exact || pr.NominalEpsilon != target.eps {
+					t.Fatalf("exact ε %v (want %v), nominal %v", pr.ExactEpsilon, exact, pr.NominalEpsilon)
+				}
+				// The analytic Gaussian accountant inverts it: σ(ε_exact, δ) = 1/μ.
+				if sigma, err := mech.AnalyticGaussianSigma(pr.ExactEpsilon, pr.Delta, 1); err != nil || math.Abs(sigma*pr.Mu-1) > 1e-6 {
+					t.Fatalf("analytic σ %v at the exact ε, want 1/μ = %v (%v)", sigma, 1/pr.Mu, err)
+				}
+			})
+		}
+	}
+}
+
+// The paper's calibrations give the spec's exact-ε values.
 func TestExactEpsilon(t *testing.T) {
-	t.Run("pocp-exact", func(t *testing.T) {
-		a, _ := NewIGD(logisticCost(2), 1000)
-		p, err := NewPOCP(a, 1000, Calibration{Exact: true, Epsilon: 0.5, Delta: 1e-5}, newLedger(t, 100), []string{"g"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr := p.Privacy()
-		if math.Abs(pr.ExactEpsilon-0.5) > 1e-9 {
-			t.Fatalf("exact ε %v, want the target 0.5", pr.ExactEpsilon)
-		}
-		sigma, _ := mech.AnalyticGaussianSigma(0.5, 1e-5, a.Stability()*math.Sqrt(999))
-		if math.Abs(p.Beta()/sigma-1) > 1e-9 {
-			t.Fatalf("β %v, want the analytic Gaussian σ %v for sensitivity λ√(T−1)", p.Beta(), sigma)
-		}
-		if !(pr.ChargedEpsilon >= pr.ExactEpsilon) {
-			t.Fatalf("charged %v below exact %v", pr.ChargedEpsilon, pr.ExactEpsilon)
-		}
-	})
 	// Spec §10 N7 (λ = 1, δ = 0.01, ε_true at δ' = 0.02).
 	for _, c := range []struct {
 		steps     int

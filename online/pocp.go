@@ -32,11 +32,12 @@ type Algorithm interface {
 
 // Calibration chooses POCP's noise β for a target (ε, δ).
 type Calibration struct {
-	// Exact, when set, picks the smallest β for which the whole release
-	// sequence is (ε, δ)-DP under μ-GDP (spec N7: μ = λ_A√n/β for n noisy
-	// releases, so μ = 1/σ(ε, δ) of the analytic Gaussian calibration).
-	// Otherwise β is the paper's formula (Algorithm 1), whose claimed
-	// guarantee is (3ε, 2δ) (Theorem 1).
+	// Exact, when set, picks the smallest noise whose ledger charge is the
+	// target: the largest ρ-zCDP that the ledger's conversion turns into at
+	// most ε at δ (ChargedMu), so the charged ε is the target to a relative
+	// 1e-9 and the continuous-noise exact ε is below it. Otherwise the noise
+	// is the paper's formula (for POCP, Algorithm 1's β, whose claimed
+	// guarantee is (3ε, 2δ) by Theorem 1).
 	Exact bool `json:"exact"`
 	// Epsilon and Delta are the target.
 	Epsilon float64 `json:"epsilon"`
@@ -87,6 +88,26 @@ type Privacy struct {
 	ChargedEpsilon float64 `json:"charged_epsilon"`
 }
 
+// chargeConversion is the ledger's default conversion of a ρ-zCDP charge
+// to (ε, δ) (ledger.New): ChargedEpsilon and the exact calibration use it.
+const chargeConversion = account.Balle2020
+
+// ChargedMu is the μ of the exact calibration for a target (ε, δ): μ = √(2ρ)
+// for the largest ρ whose ρ-zCDP charge the ledger converts to at most ε at
+// δ (account.CalibrateZCDP, relative tolerance 1e-9, rounded to the safe
+// side). The charged ε then is the target; the exact ε of continuous noise,
+// mech.GaussianEpsilon(μ, δ), is smaller.
+func ChargedMu(cal Calibration) (float64, error) {
+	if err := cal.validate(); err != nil {
+		return 0, err
+	}
+	rho, err := account.CalibrateZCDP(account.Budget{Epsilon: cal.Epsilon, Delta: cal.Delta}, chargeConversion)
+	if err != nil {
+		return 0, err
+	}
+	return math.Sqrt(2 * rho), nil
+}
+
 // newPrivacy fills the exact and charged figures for μ at δ.
 func newPrivacy(name string, mu, delta float64) (Privacy, error) {
 	p := Privacy{Mechanism: name, Mu: mu, Delta: delta, Rho: mu * mu / 2}
@@ -94,7 +115,7 @@ func newPrivacy(name string, mu, delta float64) (Privacy, error) {
 	if p.ExactEpsilon, err = mech.GaussianEpsilon(mu, delta); err != nil {
 		return p, err
 	}
-	if p.ChargedEpsilon, err = p.Loss().EpsilonAt(delta, account.Balle2020); err != nil {
+	if p.ChargedEpsilon, err = p.Loss().EpsilonAt(delta, chargeConversion); err != nil {
 		return p, err
 	}
 	return p, nil
@@ -163,13 +184,12 @@ func NewPOCP(alg Algorithm, steps int, cal Calibration, l *ledger.Ledger, groups
 	name := "pocp(" + alg.Name() + ")"
 	var err error
 	if cal.Exact {
-		sigma, err := mech.AnalyticGaussianSigma(cal.Epsilon, cal.Delta, 1)
+		mu, err := ChargedMu(cal)
 		if err != nil {
 			return nil, fmt.Errorf("pocp: %w", err)
 		}
-		p.beta = lambda * math.Sqrt(float64(n)) * sigma
-		p.privacy, err = newPrivacy(name, 1/sigma, cal.Delta)
-		if err != nil {
+		p.beta = lambda * math.Sqrt(float64(n)) / mu
+		if p.privacy, err = newPrivacy(name, mu, cal.Delta); err != nil {
 			return nil, fmt.Errorf("pocp: %w", err)
 		}
 		p.privacy.NominalEpsilon, p.privacy.NominalDelta = cal.Epsilon, cal.Delta

@@ -29,8 +29,10 @@ Algorithms 1-3) or private follow-the-leader on tree sums (Algorithm 4).
 The whole run's privacy loss is charged to the ledger before the first
 release. It prints the regret (when the offline optimum is computable: the
 squared loss), the final iterate's test accuracy or MSE, the paper's
-nominal ε and the exact ε of the whole release sequence (μ-GDP), and the ε
-the ledger charged (zCDP). See docs/repro-ocp.md.`,
+nominal ε, the exact ε of the whole release sequence (μ-GDP, continuous
+noise), and the ε the ledger charged (zCDP of the discrete noise drawn).
+The default calibration (exact) makes the charged ε the target. See
+docs/repro-ocp.md.`,
 	Args: cobra.NoArgs,
 	RunE: runOCP,
 }
@@ -47,7 +49,7 @@ func init() {
 	f.Float64("delta", 0.01, "target δ (0 < δ < 1)")
 	f.Float64("alpha", 0, "strong convexity α of the ℓ2 regulariser (default 1 for ftl, 0.01 otherwise)")
 	f.Float64("radius", 0, "radius of the ball C (default: unbounded for ftl, 10 otherwise)")
-	f.String("calibration", "exact", "exact (smallest noise for (ε, δ) under μ-GDP) or paper (the paper's β / σ formulas)")
+	f.String("calibration", "exact", "exact (smallest noise whose ledger charge is (ε, δ)) or paper (the paper's β / σ formulas)")
 	f.Int("batch", 1, "ftl: records per tree leaf and per solve (1 = Algorithm 4)")
 	f.Bool("non-private", false, "run the plain algorithm (no noise, no ledger) as a baseline")
 	f.Uint64("seed", 0, "seed for the data order and the noise (experiments only; default: secure noise)")
@@ -342,6 +344,6 @@ func printPrivacy(w io.Writer, p *online.Privacy) {
 	if p.ProofNote != "" {
 		fmt.Fprintf(w, "  note: %s\n", p.ProofNote)
 	}
-	fmt.Fprintf(w, "exact:   ε = %.4g at δ = %.4g  [whole release sequence, μ-GDP, μ = %.4g]\n", p.ExactEpsilon, p.Delta, p.Mu)
-	fmt.Fprintf(w, "charged: ε = %.4g at δ = %.4g  [ledger, ρ = %.4g zCDP]\n", p.ChargedEpsilon, p.Delta, p.Rho)
+	fmt.Fprintf(w, "exact:   ε = %.4g at δ = %.4g  [whole release sequence, continuous noise, μ-GDP, μ = %.4g]\n", p.ExactEpsilon, p.Delta, p.Mu)
+	fmt.Fprintf(w, "charged: ε = %.4g at δ = %.4g  [ledger, ρ = %.4g zCDP of the discrete noise drawn]\n", p.ChargedEpsilon, p.Delta, p.Rho)
 }

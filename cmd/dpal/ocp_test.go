@@ -19,7 +19,7 @@ func TestOCPJSON(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &s); err != nil {
 				t.Fatalf("%v in %s", err, out)
 			}
-			if s.Privacy == nil || s.Privacy.ExactEpsilon > 1+1e-9 || s.Privacy.ChargedEpsilon < s.Privacy.ExactEpsilon {
+			if s.Privacy == nil || s.Privacy.ChargedEpsilon > 1+1e-9 || s.Privacy.ChargedEpsilon < 0.999 || s.Privacy.ChargedEpsilon < s.Privacy.ExactEpsilon {
 				t.Fatalf("privacy %+v", s.Privacy)
 			}
 			if s.Ledger == nil || len(s.Ledger.Entries) != 1 {

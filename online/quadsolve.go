@@ -1,0 +1,213 @@
+package online
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/lapack/lapack64"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dpal-dev/dpal/dp/mech"
+	"github.com/dpal-dev/dpal/vec"
+)
+
+// cgTol is the conjugate-gradient tolerance: the solve stops when
+// ‖Mx − u‖ ≤ cgTol·(tα/2)·‖x‖, which, with λ_min(M) ≥ tα/2 certified,
+// bounds the error ‖x − M⁻¹u‖ ≤ cgTol·‖x‖.
+const cgTol = 1e-9
+
+// quadSolver computes FTL's iterate x = Π(M_f⁻¹u) for M = tαI + V, V a
+// packed symmetric matrix (mech.PackOuter): M_f is M with its eigenvalues
+// floored at tα/2, since a noisy V̂ may be indefinite (spec N11(f)), and Π
+// projects onto the ball of radius R·B/α (N6). For PFTL every step is
+// post-processing of the trees' outputs, so the solver's tolerance costs no
+// privacy.
+//
+// An eigendecomposition per round (O(d³), the paper's (tαI + V̂)⁻¹ taken
+// literally) is avoided where a cheap certificate shows the floor is
+// inactive, i.e. λ_min(V) ≥ −tα/2:
+//  1. Weyl: λ_min(V) ≥ low − ‖V − ref‖_F, where ref is the V of the last
+//     factorisation and low a lower bound on λ_min(ref); the packed form is
+//     isometric, so ‖V − ref‖_F is a Euclidean distance, O(d²).
+//  2. Else a Cholesky factorisation of M − (3tα/4)I, or failing that of
+//     M − (tα/2)I: success shows λ_min(V) ≥ −tα/4 (or −tα/2), and V
+//     becomes ref with that low.
+//  3. Else the floor is active: an eigendecomposition of M gives the
+//     floored solution exactly, and V becomes ref with low = λ_min(V).
+//
+// With the floor certified inactive, Mx = u is solved by conjugate
+// gradients warm-started at the previous solution (M's condition number is
+// at most (tα + λ_max(V))/(tα/2), so few iterations are needed), to cgTol.
+type quadSolver struct {
+	cost    Cost
+	d       int
+	full    []float64 // M, row-major
+	work    []float64 // M − (3tα/4)I, then its Cholesky factor
+	y       []float64 // M_f⁻¹u unprojected: the warm start
+	x       []float64 // released: y projected onto the ball
+	r, p, q []float64 // conjugate-gradient vectors
+	ref     []float64 // packed V of the last factorisation; nil before it
+	low     float64   // a lower bound on λ_min(ref)
+	eig     mat.EigenSym
+	stats   SolverStats
+}
+
+// SolverStats counts how FTL's solves went (see quadSolver).
+type SolverStats struct {
+	// Solves is the number of solves; Certified of them passed the Weyl
+	// certificate, Cholesky needed a factorisation to certify, and Eigen an
+	// eigendecomposition, Floors of which floored an eigenvalue.
+	Solves, Certified, Cholesky, Eigen, Floors int
+	// CGIterations is the total number of conjugate-gradient iterations.
+	CGIterations int
+}
+
+func newQuadSolver(cost Cost) *quadSolver {
+	d := cost.Dim
+	return &quadSolver{cost: cost, d: d, full: make([]float64, d*d), work: make([]float64, d*d),
+		y: make([]float64, d), x: make([]float64, d),
+		r: make([]float64, d), p: make([]float64, d), q: make([]float64, d)}
+}
+
+// solve sets x to the iterate for M = tαI + V (V packed) and u.
+func (s *quadSolver) solve(t int, packed, u []float64) error {
+	ta := float64(t) * s.cost.Alpha
+	s.stats.Solves++
+	switch {
+	case s.certified(ta, packed):
+		s.stats.Certified++
+	case s.cholesky(ta, packed, ta/4), s.cholesky(ta, packed, 0):
+		s.stats.Cholesky++
+	default:
+		return s.eigenSolve(ta, packed, u)
+	}
+	s.unpack(s.full, packed, ta)
+	if !s.conjugateGradients(ta, u) {
+		return s.eigenSolve(ta, packed, u) // not reached for a certified M; kept as a guard
+	}
+	copy(s.x, s.y)
+	vec.ProjectBall(s.x, s.bound())
+	return nil
+}
+
+// certified reports whether λ_min(V) ≥ −tα/2 follows from the last
+// factorisation by Weyl's inequality.
+func (s *quadSolver) certified(ta float64, packed []float64) bool {
+	if s.ref == nil {
+		return false
+	}
+	var dist float64
+	for k, v := range packed {
+		e := v - s.ref[k]
+		dist += e * e
+	}
+	return s.low-math.Sqrt(dist)*(1+1e-12) >= -ta/2
+}
+
+// cholesky reports whether M − (tα/2 + margin)I = V + (tα/2 − margin)I is
+// numerically positive definite, and if so makes V the reference with
+// λ_min(V) ≥ margin − tα/2.
+func (s *quadSolver) cholesky(ta float64, packed []float64, margin float64) bool {
+	s.unpack(s.work, packed, ta/2-margin)
+	a := blas64.Symmetric{N: s.d, Stride: s.d, Data: s.work, Uplo: blas.Upper}
+	if _, ok := lapack64.Potrf(a); !ok {
+		return false
+	}
+	s.setRef(packed, margin-ta/2-s.safety(ta, packed))
+	return true
+}
+
+// eigenSolve solves with the eigenvalues of M floored at tα/2 and makes V
+// the reference with its smallest eigenvalue.
+func (s *quadSolver) eigenSolve(ta float64, packed, u []float64) error {
+	s.stats.Eigen++
+	s.unpack(s.full, packed, ta)
+	if !s.eig.Factorize(mat.NewSymDense(s.d, s.full), true) {
+		return fmt.Errorf("ftl: eigendecomposition failed at t = %v", ta/s.cost.Alpha)
+	}
+	vals := s.eig.Values(nil)
+	s.setRef(packed, vals[0]-ta-s.safety(ta, packed))
+	if vals[0] < ta/2 {
+		s.stats.Floors++
+	}
+	var q mat.Dense
+	s.eig.VectorsTo(&q)
+	var c mat.VecDense
+	c.MulVec(q.T(), mat.NewVecDense(s.d, append([]float64(nil), u...)))
+	for i, l := range vals {
+		c.SetVec(i, c.AtVec(i)/math.Max(l, ta/2))
+	}
+	mat.NewVecDense(s.d, s.y).MulVec(&q, &c)
+	copy(s.x, s.y)
+	vec.ProjectBall(s.x, s.bound())
+	return nil
+}
+
+// safety covers the rounding of a factorisation of M: a backward error of
+// a relative 1e-10 of ‖M‖_F, far above what LAPACK's routines incur.
+func (s *quadSolver) safety(ta float64, packed []float64) float64 {
+	return 1e-10 * (ta*math.Sqrt(float64(s.d)) + vec.Norm(packed))
+}
+
+func (s *quadSolver) setRef(packed []float64, low float64) {
+	if s.ref == nil {
+		s.ref = make([]float64, len(packed))
+	}
+	copy(s.ref, packed)
+	s.low = low
+}
+
+// unpack writes V + shift·I into dst (d×d, row-major).
+func (s *quadSolver) unpack(dst, packed []float64, shift float64) {
+	mech.UnpackSym(dst, packed, s.d)
+	for i := range s.d {
+		dst[i*s.d+i] += shift
+	}
+}
+
+// mul sets dst = M·v.
+func (s *quadSolver) mul(dst, v []float64) {
+	for i := range dst {
+		dst[i] = floats.Dot(s.full[i*s.d:(i+1)*s.d], v)
+	}
+}
+
+// conjugateGradients solves M y = u from the current y to cgTol; it
+// reports false if that takes more than 4d iterations.
+func (s *quadSolver) conjugateGradients(ta float64, u []float64) bool {
+	tol := cgTol * ta / 2
+	for range 3 { // restarts from the true residual, should rounding stall one
+		s.mul(s.q, s.y)
+		floats.SubTo(s.r, u, s.q)
+		rr := floats.Dot(s.r, s.r)
+		if math.Sqrt(rr) <= tol*floats.Norm(s.y, 2) {
+			return true
+		}
+		copy(s.p, s.r)
+		for range 4 * s.d {
+			s.stats.CGIterations++
+			s.mul(s.q, s.p)
+			step := rr / floats.Dot(s.p, s.q)
+			floats.AddScaled(s.y, step, s.p)
+			floats.AddScaled(s.r, -step, s.q)
+			next := floats.Dot(s.r, s.r)
+			if math.Sqrt(next) <= tol*floats.Norm(s.y, 2) {
+				break
+			}
+			floats.AddScaledTo(s.p, s.r, next/rr, s.p)
+			rr = next
+		}
+	}
+	return false
+}
+
+// bound is R·B/α ≥ ‖u_t‖/(tα), the norm of every exact iterate.
+func (s *quadSolver) bound() float64 {
+	return s.cost.FeatureBound * s.cost.LabelBound / s.cost.Alpha
+}
+
+// SolverStats reports how the run's solves went.
+func (a *PFTL) SolverStats() SolverStats { return a.solver.stats }
