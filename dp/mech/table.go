@@ -58,6 +58,8 @@ type tableGauss struct {
 	alias        [tableSize]uint16  //
 	squeeze      [tableSize]uint16  // ⌊2^16 · lower bound of ρ on bulk block j⌋
 	offMask      uint64             // 2^min(wBits, offsetBits) − 1
+	oneWord      bool               // wBits ≤ offsetBits: fill's fast path applies
+	fast         [tableSize]uint64  // packed common-path table (buildFast)
 	weight       [tableSize]uint64  // slow paths only from here on
 	logc         [tableSize]float64 // ln c_j (bulk) and ln c_t (tail item)
 	exactOnly    bool               // tests: skip tier 2
@@ -116,6 +118,7 @@ func newTableGauss(num, den uint64) (*tableGauss, error) {
 	}
 	g.buildAlias()
 	g.buildSqueeze()
+	g.buildFast()
 	return g, nil
 }
 
@@ -208,35 +211,112 @@ func (g *tableGauss) buildSqueeze() {
 // offset in the block (the rest, if W > 2^21, comes from the buffer).
 func (g *tableGauss) sampleBits(b *bitbuf) int64 {
 	for {
-		u := b.r.Uint64()
-		item := u >> (64 - tableBits)
-		if u>>(64-tableBits-coinBits)&(1<<coinBits-1) >= uint64(g.prob[item]) {
-			item = uint64(g.alias[item])
-		}
-		v16 := u >> (offsetBits + 1) & (1<<squeezeBits - 1)
-		var n uint64
-		var ok bool
-		switch {
-		case item < bulkBlocks:
-			off := u & g.offMask
-			if g.wBits > offsetBits {
-				off = off<<(g.wBits-offsetBits) | b.takeUpTo(g.wBits-offsetBits)
-			}
-			n = item<<g.wBits | off
-			ok = v16 < uint64(g.squeeze[item]) || g.accept(b, n, item, 0, v16)
-		case item == tailItem:
-			n, ok = g.tail(b, v16)
-		}
-		if !ok {
-			continue
-		}
-		if u>>offsetBits&1 == 0 {
-			return int64(n)
-		}
-		if n != 0 {
-			return -int64(n)
+		if x, ok := g.fromWord(b, b.r.Uint64()); ok {
+			return x
 		}
 	}
+}
+
+// fromWord runs one proposal from the random word u (and, on the slow
+// paths, further bits from b): X, or false when the proposal is rejected.
+func (g *tableGauss) fromWord(b *bitbuf, u uint64) (int64, bool) {
+	item := u >> (64 - tableBits)
+	if u>>(64-tableBits-coinBits)&(1<<coinBits-1) >= uint64(g.prob[item]) {
+		item = uint64(g.alias[item])
+	}
+	v16 := u >> (offsetBits + 1) & (1<<squeezeBits - 1)
+	var n uint64
+	var ok bool
+	switch {
+	case item < bulkBlocks:
+		off := u & g.offMask
+		if g.wBits > offsetBits {
+			off = off<<(g.wBits-offsetBits) | b.takeUpTo(g.wBits-offsetBits)
+		}
+		n = item<<g.wBits | off
+		ok = v16 < uint64(g.squeeze[item]) || g.accept(b, n, item, 0, v16)
+	case item == tailItem:
+		n, ok = g.tail(b, v16)
+	}
+	switch {
+	case !ok:
+		return 0, false
+	case u>>offsetBits&1 == 0:
+		return int64(n), true
+	case n != 0:
+		return -int64(n), true
+	}
+	return 0, false // (−, 0): 0 is proposed with sign + only
+}
+
+// wordBlock is how many random words fill fetches from the source at once.
+const wordBlock = 256
+
+// buildFast packs, for each bucket j, what fromWord's common path reads
+// into one word: the low half for item j, the high half for alias[j], each
+// item<<16 | its squeeze bound (0 for the tail and spare items, so that
+// they always take the slow path). It is used only when the offset fits
+// the word (wBits ≤ offsetBits).
+func (g *tableGauss) buildFast() {
+	g.oneWord = g.wBits <= offsetBits
+	half := func(item uint16) uint64 {
+		if item < bulkBlocks {
+			return uint64(item)<<16 | uint64(g.squeeze[item])
+		}
+		return uint64(item) << 16
+	}
+	for j := range tableSize {
+		g.fast[j] = half(uint16(j)) | half(g.alias[j])<<32
+	}
+}
+
+// fill adds step·X_i to dst[i] with independent draws X_i (each exact in
+// float64 for a power of two step: |X| < 2^43). It is sampleBits's law
+// exactly, faster: each proposal takes a fresh word, fetched from b.r a
+// block at a time (b.r.Fill, fastest on a bulk source), and the common path
+// (squeeze accept in a bulk block, n ≠ 0; fastWord, written out in the
+// loop) decides it from the packed table without branching on the random
+// alias coin or sign. Every other word goes to fromWord, which decides it
+// exactly as sampleBits would (TestTableGaussFastPath checks this word by
+// word) and draws any extra bits through b. Words left in the last block
+// are discarded unused.
+func (g *tableGauss) fill(b *bitbuf, dst []float64, step float64) {
+	if !g.oneWord {
+		for i := range dst {
+			dst[i] += step * float64(g.sampleBits(b))
+		}
+		return
+	}
+	var words [wordBlock]uint64
+	for i := 0; i < len(dst); {
+		b.r.Fill(words[:])
+		for _, u := range words {
+			x, ok := g.fastWord(u)
+			if !ok {
+				if x, ok = g.fromWord(b, u); !ok {
+					continue
+				}
+			}
+			dst[i] += step * float64(x)
+			if i++; i == len(dst) {
+				return
+			}
+		}
+	}
+}
+
+// fastWord is fromWord's common path: X and true when u is accepted by a
+// bulk block's squeeze and n ≠ 0, else false (u then goes to fromWord).
+// It stays within the inliner's budget: the alias choice is a shift by 0
+// or 32 (coin ≥ prob[j] exactly when prob[j] − 1 − coin borrows, both
+// below 2^17), the sign a conditional negation.
+func (g *tableGauss) fastWord(u uint64) (int64, bool) {
+	j := u >> (64 - tableBits)
+	alias := (uint64(g.prob[j]) - 1 - u>>(64-tableBits-coinBits)&(1<<coinBits-1)) >> 63
+	h := uint32(g.fast[j] >> (alias << 5))
+	n := uint64(h>>16)<<g.wBits | u&g.offMask
+	neg := int64(u<<(63-offsetBits)) >> 63 // −1 for the sign bit set, else 0
+	return int64(n) ^ neg - neg, uint16(u>>(offsetBits+1)) < uint16(h) && n != 0
 }
 
 // tail proposes from the halving tail blocks.

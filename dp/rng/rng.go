@@ -24,6 +24,7 @@ type Rand struct {
 	// Uint64 (the samplers' hot call) skips the interface dispatch.
 	chacha *rand.ChaCha8
 	secure *secureSource
+	aes    *aesSource
 }
 
 // Secure returns a Rand backed by a CSPRNG: ChaCha8 (which the Go standard
@@ -44,6 +45,8 @@ func (r *Rand) Uint64() uint64 {
 		return r.chacha.Uint64()
 	case r.secure != nil:
 		return r.secure.Uint64()
+	case r.aes != nil:
+		return r.aes.Uint64()
 	}
 	return r.Rand.Uint64()
 }

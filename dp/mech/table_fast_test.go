@@ -1,0 +1,171 @@
+package mech
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dpal-dev/dpal/dp/rng"
+)
+
+// countSource is a source of fixed words that counts its calls.
+type countSource struct{ calls int }
+
+func (c *countSource) Uint64() uint64 { c.calls++; return 0x5555555555555555 }
+
+// fastWords returns random words plus, for every bucket, the words at the
+// edges of fastWord's decisions: coin at the alias threshold, U's first 16
+// bits at the squeeze bound, both signs, offsets 0 and maximal.
+func fastWords(g *tableGauss, pick *rand.Rand) []uint64 {
+	words := make([]uint64, 0, 200000)
+	for range 100000 {
+		words = append(words, pick.Uint64())
+	}
+	for j := range uint64(tableSize) {
+		for _, coin := range []uint64{uint64(g.prob[j]) - 1, uint64(g.prob[j]), 0, 1<<coinBits - 1} {
+			coin &= 1<<coinBits - 1
+			item := j
+			if coin >= uint64(g.prob[j]) {
+				item = uint64(g.alias[j])
+			}
+			sq := uint64(0)
+			if item < bulkBlocks {
+				sq = uint64(g.squeeze[item])
+			}
+			for _, v16 := range []uint64{sq - 1, sq, 0} {
+				v16 &= 1<<squeezeBits - 1
+				for _, sign := range []uint64{0, 1} {
+					for _, off := range []uint64{0, g.offMask, pick.Uint64() & g.offMask} {
+						words = append(words, j<<(64-tableBits)|coin<<(64-tableBits-coinBits)|v16<<(offsetBits+1)|sign<<offsetBits|off)
+					}
+				}
+			}
+		}
+	}
+	return words
+}
+
+// Every word that fill's fast path decides, fromWord (sampleBits's step)
+// decides the same way without further bits: so fill's law is
+// sampleBits's, which the PMF, tier and table tests establish. The fast
+// path must also decide nearly every word, or it saves nothing.
+func TestTableGaussFastPath(t *testing.T) {
+	pick := rand.New(rand.NewPCG(3, 4))
+	for _, nd := range [][2]uint64{{1, 4}, {1, 3}, {5, 2}, {30, 1}, {1640, 1}, {1 << 20, 3}, {1 << 46, 1}, {1 << 52, 1}} {
+		g := mustTable(t, nd[0], nd[1])
+		if !g.oneWord {
+			t.Fatalf("σ² = %d/%d: no fast path", nd[0], nd[1])
+		}
+		src := &countSource{}
+		b := bitbuf{r: rng.FromSource(src)}
+		fast, random := 0, 0
+		for k, u := range fastWords(g, pick) {
+			x, ok := g.fastWord(u)
+			if !ok {
+				continue
+			}
+			if k < 100000 {
+				random++
+			}
+			fast++
+			src.calls, b.n = 0, 0
+			y, ok2 := g.fromWord(&b, u)
+			if !ok2 || y != x || src.calls != 0 {
+				t.Fatalf("σ² = %d/%d, word %#x: fast path %d, fromWord %d %v after %d more words", nd[0], nd[1], u, x, y, ok2, src.calls)
+			}
+		}
+		if rate := float64(random) / 100000; nd[0]/nd[1] >= 1<<20 && rate < 0.98 {
+			t.Errorf("σ² = %d/%d: fast path decides only %.3f of the words", nd[0], nd[1], rate)
+		}
+	}
+}
+
+// fill's draws have the exact pmf (small σ) or the normal shape (large σ,
+// both with and without the fast path).
+func TestTableGaussAddTo(t *testing.T) {
+	draw := func(g *tableGauss, seed uint64, n int) []int64 {
+		v := make([]float64, n)
+		fillFrom(g, rng.Seeded(seed), v, 1)
+		xs := make([]int64, n)
+		for i, x := range v {
+			xs[i] = int64(x)
+		}
+		return xs
+	}
+	for _, c := range []struct {
+		num, den uint64
+		n        int
+	}{{1, 4, 100000}, {5, 2, 100000}, {100, 1, 200000}, {1640, 1, 200000}, {1 << 20, 3, 400000}} {
+		g := mustTable(t, c.num, c.den)
+		s2 := float64(c.num) / float64(c.den)
+		xs := draw(g, c.num, c.n)
+		counts := map[int64]int{}
+		for _, x := range xs {
+			counts[x]++
+		}
+		name := "fill σ²=" + big.NewRat(int64(c.num), int64(c.den)).RatString()
+		checkMoments(t, name, xs, 0, dgVariance(s2))
+		w := int64(6*math.Sqrt(s2)) + 3
+		chiSquare(t, name, counts, c.n, dgPMF(s2), -w, w)
+	}
+	for _, s2 := range []uint64{1 << 46, 1 << 60} {
+		g := mustTable(t, s2, 1)
+		name := fmt.Sprintf("fill σ²=%d (one word %v)", s2, g.oneWord)
+		xs := draw(g, 7, 100000)
+		normalChiSquare(t, name, xs, math.Sqrt(float64(s2)))
+		checkMoments(t, name, xs, 0, float64(s2))
+	}
+}
+
+// fillFrom runs fill on a bulk child of r.
+func fillFrom(g *tableGauss, r *rng.Rand, dst []float64, step float64) {
+	g.fill(&bitbuf{r: r.Bulk()}, dst, step)
+}
+
+// BenchmarkTableGaussFill is the cost per coordinate of DP-SGD's noise
+// (σ ≈ 2.3·10^6 grid steps, the MLP of BenchmarkNoise).
+func BenchmarkTableGaussFill(b *testing.B) {
+	g, _ := newTableGauss(2310000*2310000, 1)
+	v := make([]float64, 4096)
+	bb := bitbuf{r: rng.Seeded(1).Bulk()}
+	for b.Loop() {
+		clear(v)
+		g.fill(&bb, v, 1)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(v)), "ns/draw")
+}
+
+// Noise is AddTo's release on the zero vector, on both paths, and AddTo
+// of v is g·round(v/g) plus that noise under the same seed.
+func TestGaussianVectorNoise(t *testing.T) {
+	for _, d := range []int{3, bulkMinDim + 5} {
+		m, err := NewGaussianVector(1.1, 1, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		noise, v := make([]float64, d), make([]float64, d)
+		if err := m.Noise(rng.Seeded(4), noise); err != nil {
+			t.Fatal(err)
+		}
+		for i := range v {
+			v[i] = float64(i%7) * 0.013
+		}
+		want := make([]float64, d)
+		for i, x := range v {
+			want[i] = m.g*math.Round(x/m.g) + noise[i]
+		}
+		if err := m.AddTo(rng.Seeded(4), v); err != nil {
+			t.Fatal(err)
+		}
+		for i := range v {
+			if v[i] != want[i] {
+				t.Fatalf("d=%d: AddTo[%d] = %v, g·round(v/g) + Noise = %v", d, i, v[i], want[i])
+			}
+		}
+		if err := m.Noise(rng.Seeded(4), noise[1:]); err == nil {
+			t.Errorf("d=%d: Noise accepted a short vector", d)
+		}
+	}
+}
