@@ -127,7 +127,7 @@ func (t *Trainer) Run(led *ledger.Ledger, r *rng.Rand, d Data, groups []Group, s
 		return res, err
 	}
 	start := time.Now()
-	sampR, noiseR, dropR := r.Split(), r.Split(), r.Split()
+	sampR, noiseR, dropR := r.Split().Bulk(), r.Split().Bulk(), r.Split()
 	noise, stop := t.noiseStream(noiseR, steps)
 	defer stop()
 	rows, labels := make([][]float64, 0, int(2*b)+16), make([]int, 0, int(2*b)+16)
@@ -209,48 +209,72 @@ func (t *Trainer) charge(led *ledger.Ledger, groups []Group, steps int) ([]Charg
 	return out, nil
 }
 
-// sample appends each group's records, each with its group's rate (an
-// exact Bernoulli draw), to rows and labels.
+// sample appends each group's records, each with its group's rate, to
+// rows and labels. Each record joins independently with probability exactly
+// q, its group's rate: the Poisson sampling that the amplification bound of
+// account.SubsampledGaussian assumes.
+//
+// Why exactly q, at one random byte per record: write 256q = t + f with
+// t = ⌊256q⌋ and f ∈ [0, 1) (both exact in float64: scaling by 256 and
+// taking the fractional part are exact). A record's byte B is uniform on
+// 0..255; it joins when B < t, or when B = t and a fresh Bernoulli(f) draw
+// (mech.BernoulliFloat, exact for any float64) succeeds: probability
+// t/256 + f/256 = q. Distinct records read distinct bytes (eight per
+// random word) and the ties fresh bits, so the draws are independent.
+// For q < 1/2 (t ≤ 127) a word whose eight bytes all exceed t is skipped
+// with one test (hasByteBelow), which is what makes this cheap: at
+// q = 256/60000 about 6 % of the words need a look at their bytes.
 func sample(r *rng.Rand, d Data, groups []Group, rows [][]float64, labels []int) ([][]float64, []int) {
+	var words [sampleBlock]uint64
 	for _, g := range groups {
 		if g.Rate == 0 {
 			continue
 		}
-		thr, word := wordThreshold(g.Rate)
-		for _, i := range g.Records {
-			var in bool
-			switch {
-			case g.Rate == 1:
-				in = true
-			case word:
-				in = r.Uint64() < thr
-			default:
-				in = mech.BernoulliFloat(r, g.Rate)
+		t, f := byteRate(g.Rate)
+		recs := g.Records
+		for len(recs) > 0 {
+			n := min(len(words), (len(recs)+7)/8)
+			r.Fill(words[:n])
+			for k, u := range words[:n] {
+				if t < 128 && !hasByteBelow(u, t+1) {
+					continue
+				}
+				for lane, i := range recs[8*k : min(8*k+8, len(recs))] {
+					if b := u >> (8 * lane) & 0xff; b < t || (b == t && mech.BernoulliFloat(r, f)) {
+						rows, labels = append(rows, d.X[i]), append(labels, d.Labels[i])
+					}
+				}
 			}
-			if in {
-				rows, labels = append(rows, d.X[i]), append(labels, d.Labels[i])
-			}
+			recs = recs[min(len(recs), 8*n):]
 		}
 	}
 	return rows, labels
 }
 
-// wordThreshold returns t = q·2^64 and true when that is an integer below
-// 2^64, as it is for every float64 q in [2^-12, 1): then a uniform 64-bit
-// word u satisfies P(u < t) = t/2^64 = q exactly, one word per record. For
-// smaller q the caller uses mech.BernoulliFloat, exact for any float64.
-func wordThreshold(q float64) (uint64, bool) {
-	t := math.Ldexp(q, 64)
-	if q > 0 && t < math.Ldexp(1, 64) && t == math.Trunc(t) {
-		return uint64(t), true
-	}
-	return 0, false
+// sampleBlock is how many random words sample fetches at once.
+const sampleBlock = 128
+
+// byteRate splits q ∈ [0, 1] as 256q = t + f, t = ⌊256q⌋, f ∈ [0, 1),
+// both exact.
+func byteRate(q float64) (uint64, float64) {
+	t := math.Floor(q * 256)
+	return uint64(t), q*256 - t
+}
+
+// hasByteBelow reports whether some byte of u is below n, for 1 ≤ n ≤ 128:
+// the borrow of u − n·0x01…01 reaches a byte's top bit exactly when the
+// lowest byte below n does (the classic SWAR test; checked exhaustively
+// per byte position in TestHasByteBelow).
+func hasByteBelow(u, n uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	return (u-ones*n)&^u&highs != 0
 }
 
 // noiseStream draws one noise vector per step on its own goroutine, one
 // step ahead of the gradient work. Each vector is the GaussianVector's
-// release on the zero vector, g·Y with Y exact discrete Gaussians; stop
-// ends the goroutine.
+// noise g·Y, Y exact discrete Gaussians (its release on the zero vector),
+// drawn from a bulk source (rng.Bulk) keyed once per run; stop ends the
+// goroutine.
 func (t *Trainer) noiseStream(r *rng.Rand, steps int) (<-chan []float64, func()) {
 	out := make(chan []float64, 1)
 	done := make(chan struct{})
@@ -263,9 +287,8 @@ func (t *Trainer) noiseStream(r *rng.Rand, steps int) (<-chan []float64, func())
 				buf = make([]float64, t.net.NumParams())
 				bufs[s%3] = buf
 			}
-			clear(buf)
-			// Zero is on the grid and finite: AddTo cannot fail.
-			_ = t.noise.AddTo(r, buf)
+			// buf has the noise's dimension: Noise cannot fail.
+			_ = t.noise.Noise(r, buf)
 			select {
 			case out <- buf:
 			case <-done:
@@ -278,33 +301,34 @@ func (t *Trainer) noiseStream(r *rng.Rand, steps int) (<-chan []float64, func())
 
 // step releases one noisy gradient and applies it.
 func (t *Trainer) step(rows [][]float64, labels []int, b float64, z []float64, dropR *rng.Rand) error {
-	sum, err := t.noisySum(rows, labels, z, dropR)
+	mean, err := t.noisyMean(rows, labels, b, z, dropR)
 	if err != nil {
 		return err
 	}
-	for i := range sum {
-		sum[i] /= b
-	}
-	t.opt.step(t.net.Params(), sum)
+	t.opt.step(t.net.Params(), mean)
 	t.steps++
 	return nil
 }
 
-// noisySum is the mechanism of one step: the clipped sum rounded to the
-// noise's grid plus the noise z, exactly GaussianVector.AddTo's output
-// (g·round(v/g) + g·Y, all exact in float64). With three noise buffers and
-// a channel of one, the producer never writes the z in use here.
-func (t *Trainer) noisySum(rows [][]float64, labels []int, z []float64, dropR *rng.Rand) ([]float64, error) {
+// noisyMean is the mechanism of one step and its scaling, in one pass:
+// the clipped sum rounded to the noise's grid plus the noise z, exactly
+// GaussianVector.AddTo's output (g·round(v/g) + g·Y, all exact in float64;
+// v/g = v·(1/g) since g is a power of two), then multiplied by 1/b, b the
+// expected batch size (post-processing). With three noise buffers and a
+// channel of one, the producer never writes the z in use here.
+func (t *Trainer) noisyMean(rows [][]float64, labels []int, b float64, z []float64, dropR *rng.Rand) ([]float64, error) {
 	sum, err := t.net.ClippedGrad(rows, labels, t.cfg.Clip, dropR)
 	if err != nil {
 		return nil, err
 	}
 	g := t.noise.Granularity()
+	ig, ib := 1/g, 1/b
+	z = z[:len(sum)]
 	for i, v := range sum {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		if v-v != 0 { // NaN or ±Inf
 			return nil, fmt.Errorf("gradient coordinate %d is %v: the model diverged (lower the learning rate)", i, v)
 		}
-		sum[i] = g*math.Round(v/g) + z[i]
+		sum[i] = (g*math.Round(v*ig) + z[i]) * ib
 	}
 	return sum, nil
 }
