@@ -270,53 +270,59 @@ func (g *tableGauss) buildFast() {
 	}
 }
 
-// fill adds step·X_i to dst[i] with independent draws X_i (each exact in
-// float64 for a power of two step: |X| < 2^43). It is sampleBits's law
-// exactly, faster: each proposal takes a fresh word, fetched from b.r a
-// block at a time (b.r.Fill, fastest on a bulk source), and the common path
-// (squeeze accept in a bulk block, n ≠ 0; fastWord, written out in the
-// loop) decides it from the packed table without branching on the random
-// alias coin or sign. Every other word goes to fromWord, which decides it
-// exactly as sampleBits would (TestTableGaussFastPath checks this word by
-// word) and draws any extra bits through b. Words left in the last block
-// are discarded unused.
-func (g *tableGauss) fill(b *bitbuf, dst []float64, step float64) {
+// fill sets dst[i] to step·X_i, or adds it when add is true, with
+// independent draws X_i (each exact in float64 for a power of two step:
+// |X| < 2^43). It is sampleBits's law exactly, faster: each proposal takes
+// a fresh word, fetched from b.r a block at a time (b.r.Fill, fastest on a
+// bulk source), and the common path decides it from the packed table
+// without branching on the random alias coin or sign. That path is
+// fastWord (table_fast_test.go) written out in the loop: X when U's first
+// 16 bits are below the squeeze of a bulk block and n ≠ 0. The alias
+// choice is a shift by 0 or 32 (coin ≥ prob[j] exactly when
+// prob[j] − 1 − coin borrows, both below 2^17), the sign a conditional
+// negation. Every other word goes to fromWord, which decides it exactly as
+// sampleBits would and draws any extra bits through b.
+// TestTableGaussFastPath checks fastWord against fromWord word by word,
+// and TestTableGaussFillReference fill against fastWord and fromWord.
+// Words left in the last block are discarded unused.
+func (g *tableGauss) fill(b *bitbuf, dst []float64, step float64, add bool) {
 	if !g.oneWord {
 		for i := range dst {
-			dst[i] += step * float64(g.sampleBits(b))
+			x := step * float64(g.sampleBits(b))
+			if add {
+				x += dst[i]
+			}
+			dst[i] = x
 		}
 		return
 	}
 	var words [wordBlock]uint64
 	for i := 0; i < len(dst); {
 		b.r.Fill(words[:])
-		for _, u := range words {
-			x, ok := g.fastWord(u)
-			if !ok {
+		for k := range words {
+			u := words[k]
+			j := u >> (64 - tableBits)
+			alias := (uint64(g.prob[j]) - 1 - u>>(64-tableBits-coinBits)&(1<<coinBits-1)) >> 63
+			h := uint32(g.fast[j] >> (alias << 5))
+			n := uint64(h>>16)<<g.wBits | u&g.offMask
+			neg := int64(u<<(63-offsetBits)) >> 63 // −1 for the sign bit set, else 0
+			x := int64(n) ^ neg - neg
+			if uint16(u>>(offsetBits+1)) >= uint16(h) || n == 0 {
+				var ok bool
 				if x, ok = g.fromWord(b, u); !ok {
 					continue
 				}
 			}
-			dst[i] += step * float64(x)
+			y := step * float64(x)
+			if add {
+				y += dst[i]
+			}
+			dst[i] = y
 			if i++; i == len(dst) {
 				return
 			}
 		}
 	}
-}
-
-// fastWord is fromWord's common path: X and true when u is accepted by a
-// bulk block's squeeze and n ≠ 0, else false (u then goes to fromWord).
-// It stays within the inliner's budget: the alias choice is a shift by 0
-// or 32 (coin ≥ prob[j] exactly when prob[j] − 1 − coin borrows, both
-// below 2^17), the sign a conditional negation.
-func (g *tableGauss) fastWord(u uint64) (int64, bool) {
-	j := u >> (64 - tableBits)
-	alias := (uint64(g.prob[j]) - 1 - u>>(64-tableBits-coinBits)&(1<<coinBits-1)) >> 63
-	h := uint32(g.fast[j] >> (alias << 5))
-	n := uint64(h>>16)<<g.wBits | u&g.offMask
-	neg := int64(u<<(63-offsetBits)) >> 63 // −1 for the sign bit set, else 0
-	return int64(n) ^ neg - neg, uint16(u>>(offsetBits+1)) < uint16(h) && n != 0
 }
 
 // tail proposes from the halving tail blocks.

@@ -47,6 +47,59 @@ func fastWords(g *tableGauss, pick *rand.Rand) []uint64 {
 	return words
 }
 
+// fastWord is the common path that fill writes out in its loop: X and true
+// when u is accepted by a bulk block's squeeze and n ≠ 0, else false (u
+// then goes to fromWord).
+func (g *tableGauss) fastWord(u uint64) (int64, bool) {
+	j := u >> (64 - tableBits)
+	alias := (uint64(g.prob[j]) - 1 - u>>(64-tableBits-coinBits)&(1<<coinBits-1)) >> 63
+	h := uint32(g.fast[j] >> (alias << 5))
+	n := uint64(h>>16)<<g.wBits | u&g.offMask
+	neg := int64(u<<(63-offsetBits)) >> 63
+	return int64(n) ^ neg - neg, uint16(u>>(offsetBits+1)) < uint16(h) && n != 0
+}
+
+// fill's loop is fastWord, then fromWord: a plain loop over the same words
+// gives the same vector, bit for bit, in both modes.
+func TestTableGaussFillReference(t *testing.T) {
+	for _, nd := range [][2]uint64{{1, 4}, {30, 1}, {1 << 20, 3}, {2310000 * 2310000, 1}} {
+		g := mustTable(t, nd[0], nd[1])
+		for _, add := range []bool{false, true} {
+			got, want := make([]float64, 3000), make([]float64, 3000)
+			for i := range got {
+				got[i], want[i] = float64(i), float64(i)
+			}
+			g.fill(&bitbuf{r: rng.Seeded(8).Bulk()}, got, 0.5, add)
+			r := rng.Seeded(8).Bulk()
+			b := bitbuf{r: r}
+			var words [wordBlock]uint64
+			for i := 0; i < len(want); {
+				r.Fill(words[:])
+				for _, u := range words {
+					x, ok := g.fastWord(u)
+					if !ok {
+						if x, ok = g.fromWord(&b, u); !ok {
+							continue
+						}
+					}
+					if !add {
+						want[i] = 0
+					}
+					want[i] += 0.5 * float64(x)
+					if i++; i == len(want) {
+						break
+					}
+				}
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("σ² = %d/%d add=%v: fill[%d] = %v, reference %v", nd[0], nd[1], add, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
 // Every word that fill's fast path decides, fromWord (sampleBits's step)
 // decides the same way without further bits: so fill's law is
 // sampleBits's, which the PMF, tier and table tests establish. The fast
@@ -121,7 +174,7 @@ func TestTableGaussAddTo(t *testing.T) {
 
 // fillFrom runs fill on a bulk child of r.
 func fillFrom(g *tableGauss, r *rng.Rand, dst []float64, step float64) {
-	g.fill(&bitbuf{r: r.Bulk()}, dst, step)
+	g.fill(&bitbuf{r: r.Bulk()}, dst, step, false)
 }
 
 // BenchmarkTableGaussFill is the cost per coordinate of DP-SGD's noise
@@ -131,8 +184,7 @@ func BenchmarkTableGaussFill(b *testing.B) {
 	v := make([]float64, 4096)
 	bb := bitbuf{r: rng.Seeded(1).Bulk()}
 	for b.Loop() {
-		clear(v)
-		g.fill(&bb, v, 1)
+		g.fill(&bb, v, 1, false)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(v)), "ns/draw")
 }

@@ -288,7 +288,7 @@ func (m *GaussianVector) AddTo(r *rng.Rand, v []float64) error {
 	}
 	// g·round(v/g) + g·Y = g·(round(v/g) + Y) exactly: both sides are the
 	// float64 rounding of the same real, scaled by a power of two.
-	m.dg.tab.fill(&bitbuf{r: r.Bulk()}, v, m.g)
+	m.dg.tab.fill(&bitbuf{r: r.Bulk()}, v, m.g, true)
 	return nil
 }
 
@@ -301,7 +301,6 @@ func (m *GaussianVector) Noise(r *rng.Rand, dst []float64) error {
 	if len(dst) != m.dim {
 		return fmt.Errorf("gaussian vector: noise has dimension %d, mechanism expects %d", len(dst), m.dim)
 	}
-	clear(dst)
 	if m.dg.tab == nil || len(dst) < bulkMinDim {
 		b := bitbuf{r: r}
 		for i := range dst {
@@ -309,7 +308,7 @@ func (m *GaussianVector) Noise(r *rng.Rand, dst []float64) error {
 		}
 		return nil
 	}
-	m.dg.tab.fill(&bitbuf{r: r.Bulk()}, dst, m.g)
+	m.dg.tab.fill(&bitbuf{r: r.Bulk()}, dst, m.g, false)
 	return nil
 }
 
