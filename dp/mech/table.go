@@ -49,20 +49,22 @@ import (
 // sampler has its guarantee up to that δ (documented where it is used).
 // σ² = num/den must be ≥ 1/4; smaller σ use CKS Algorithm 3.
 type tableGauss struct {
-	num, den     uint64             // σ² = num/den exactly
-	s2           float64            // σ² as a float, for the table and tier 2
-	wBits, tBits uint               // bulk block width W = 2^wBits, tail block width 2^tBits
-	n0, nMax     uint64             // start of the tail; truncation point
-	z            float64            // weight per unit of envelope height per width W
-	prob         [tableSize]uint32  // alias coin thresholds, ≤ 2^coinBits
-	alias        [tableSize]uint16  //
-	squeeze      [tableSize]uint16  // ⌊2^16 · lower bound of ρ on bulk block j⌋
-	offMask      uint64             // 2^min(wBits, offsetBits) − 1
-	oneWord      bool               // wBits ≤ offsetBits: fill's fast path applies
-	fast         [tableSize]uint64  // packed common-path table (buildFast)
-	weight       [tableSize]uint64  // slow paths only from here on
-	logc         [tableSize]float64 // ln c_j (bulk) and ln c_t (tail item)
-	exactOnly    bool               // tests: skip tier 2
+	num, den     uint64                // σ² = num/den exactly
+	s2           float64               // σ² as a float, for the table and tier 2
+	wBits, tBits uint                  // bulk block width W = 2^wBits, tail block width 2^tBits
+	n0, nMax     uint64                // start of the tail; truncation point
+	z            float64               // weight per unit of envelope height per width W
+	prob         [tableSize]uint32     // alias coin thresholds, ≤ 2^coinBits
+	alias        [tableSize]uint16     //
+	squeeze      [tableSize]uint16     // ⌊2^16 · lower bound of ρ on bulk block j⌋
+	offMask      uint64                // 2^min(wBits, offsetBits) − 1
+	oneWord      bool                  // wBits ≤ offsetBits: fill's fast path applies
+	fast         [tableSize]uint64     // item j | alias[j]<<32 (buildFast)
+	subShift     uint                  // offset >> subShift is the quarter of a bulk block
+	sub          [4 * tableSize]uint32 // per item and quarter: ⌊2^16·ρ_low⌋ | (⌈2^16·ρ_high⌉ − 1)<<16
+	weight       [tableSize]uint64     // slow paths only from here on
+	logc         [tableSize]float64    // ln c_j (bulk) and ln c_t (tail item)
+	exactOnly    bool                  // tests: skip tier 2
 }
 
 const (
@@ -199,10 +201,48 @@ func (g *tableGauss) buildAlias() {
 // of f(n)/c_j on the block (f's minimum is at its right end).
 func (g *tableGauss) buildSqueeze() {
 	w := uint64(1) << g.wBits
-	for j := range bulkBlocks {
-		last := float64(uint64(j)*w + w - 1)
-		lo := g.f(last) * g.z / float64(g.weight[j]) * (1 - tableMargin)
-		g.squeeze[j] = uint16(math.Floor(math.Ldexp(min(lo, 1), squeezeBits) * (1 - tableMargin)))
+	for j := range uint64(bulkBlocks) {
+		g.squeeze[j] = uint16(g.squeezeLow(j, j*w+w-1))
+	}
+}
+
+// squeezeLow is ⌊2^16·ρ_low⌋ for bulk block j's proposals n ≤ last, ρ_low
+// a lower bound of ρ(last) = f(last)/c_j (f decreases on n ≥ 0).
+func (g *tableGauss) squeezeLow(j, last uint64) uint64 {
+	lo := g.f(float64(last)) * g.z / float64(g.weight[j]) * (1 - tableMargin)
+	return uint64(math.Floor(math.Ldexp(min(lo, 1), squeezeBits) * (1 - tableMargin)))
+}
+
+// squeezeHigh is ⌈2^16·ρ_high⌉ ∈ [1, 2^16] for bulk block j's proposals
+// n ≥ first, ρ_high an upper bound of ρ(first). For x = first²/2σ² ≤ 2^11
+// the float error is covered by the margins as in newTableGauss; beyond,
+// ρ < e^−2048·z ≤ e^−2048·2^26 < 2^−16 (c_j ≥ 1/z, z ≤ 2^26 since the
+// bulk mass is ≥ f(0) = 1), so the floor of 1 is a valid bound; ρ ≤ 1
+// everywhere (the envelope dominates f), so the cap is too.
+func (g *tableGauss) squeezeHigh(j, first uint64) uint64 {
+	hi := g.f(float64(first)) * g.z / float64(g.weight[j]) * (1 + tableMargin)
+	return uint64(max(math.Ceil(math.Ldexp(min(hi*(1+tableMargin), 1), squeezeBits)), 1))
+}
+
+// buildSub stores, for each bulk block and each quarter of it (each value
+// of a block narrower than 4), the squeeze bounds of ρ on the quarter:
+// fill accepts when U's first 16 bits v16 are below the low one, and
+// rejects when v16 ≥ the high one (then U ≥ v16·2^−16 ≥ ρ), without tier 2.
+// Entries of the tail and spare items, and unused quarters, decide nothing
+// (low 0, high 2^16).
+func (g *tableGauss) buildSub() {
+	subBits := min(2, g.wBits)
+	g.subShift = g.wBits - subBits
+	size := uint64(1) << g.subShift
+	for item := range uint64(tableSize) {
+		for q := range uint64(4) {
+			lo, hi := uint64(0), uint64(1<<squeezeBits)
+			if item < bulkBlocks && q < 1<<subBits {
+				first := item<<g.wBits + q*size
+				lo, hi = g.squeezeLow(item, first+size-1), g.squeezeHigh(item, first)
+			}
+			g.sub[item<<2|q] = uint32(lo | (hi-1)<<squeezeBits)
+		}
 	}
 }
 
@@ -252,22 +292,15 @@ func (g *tableGauss) fromWord(b *bitbuf, u uint64) (int64, bool) {
 // wordBlock is how many random words fill fetches from the source at once.
 const wordBlock = 256
 
-// buildFast packs, for each bucket j, what fromWord's common path reads
-// into one word: the low half for item j, the high half for alias[j], each
-// item<<16 | its squeeze bound (0 for the tail and spare items, so that
-// they always take the slow path). It is used only when the offset fits
-// the word (wBits ≤ offsetBits).
+// buildFast packs bucket j's two items into one word, j in the low half
+// and alias[j] in the high one, and builds the quarter squeezes. fill uses
+// them only when the offset fits the word (wBits ≤ offsetBits).
 func (g *tableGauss) buildFast() {
 	g.oneWord = g.wBits <= offsetBits
-	half := func(item uint16) uint64 {
-		if item < bulkBlocks {
-			return uint64(item)<<16 | uint64(g.squeeze[item])
-		}
-		return uint64(item) << 16
+	for j := range uint64(tableSize) {
+		g.fast[j] = j | uint64(g.alias[j])<<32
 	}
-	for j := range tableSize {
-		g.fast[j] = half(uint16(j)) | half(g.alias[j])<<32
-	}
+	g.buildSub()
 }
 
 // fill sets dst[i] to step·X_i, or adds it when add is true, with
@@ -277,7 +310,8 @@ func (g *tableGauss) buildFast() {
 // bulk source), and the common path decides it from the packed table
 // without branching on the random alias coin or sign. That path is
 // fastWord (table_fast_test.go) written out in the loop: X when U's first
-// 16 bits are below the squeeze of a bulk block and n ≠ 0. The alias
+// 16 bits v16 are below the low squeeze of the proposal's quarter block
+// and n ≠ 0, a rejection when v16 is at or above its high squeeze. The alias
 // choice is a shift by 0 or 32 (coin ≥ prob[j] exactly when
 // prob[j] − 1 − coin borrows, both below 2^17), the sign a conditional
 // negation. Every other word goes to fromWord, which decides it exactly as
@@ -303,11 +337,16 @@ func (g *tableGauss) fill(b *bitbuf, dst []float64, step float64, add bool) {
 			u := words[k]
 			j := u >> (64 - tableBits)
 			alias := (uint64(g.prob[j]) - 1 - u>>(64-tableBits-coinBits)&(1<<coinBits-1)) >> 63
-			h := uint32(g.fast[j] >> (alias << 5))
-			n := uint64(h>>16)<<g.wBits | u&g.offMask
+			item := uint64(uint32(g.fast[j] >> (alias << 5)))
+			off := u & g.offMask
+			e := g.sub[(item<<2|off>>g.subShift)&(4*tableSize-1)]
+			n := item<<(g.wBits&63) | off
 			neg := int64(u<<(63-offsetBits)) >> 63 // −1 for the sign bit set, else 0
 			x := int64(n) ^ neg - neg
-			if uint16(u>>(offsetBits+1)) >= uint16(h) || n == 0 {
+			if v16 := uint16(u >> (offsetBits + 1)); v16 >= uint16(e) || n == 0 {
+				if v16 > uint16(e>>squeezeBits) {
+					continue // U ≥ ρ_high ≥ ρ(n): rejected
+				}
 				var ok bool
 				if x, ok = g.fromWord(b, u); !ok {
 					continue

@@ -10,19 +10,24 @@ import (
 	"github.com/dpal-dev/dpal/dp/rng"
 )
 
-// countSource is a source of fixed words that counts its calls.
-type countSource struct{ calls int }
+// constSource returns one word forever and counts its calls.
+type constSource struct {
+	w     uint64
+	calls int
+}
 
-func (c *countSource) Uint64() uint64 { c.calls++; return 0x5555555555555555 }
+func (c *constSource) Uint64() uint64 { c.calls++; return c.w }
 
 // fastWords returns random words plus, for every bucket, the words at the
 // edges of fastWord's decisions: coin at the alias threshold, U's first 16
-// bits at the squeeze bound, both signs, offsets 0 and maximal.
+// bits at each squeeze bound of the quarter, both signs, offsets at the
+// quarters' ends.
 func fastWords(g *tableGauss, pick *rand.Rand) []uint64 {
-	words := make([]uint64, 0, 200000)
+	words := make([]uint64, 0, 400000)
 	for range 100000 {
 		words = append(words, pick.Uint64())
 	}
+	size := uint64(1) << g.subShift
 	for j := range uint64(tableSize) {
 		for _, coin := range []uint64{uint64(g.prob[j]) - 1, uint64(g.prob[j]), 0, 1<<coinBits - 1} {
 			coin &= 1<<coinBits - 1
@@ -30,15 +35,16 @@ func fastWords(g *tableGauss, pick *rand.Rand) []uint64 {
 			if coin >= uint64(g.prob[j]) {
 				item = uint64(g.alias[j])
 			}
-			sq := uint64(0)
-			if item < bulkBlocks {
-				sq = uint64(g.squeeze[item])
-			}
-			for _, v16 := range []uint64{sq - 1, sq, 0} {
-				v16 &= 1<<squeezeBits - 1
-				for _, sign := range []uint64{0, 1} {
-					for _, off := range []uint64{0, g.offMask, pick.Uint64() & g.offMask} {
-						words = append(words, j<<(64-tableBits)|coin<<(64-tableBits-coinBits)|v16<<(offsetBits+1)|sign<<offsetBits|off)
+			for q := range uint64(4) {
+				for _, off := range []uint64{q * size, q*size + size - 1, q*size + pick.Uint64N(size)} {
+					off &= g.offMask
+					e := uint64(g.sub[item<<2|off>>g.subShift])
+					lo, hiM1 := e&(1<<squeezeBits-1), e>>squeezeBits
+					for _, v16 := range []uint64{lo - 1, lo, hiM1, hiM1 + 1, 0} {
+						v16 &= 1<<squeezeBits - 1
+						for _, sign := range []uint64{0, 1} {
+							words = append(words, j<<(64-tableBits)|coin<<(64-tableBits-coinBits)|v16<<(offsetBits+1)|sign<<offsetBits|off)
+						}
 					}
 				}
 			}
@@ -47,16 +53,33 @@ func fastWords(g *tableGauss, pick *rand.Rand) []uint64 {
 	return words
 }
 
-// fastWord is the common path that fill writes out in its loop: X and true
-// when u is accepted by a bulk block's squeeze and n ≠ 0, else false (u
-// then goes to fromWord).
-func (g *tableGauss) fastWord(u uint64) (int64, bool) {
+// Verdicts of fastWord.
+const (
+	fastAccept = iota
+	fastReject
+	fastSlow
+)
+
+// fastWord is the common path that fill writes out in its loop: X and
+// fastAccept when U's first 16 bits are below the low squeeze of the
+// proposal's quarter block and n ≠ 0, fastReject when they are at or above
+// its high squeeze, else fastSlow (u then goes to fromWord).
+func (g *tableGauss) fastWord(u uint64) (int64, int) {
 	j := u >> (64 - tableBits)
 	alias := (uint64(g.prob[j]) - 1 - u>>(64-tableBits-coinBits)&(1<<coinBits-1)) >> 63
-	h := uint32(g.fast[j] >> (alias << 5))
-	n := uint64(h>>16)<<g.wBits | u&g.offMask
+	item := uint64(uint32(g.fast[j] >> (alias << 5)))
+	off := u & g.offMask
+	e := g.sub[item<<2|off>>g.subShift]
+	n := item<<g.wBits | off
 	neg := int64(u<<(63-offsetBits)) >> 63
-	return int64(n) ^ neg - neg, uint16(u>>(offsetBits+1)) < uint16(h) && n != 0
+	v16 := uint16(u >> (offsetBits + 1))
+	switch {
+	case v16 < uint16(e) && n != 0:
+		return int64(n) ^ neg - neg, fastAccept
+	case v16 > uint16(e>>squeezeBits):
+		return 0, fastReject
+	}
+	return 0, fastSlow
 }
 
 // fill's loop is fastWord, then fromWord: a plain loop over the same words
@@ -76,8 +99,12 @@ func TestTableGaussFillReference(t *testing.T) {
 			for i := 0; i < len(want); {
 				r.Fill(words[:])
 				for _, u := range words {
-					x, ok := g.fastWord(u)
-					if !ok {
+					x, v := g.fastWord(u)
+					if v == fastReject {
+						continue
+					}
+					if v == fastSlow {
+						var ok bool
 						if x, ok = g.fromWord(&b, u); !ok {
 							continue
 						}
@@ -101,36 +128,44 @@ func TestTableGaussFillReference(t *testing.T) {
 }
 
 // Every word that fill's fast path decides, fromWord (sampleBits's step)
-// decides the same way without further bits: so fill's law is
+// decides the same way: an accepted word gives the same X even when the
+// further bits of U are all one (its largest value, so for every value),
+// and a rejected one is rejected even when they are all zero. So fill's law is
 // sampleBits's, which the PMF, tier and table tests establish. The fast
 // path must also decide nearly every word, or it saves nothing.
 func TestTableGaussFastPath(t *testing.T) {
 	pick := rand.New(rand.NewPCG(3, 4))
-	for _, nd := range [][2]uint64{{1, 4}, {1, 3}, {5, 2}, {30, 1}, {1640, 1}, {1 << 20, 3}, {1 << 46, 1}, {1 << 52, 1}} {
+	for _, nd := range [][2]uint64{{1, 4}, {1, 3}, {5, 2}, {30, 1}, {1640, 1}, {1 << 20, 3}, {2310000 * 2310000, 1}, {1 << 52, 1}} {
 		g := mustTable(t, nd[0], nd[1])
 		if !g.oneWord {
 			t.Fatalf("σ² = %d/%d: no fast path", nd[0], nd[1])
 		}
-		src := &countSource{}
-		b := bitbuf{r: rng.FromSource(src)}
-		fast, random := 0, 0
+		decided := 0
 		for k, u := range fastWords(g, pick) {
-			x, ok := g.fastWord(u)
-			if !ok {
+			x, v := g.fastWord(u)
+			if v == fastSlow {
 				continue
 			}
 			if k < 100000 {
-				random++
+				decided++
 			}
-			fast++
-			src.calls, b.n = 0, 0
-			y, ok2 := g.fromWord(&b, u)
-			if !ok2 || y != x || src.calls != 0 {
-				t.Fatalf("σ² = %d/%d, word %#x: fast path %d, fromWord %d %v after %d more words", nd[0], nd[1], u, x, y, ok2, src.calls)
+			// U's further bits all ones (accept) or all zero (reject): the
+			// case hardest for the fast path's verdict.
+			further := uint64(0)
+			if v == fastAccept {
+				further = math.MaxUint64
+			}
+			b := bitbuf{r: rng.FromSource(&constSource{w: further})}
+			y, ok := g.fromWord(&b, u)
+			switch {
+			case v == fastAccept && (!ok || y != x):
+				t.Fatalf("σ² = %d/%d, word %#x: fast path accepts %d, fromWord %d %v with U's further bits 1", nd[0], nd[1], u, x, y, ok)
+			case v == fastReject && ok:
+				t.Fatalf("σ² = %d/%d, word %#x: fast path rejects, fromWord accepts %d with U's further bits 0", nd[0], nd[1], u, y)
 			}
 		}
-		if rate := float64(random) / 100000; nd[0]/nd[1] >= 1<<20 && rate < 0.98 {
-			t.Errorf("σ² = %d/%d: fast path decides only %.3f of the words", nd[0], nd[1], rate)
+		if rate := float64(decided) / 100000; nd[0]/nd[1] >= 1<<20 && rate < 0.995 {
+			t.Errorf("σ² = %d/%d: fast path decides only %.4f of the words", nd[0], nd[1], rate)
 		}
 	}
 }
