@@ -255,7 +255,7 @@ func TestAuditOneStep(t *testing.T) {
 		return func(r *rng.Rand, d Data, groups []Group) float64 {
 			_ = tr.noise.Noise(r, buf)
 			rows, labels = sample(r, d, groups, rows[:0], labels[:0])
-			sum, err := tr.noisyMean(rows, labels, 1, buf, r)
+			sum, err := tr.noisyMean(rows, labels, 1, noiseSource{z: buf}, r)
 			if err != nil {
 				t.Fatal(err)
 			}

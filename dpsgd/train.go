@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"time"
 
 	"github.com/dpal-dev/dpal/dp/account"
@@ -128,12 +129,21 @@ func (t *Trainer) Run(led *ledger.Ledger, r *rng.Rand, d Data, groups []Group, s
 	}
 	start := time.Now()
 	sampR, noiseR, dropR := r.Split().Bulk(), r.Split().Bulk(), r.Split()
-	noise, stop := t.noiseStream(noiseR, steps)
-	defer stop()
+	stream := t.noise.NewNoiseStream(noiseR)
+	var ahead <-chan []float64
+	if runtime.GOMAXPROCS(0) > 1 {
+		var stop func()
+		ahead, stop = t.noiseAhead(stream, steps)
+		defer stop()
+	}
 	rows, labels := make([][]float64, 0, int(2*b)+16), make([]int, 0, int(2*b)+16)
 	for s := range steps {
 		rows, labels = sample(sampR, d, groups, rows[:0], labels[:0])
-		if err := t.step(rows, labels, b, <-noise, dropR); err != nil {
+		n := noiseSource{stream: stream}
+		if ahead != nil {
+			n = noiseSource{z: <-ahead}
+		}
+		if err := t.step(rows, labels, b, n, dropR); err != nil {
 			return res, fmt.Errorf("dpsgd: step %d: %w", s+1, err)
 		}
 		res.Steps = s + 1
@@ -270,12 +280,25 @@ func hasByteBelow(u, n uint64) bool {
 	return (u-ones*n)&^u&highs != 0
 }
 
-// noiseStream draws one noise vector per step on its own goroutine, one
-// step ahead of the gradient work. Each vector is the GaussianVector's
-// noise g·Y, Y exact discrete Gaussians (its release on the zero vector),
-// drawn from a bulk source (rng.Bulk) keyed once per run; stop ends the
-// goroutine.
-func (t *Trainer) noiseStream(r *rng.Rand, steps int) (<-chan []float64, func()) {
+// noiseSource is one step's noise: a vector drawn ahead (z), or the
+// stream to draw it from chunk by chunk while the gradient is in cache.
+// Both give the same values (mech.NoiseStream), so a seeded run does not
+// depend on which one the number of cores chose.
+type noiseSource struct {
+	z      []float64
+	stream *mech.NoiseStream
+}
+
+// noiseChunk is how many noise coordinates noisyMean draws at a time when
+// it draws them itself: 32 KiB, well inside L1 with the gradient's chunk.
+const noiseChunk = 4096
+
+// noiseAhead draws one noise vector per step from stream on its own
+// goroutine, one step ahead of the gradient work, for runs on more than
+// one core; stop ends the goroutine. On one core drawing each chunk just
+// before it is used is cheaper (no 1.6 MB vector written and read back
+// per step for the MLP) and overlaps nothing anyway.
+func (t *Trainer) noiseAhead(stream *mech.NoiseStream, steps int) (<-chan []float64, func()) {
 	out := make(chan []float64, 1)
 	done := make(chan struct{})
 	go func() {
@@ -287,8 +310,7 @@ func (t *Trainer) noiseStream(r *rng.Rand, steps int) (<-chan []float64, func())
 				buf = make([]float64, t.net.NumParams())
 				bufs[s%3] = buf
 			}
-			// buf has the noise's dimension: Noise cannot fail.
-			_ = t.noise.Noise(r, buf)
+			stream.Next(buf)
 			select {
 			case out <- buf:
 			case <-done:
@@ -300,7 +322,7 @@ func (t *Trainer) noiseStream(r *rng.Rand, steps int) (<-chan []float64, func())
 }
 
 // step releases one noisy gradient and applies it.
-func (t *Trainer) step(rows [][]float64, labels []int, b float64, z []float64, dropR *rng.Rand) error {
+func (t *Trainer) step(rows [][]float64, labels []int, b float64, z noiseSource, dropR *rng.Rand) error {
 	mean, err := t.noisyMean(rows, labels, b, z, dropR)
 	if err != nil {
 		return err
@@ -311,24 +333,34 @@ func (t *Trainer) step(rows [][]float64, labels []int, b float64, z []float64, d
 }
 
 // noisyMean is the mechanism of one step and its scaling, in one pass:
-// the clipped sum rounded to the noise's grid plus the noise z, exactly
+// the clipped sum rounded to the noise's grid plus the noise, exactly
 // GaussianVector.AddTo's output (g·round(v/g) + g·Y, all exact in float64;
 // v/g = v·(1/g) since g is a power of two), then multiplied by 1/b, b the
-// expected batch size (post-processing). With three noise buffers and a
-// channel of one, the producer never writes the z in use here.
-func (t *Trainer) noisyMean(rows [][]float64, labels []int, b float64, z []float64, dropR *rng.Rand) ([]float64, error) {
+// expected batch size (post-processing). A vector drawn ahead is one of
+// noiseAhead's three buffers; with a channel of one, the producer never
+// writes the one in use here.
+func (t *Trainer) noisyMean(rows [][]float64, labels []int, b float64, z noiseSource, dropR *rng.Rand) ([]float64, error) {
 	sum, err := t.net.ClippedGrad(rows, labels, t.cfg.Clip, dropR)
 	if err != nil {
 		return nil, err
 	}
 	g := t.noise.Granularity()
 	ig, ib := 1/g, 1/b
-	z = z[:len(sum)]
-	for i, v := range sum {
-		if v-v != 0 { // NaN or ±Inf
-			return nil, fmt.Errorf("gradient coordinate %d is %v: the model diverged (lower the learning rate)", i, v)
+	var chunk [noiseChunk]float64
+	for lo := 0; lo < len(sum); lo += noiseChunk {
+		part := sum[lo:min(lo+noiseChunk, len(sum))]
+		zs := chunk[:len(part)]
+		if z.z != nil {
+			zs = z.z[lo : lo+len(part)]
+		} else {
+			z.stream.Next(zs)
 		}
-		sum[i] = (g*math.Round(v*ig) + z[i]) * ib
+		for i, v := range part {
+			if v-v != 0 { // NaN or ±Inf
+				return nil, fmt.Errorf("gradient coordinate %d is %v: the model diverged (lower the learning rate)", lo+i, v)
+			}
+			part[i] = (g*math.Round(v*ig) + zs[i]) * ib
+		}
 	}
 	return sum, nil
 }

@@ -292,6 +292,16 @@ func (g *tableGauss) fromWord(b *bitbuf, u uint64) (int64, bool) {
 // wordBlock is how many random words fill fetches from the source at once.
 const wordBlock = 256
 
+// wordQueue holds random words fetched a block at a time (r.Fill). fill
+// takes its proposals from it, so that a draw resumed across calls with
+// the same queue and bitbuf continues the same sequence.
+type wordQueue struct {
+	w [wordBlock]uint64
+	k int // next unread word; wordBlock when empty
+}
+
+func newWordQueue() *wordQueue { return &wordQueue{k: wordBlock} }
+
 // buildFast packs bucket j's two items into one word, j in the low half
 // and alias[j] in the high one, and builds the quarter squeezes. fill uses
 // them only when the offset fits the word (wBits ≤ offsetBits).
@@ -306,8 +316,8 @@ func (g *tableGauss) buildFast() {
 // fill sets dst[i] to step·X_i, or adds it when add is true, with
 // independent draws X_i (each exact in float64 for a power of two step:
 // |X| < 2^43). It is sampleBits's law exactly, faster: each proposal takes
-// a fresh word, fetched from b.r a block at a time (b.r.Fill, fastest on a
-// bulk source), and the common path decides it from the packed table
+// a fresh word from q, which fetches them from b.r a block at a time
+// (b.r.Fill, fastest on a bulk source), and the common path decides it from the packed table
 // without branching on the random alias coin or sign. That path is
 // fastWord (table_fast_test.go) written out in the loop: X when U's first
 // 16 bits v16 are below the low squeeze of the proposal's quarter block
@@ -318,8 +328,8 @@ func (g *tableGauss) buildFast() {
 // sampleBits would and draws any extra bits through b.
 // TestTableGaussFastPath checks fastWord against fromWord word by word,
 // and TestTableGaussFillReference fill against fastWord and fromWord.
-// Words left in the last block are discarded unused.
-func (g *tableGauss) fill(b *bitbuf, dst []float64, step float64, add bool) {
+// Words left in q stay for the next call.
+func (g *tableGauss) fill(b *bitbuf, q *wordQueue, dst []float64, step float64, add bool) {
 	if !g.oneWord {
 		for i := range dst {
 			x := step * float64(g.sampleBits(b))
@@ -330,11 +340,13 @@ func (g *tableGauss) fill(b *bitbuf, dst []float64, step float64, add bool) {
 		}
 		return
 	}
-	var words [wordBlock]uint64
 	for i := 0; i < len(dst); {
-		b.r.Fill(words[:])
-		for k := range words {
-			u := words[k]
+		if q.k == wordBlock {
+			b.r.Fill(q.w[:])
+			q.k = 0
+		}
+		for ; q.k < wordBlock; q.k++ {
+			u := q.w[q.k]
 			j := u >> (64 - tableBits)
 			alias := (uint64(g.prob[j]) - 1 - u>>(64-tableBits-coinBits)&(1<<coinBits-1)) >> 63
 			item := uint64(uint32(g.fast[j] >> (alias << 5)))
@@ -358,6 +370,7 @@ func (g *tableGauss) fill(b *bitbuf, dst []float64, step float64, add bool) {
 			}
 			dst[i] = y
 			if i++; i == len(dst) {
+				q.k++
 				return
 			}
 		}
