@@ -39,9 +39,9 @@
 // checks every fast verdict against the exact path at the bounds' edges
 // for every bucket, TestTableGaussFillReference the loop against that
 // reference bit for bit, and TestAuditLaplaceGaussian audits the bulk path
-// with a halved-σ mutant. It costs about 3.5× less per draw than
-// sampleBits on ChaCha8 (CPU time, BenchmarkTableGaussFill against
-// BenchmarkTableGauss).
+// with a halved-σ mutant. A NoiseStream hands out the same draws in
+// chunks of any size, so DP-SGD can draw them just in time (one core) or a
+// step ahead (more cores) and release the same values.
 //
 // # Real-valued mechanisms on a grid
 //

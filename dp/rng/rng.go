@@ -3,7 +3,9 @@
 // Every mechanism takes a *Rand. Production code uses Secure, a ChaCha8
 // CSPRNG keyed and periodically rekeyed from crypto/rand; Seeded exists only for tests and experiments, must be chosen
 // explicitly (the CLI's --seed), and reports its seed so that every output
-// it affects can record it.
+// it affects can record it. Bulk derives from either a faster child stream
+// (AES-256-CTR, secure or seeded like its parent) for samplers that spend
+// millions of words per call; Fill hands out words a block at a time.
 package rng
 
 import (
