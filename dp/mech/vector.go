@@ -281,7 +281,8 @@ func (m *GaussianVector) AddTo(r *rng.Rand, v []float64) error {
 	}
 	// g·round(v/g) + g·Y = g·(round(v/g) + Y) exactly: both sides are the
 	// float64 rounding of the same real, scaled by a power of two.
-	m.NewNoiseStream(r).next(v, true)
+	s := m.noiseStream(r)
+	s.next(v, true)
 	return nil
 }
 
@@ -293,7 +294,8 @@ func (m *GaussianVector) Noise(r *rng.Rand, dst []float64) error {
 	if len(dst) != m.dim {
 		return fmt.Errorf("gaussian vector: noise has dimension %d, mechanism expects %d", len(dst), m.dim)
 	}
-	m.NewNoiseStream(r).Next(dst)
+	s := m.noiseStream(r)
+	s.next(dst, false)
 	return nil
 }
 
@@ -319,7 +321,14 @@ type NoiseStream struct {
 // NewNoiseStream returns a stream drawing from r (from r.Bulk() for
 // dimensions ≥ 1024).
 func (m *GaussianVector) NewNoiseStream(r *rng.Rand) *NoiseStream {
-	s := &NoiseStream{m: m, bulk: m.dg.tab != nil && m.dim >= bulkMinDim}
+	s := m.noiseStream(r)
+	return &s
+}
+
+// noiseStream is NewNoiseStream as a value, so that AddTo and Noise on
+// small vectors do not allocate.
+func (m *GaussianVector) noiseStream(r *rng.Rand) NoiseStream {
+	s := NoiseStream{m: m, bulk: m.dg.tab != nil && m.dim >= bulkMinDim}
 	if s.bulk {
 		r = r.Bulk()
 		s.q = newWordQueue()
