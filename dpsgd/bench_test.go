@@ -72,11 +72,22 @@ func BenchmarkNoise(b *testing.B) {
 	}
 }
 
+// BenchmarkNoiseOnly is one step's noise as Run draws it: Noise (no
+// rounding pass) on a bulk stream keyed once.
+func BenchmarkNoiseOnly(b *testing.B) {
+	m, _ := mech.NewGaussianVector(1.1, 1, 203530)
+	v := make([]float64, 203530)
+	r := rng.Seeded(1).Bulk()
+	for i := 0; i < b.N; i++ {
+		_ = m.Noise(r, v)
+	}
+}
+
 // BenchmarkSample is one step's Poisson sampling of MNIST's 60 000 records.
 func BenchmarkSample(b *testing.B) {
 	d := Data{X: make([][]float64, 60000), Labels: make([]int, 60000)}
 	groups := []Group{{Name: "all", Records: all(60000), Rate: 256.0 / 60000}}
-	r := rng.Seeded(1)
+	r := rng.Seeded(1).Bulk() // as Run's sampling stream
 	var rows [][]float64
 	var labels []int
 	for i := 0; i < b.N; i++ {

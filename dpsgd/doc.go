@@ -15,14 +15,15 @@
 // vector (the adversary of paper 001, §3.1, sees them all); the returned
 // model is one of them.
 //
-// Exactness: sampling draws an exact Bernoulli(q) per record (one 64-bit
-// word compared with q·2^64 when that is an integer, as for every
-// q ≥ 2^-12, else dp/mech's BernoulliFloat), never resamples, drops or pads
+// Exactness: sampling draws an exact Bernoulli(q) per record (one random
+// byte compared with ⌊256q⌋, a tie settled by dp/mech's exact
+// BernoulliFloat of the rest; see sample), never resamples, drops or pads
 // (an empty batch is still a step, its update pure noise), and the noise is
-// mech.GaussianVector:
-// exact discrete Gaussians on a power-of-two grid whose variance covers the
-// grid rounding (see its doc), drawn on a second goroutine while the
-// gradient is computed. The divisor is the expected batch size Σ_g q_g·|g|,
+// mech.GaussianVector's (Noise): exact discrete Gaussians on a power-of-two
+// grid whose variance covers the grid rounding (see its doc), drawn on a
+// second goroutine while the gradient is computed. Both streams are
+// rng.Bulk children (AES-256-CTR) of the caller's source: secure under
+// rng.Secure, reproducible under a seed. The divisor is the expected batch size Σ_g q_g·|g|,
 // never the realised one, which would leak (Opacus issue #571); the group
 // sizes in it are treated as public, as Abadi et al. and Opacus treat n.
 // Results

@@ -253,10 +253,9 @@ func TestAuditOneStep(t *testing.T) {
 		var rows [][]float64
 		var labels []int
 		return func(r *rng.Rand, d Data, groups []Group) float64 {
-			clear(buf)
-			_ = tr.noise.AddTo(r, buf)
+			_ = tr.noise.Noise(r, buf)
 			rows, labels = sample(r, d, groups, rows[:0], labels[:0])
-			sum, err := tr.noisySum(rows, labels, buf, r)
+			sum, err := tr.noisyMean(rows, labels, 1, noiseSource{z: buf}, r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -283,26 +282,89 @@ func TestAuditOneStep(t *testing.T) {
 	}
 }
 
-func TestWordThresholdExact(t *testing.T) {
-	for _, c := range []struct {
-		q    float64
-		want uint64
-		ok   bool
-	}{
-		{0.5, 1 << 63, true},
-		{256.0 / 60000, uint64(math.Ldexp(256.0/60000, 64)), true},
-		{math.Ldexp(1, -12), 1 << 52, true},
-		{math.Nextafter(1, 0), uint64(math.Ldexp(math.Nextafter(1, 0), 64)), true},
-		{math.Ldexp(1+math.Ldexp(1, -52), -13), 0, false}, // a mantissa bit at 2^-65
-		{1, 0, false},
-		{0, 0, false},
-	} {
-		thr, ok := wordThreshold(c.q)
-		if ok != c.ok || (ok && thr != c.want) {
-			t.Errorf("q=%v: threshold %d, %v", c.q, thr, ok)
+// byteRate splits q exactly: (t + f)/256 == q in float64 and f ∈ [0, 1).
+func TestByteRate(t *testing.T) {
+	for _, q := range []float64{0, 1, 0.5, 256.0 / 60000, 3.5 / 256, math.Ldexp(1, -40), math.Nextafter(1, 0), 0.999, 1e-300} {
+		tt, f := byteRate(q)
+		if !(f >= 0 && f < 1) || (float64(tt)+f)/256 != q || tt > 256 {
+			t.Errorf("q = %v: t = %d, f = %v", q, tt, f)
 		}
-		if ok && math.Ldexp(float64(thr), -64) != c.q {
-			t.Errorf("q=%v: threshold %d is not q·2^64", c.q, thr)
+	}
+}
+
+// hasByteBelow agrees with a byte-by-byte check for every threshold, byte
+// position and byte value, the other bytes drawn at random or at n (the
+// boundary where a borrow could leak).
+func TestHasByteBelow(t *testing.T) {
+	r := rng.Seeded(1)
+	for n := uint64(1); n <= 128; n++ {
+		for pos := range 8 {
+			for v := range uint64(256) {
+				for _, rest := range []uint64{r.Uint64(), n * 0x0101010101010101, 0xffffffffffffffff, r.Uint64() | 0x8080808080808080} {
+					u := rest&^(0xff<<(8*pos)) | v<<(8*pos)
+					want := false
+					for k := range 8 {
+						want = want || u>>(8*k)&0xff < n
+					}
+					if got := hasByteBelow(u, n); got != want {
+						t.Fatalf("hasByteBelow(%#x, %d) = %v", u, n, got)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Every record joins each step's batch with its group's rate: the count of
+// each record position modulo 8 (its byte lane) and each group's total
+// match Binomial(steps·records, q), and no record joins twice in a step.
+func TestSampleRates(t *testing.T) {
+	const n, steps = 1003, 400
+	d := Data{X: make([][]float64, n), Labels: make([]int, n)}
+	for i := range d.X {
+		d.X[i] = []float64{float64(i)}
+	}
+	groups := []Group{
+		{Name: "tiny", Records: all(n)[:300], Rate: 256.0 / 60000},
+		{Name: "tie", Records: all(n)[300:600], Rate: 3.5 / 256},
+		{Name: "half", Records: all(n)[600:900], Rate: 0.7},
+		{Name: "sure", Records: all(n)[900:1000], Rate: 1},
+		{Name: "never", Records: all(n)[1000:], Rate: 0},
+	}
+	group := make([]int, n)
+	for k, g := range groups {
+		for _, i := range g.Records {
+			group[i] = k
+		}
+	}
+	var counts [5][8]int
+	r := rng.Seeded(3).Bulk()
+	var rows [][]float64
+	for range steps {
+		rows, _ = sample(r, d, groups, rows[:0], nil)
+		seen := map[int]bool{}
+		for _, x := range rows {
+			i := int(x[0])
+			if seen[i] {
+				t.Fatalf("record %d sampled twice in a step", i)
+			}
+			seen[i] = true
+			g := groups[group[i]]
+			counts[group[i]][(i-g.Records[0])%8]++
+		}
+	}
+	for k, g := range groups {
+		total := 0
+		for lane, c := range counts[k] {
+			total += c
+			m := float64(steps * ((len(g.Records) - lane + 7) / 8))
+			if sd := math.Sqrt(m * g.Rate * (1 - g.Rate)); math.Abs(float64(c)-m*g.Rate) > 5*sd+1e-9 {
+				t.Errorf("group %s lane %d: %d joins, want %.1f ± %.1f", g.Name, lane, c, m*g.Rate, sd)
+			}
+		}
+		m := float64(steps * len(g.Records))
+		if sd := math.Sqrt(m * g.Rate * (1 - g.Rate)); math.Abs(float64(total)-m*g.Rate) > 5*sd+1e-9 {
+			t.Errorf("group %s: %d joins, want %.1f ± %.1f", g.Name, total, m*g.Rate, sd)
 		}
 	}
 }

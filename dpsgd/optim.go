@@ -83,26 +83,29 @@ func (o *optimizer) rate() float64 {
 	return o.lr
 }
 
-// step updates theta with gradient g (g may be modified).
+// step updates theta with gradient g (g may be modified). SGD and
+// momentum add the weight decay in their own pass.
 func (o *optimizer) step(theta, g []float64) {
 	lr := o.rate()
 	o.t++
-	if o.decay > 0 {
-		for i, w := range theta {
-			g[i] += o.decay * w
-		}
-	}
+	theta = theta[:len(g)]
 	switch o.kind {
 	case SGD:
 		for i, gi := range g {
-			theta[i] -= lr * gi
+			theta[i] -= lr * (gi + o.decay*theta[i])
 		}
 	case Momentum:
+		m := o.m[:len(g)]
 		for i, gi := range g {
-			o.m[i] = o.mu*o.m[i] + gi
-			theta[i] -= lr * o.m[i]
+			m[i] = o.mu*m[i] + (gi + o.decay*theta[i])
+			theta[i] -= lr * m[i]
 		}
 	case Adam, NAdam:
+		if o.decay > 0 {
+			for i, w := range theta {
+				g[i] += o.decay * w
+			}
+		}
 		o.adam(theta, g, lr)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"time"
 
 	"github.com/dpal-dev/dpal/dp/account"
@@ -127,13 +128,22 @@ func (t *Trainer) Run(led *ledger.Ledger, r *rng.Rand, d Data, groups []Group, s
 		return res, err
 	}
 	start := time.Now()
-	sampR, noiseR, dropR := r.Split(), r.Split(), r.Split()
-	noise, stop := t.noiseStream(noiseR, steps)
-	defer stop()
+	sampR, noiseR, dropR := r.Split().Bulk(), r.Split().Bulk(), r.Split()
+	stream := t.noise.NewNoiseStream(noiseR)
+	var ahead <-chan []float64
+	if runtime.GOMAXPROCS(0) > 1 {
+		var stop func()
+		ahead, stop = t.noiseAhead(stream, steps)
+		defer stop()
+	}
 	rows, labels := make([][]float64, 0, int(2*b)+16), make([]int, 0, int(2*b)+16)
 	for s := range steps {
 		rows, labels = sample(sampR, d, groups, rows[:0], labels[:0])
-		if err := t.step(rows, labels, b, <-noise, dropR); err != nil {
+		n := noiseSource{stream: stream}
+		if ahead != nil {
+			n = noiseSource{z: <-ahead}
+		}
+		if err := t.step(rows, labels, b, n, dropR); err != nil {
 			return res, fmt.Errorf("dpsgd: step %d: %w", s+1, err)
 		}
 		res.Steps = s + 1
@@ -209,49 +219,86 @@ func (t *Trainer) charge(led *ledger.Ledger, groups []Group, steps int) ([]Charg
 	return out, nil
 }
 
-// sample appends each group's records, each with its group's rate (an
-// exact Bernoulli draw), to rows and labels.
+// sample appends each group's records, each with its group's rate, to
+// rows and labels. Each record joins independently with probability exactly
+// q, its group's rate: the Poisson sampling that the amplification bound of
+// account.SubsampledGaussian assumes.
+//
+// Why exactly q, at one random byte per record: write 256q = t + f with
+// t = ⌊256q⌋ and f ∈ [0, 1) (both exact in float64: scaling by 256 and
+// taking the fractional part are exact). A record's byte B is uniform on
+// 0..255; it joins when B < t, or when B = t and a fresh Bernoulli(f) draw
+// (mech.BernoulliFloat, exact for any float64) succeeds: probability
+// t/256 + f/256 = q. Distinct records read distinct bytes (eight per
+// random word) and the ties fresh bits, so the draws are independent.
+// For q < 1/2 (t ≤ 127) a word whose eight bytes all exceed t is skipped
+// with one test (hasByteBelow), which is what makes this cheap: at
+// q = 256/60000 about 6 % of the words need a look at their bytes.
 func sample(r *rng.Rand, d Data, groups []Group, rows [][]float64, labels []int) ([][]float64, []int) {
+	var words [sampleBlock]uint64
 	for _, g := range groups {
 		if g.Rate == 0 {
 			continue
 		}
-		thr, word := wordThreshold(g.Rate)
-		for _, i := range g.Records {
-			var in bool
-			switch {
-			case g.Rate == 1:
-				in = true
-			case word:
-				in = r.Uint64() < thr
-			default:
-				in = mech.BernoulliFloat(r, g.Rate)
+		t, f := byteRate(g.Rate)
+		recs := g.Records
+		for len(recs) > 0 {
+			n := min(len(words), (len(recs)+7)/8)
+			r.Fill(words[:n])
+			for k, u := range words[:n] {
+				if t < 128 && !hasByteBelow(u, t+1) {
+					continue
+				}
+				for lane, i := range recs[8*k : min(8*k+8, len(recs))] {
+					if b := u >> (8 * lane) & 0xff; b < t || (b == t && mech.BernoulliFloat(r, f)) {
+						rows, labels = append(rows, d.X[i]), append(labels, d.Labels[i])
+					}
+				}
 			}
-			if in {
-				rows, labels = append(rows, d.X[i]), append(labels, d.Labels[i])
-			}
+			recs = recs[min(len(recs), 8*n):]
 		}
 	}
 	return rows, labels
 }
 
-// wordThreshold returns t = q·2^64 and true when that is an integer below
-// 2^64, as it is for every float64 q in [2^-12, 1): then a uniform 64-bit
-// word u satisfies P(u < t) = t/2^64 = q exactly, one word per record. For
-// smaller q the caller uses mech.BernoulliFloat, exact for any float64.
-func wordThreshold(q float64) (uint64, bool) {
-	t := math.Ldexp(q, 64)
-	if q > 0 && t < math.Ldexp(1, 64) && t == math.Trunc(t) {
-		return uint64(t), true
-	}
-	return 0, false
+// sampleBlock is how many random words sample fetches at once.
+const sampleBlock = 128
+
+// byteRate splits q ∈ [0, 1] as 256q = t + f, t = ⌊256q⌋, f ∈ [0, 1),
+// both exact.
+func byteRate(q float64) (uint64, float64) {
+	t := math.Floor(q * 256)
+	return uint64(t), q*256 - t
 }
 
-// noiseStream draws one noise vector per step on its own goroutine, one
-// step ahead of the gradient work. Each vector is the GaussianVector's
-// release on the zero vector, g·Y with Y exact discrete Gaussians; stop
-// ends the goroutine.
-func (t *Trainer) noiseStream(r *rng.Rand, steps int) (<-chan []float64, func()) {
+// hasByteBelow reports whether some byte of u is below n, for 1 ≤ n ≤ 128:
+// the borrow of u − n·0x01…01 reaches a byte's top bit exactly when the
+// lowest byte below n does (the classic SWAR test; checked exhaustively
+// per byte position in TestHasByteBelow).
+func hasByteBelow(u, n uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	return (u-ones*n)&^u&highs != 0
+}
+
+// noiseSource is one step's noise: a vector drawn ahead (z), or the
+// stream to draw it from chunk by chunk while the gradient is in cache.
+// Both give the same values (mech.NoiseStream), so a seeded run does not
+// depend on which one the number of cores chose.
+type noiseSource struct {
+	z      []float64
+	stream *mech.NoiseStream
+}
+
+// noiseChunk is how many noise coordinates noisyMean draws at a time when
+// it draws them itself: 32 KiB, well inside L1 with the gradient's chunk.
+const noiseChunk = 4096
+
+// noiseAhead draws one noise vector per step from stream on its own
+// goroutine, one step ahead of the gradient work, for runs on more than
+// one core; stop ends the goroutine. On one core drawing each chunk just
+// before it is used is cheaper (no 1.6 MB vector written and read back
+// per step for the MLP) and overlaps nothing anyway.
+func (t *Trainer) noiseAhead(stream *mech.NoiseStream, steps int) (<-chan []float64, func()) {
 	out := make(chan []float64, 1)
 	done := make(chan struct{})
 	go func() {
@@ -263,9 +310,7 @@ func (t *Trainer) noiseStream(r *rng.Rand, steps int) (<-chan []float64, func())
 				buf = make([]float64, t.net.NumParams())
 				bufs[s%3] = buf
 			}
-			clear(buf)
-			// Zero is on the grid and finite: AddTo cannot fail.
-			_ = t.noise.AddTo(r, buf)
+			stream.Next(buf)
 			select {
 			case out <- buf:
 			case <-done:
@@ -277,34 +322,45 @@ func (t *Trainer) noiseStream(r *rng.Rand, steps int) (<-chan []float64, func())
 }
 
 // step releases one noisy gradient and applies it.
-func (t *Trainer) step(rows [][]float64, labels []int, b float64, z []float64, dropR *rng.Rand) error {
-	sum, err := t.noisySum(rows, labels, z, dropR)
+func (t *Trainer) step(rows [][]float64, labels []int, b float64, z noiseSource, dropR *rng.Rand) error {
+	mean, err := t.noisyMean(rows, labels, b, z, dropR)
 	if err != nil {
 		return err
 	}
-	for i := range sum {
-		sum[i] /= b
-	}
-	t.opt.step(t.net.Params(), sum)
+	t.opt.step(t.net.Params(), mean)
 	t.steps++
 	return nil
 }
 
-// noisySum is the mechanism of one step: the clipped sum rounded to the
-// noise's grid plus the noise z, exactly GaussianVector.AddTo's output
-// (g·round(v/g) + g·Y, all exact in float64). With three noise buffers and
-// a channel of one, the producer never writes the z in use here.
-func (t *Trainer) noisySum(rows [][]float64, labels []int, z []float64, dropR *rng.Rand) ([]float64, error) {
+// noisyMean is the mechanism of one step and its scaling, in one pass:
+// the clipped sum rounded to the noise's grid plus the noise, exactly
+// GaussianVector.AddTo's output (g·round(v/g) + g·Y, all exact in float64;
+// v/g = v·(1/g) since g is a power of two), then multiplied by 1/b, b the
+// expected batch size (post-processing). A vector drawn ahead is one of
+// noiseAhead's three buffers; with a channel of one, the producer never
+// writes the one in use here.
+func (t *Trainer) noisyMean(rows [][]float64, labels []int, b float64, z noiseSource, dropR *rng.Rand) ([]float64, error) {
 	sum, err := t.net.ClippedGrad(rows, labels, t.cfg.Clip, dropR)
 	if err != nil {
 		return nil, err
 	}
 	g := t.noise.Granularity()
-	for i, v := range sum {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("gradient coordinate %d is %v: the model diverged (lower the learning rate)", i, v)
+	ig, ib := 1/g, 1/b
+	var chunk [noiseChunk]float64
+	for lo := 0; lo < len(sum); lo += noiseChunk {
+		part := sum[lo:min(lo+noiseChunk, len(sum))]
+		zs := chunk[:len(part)]
+		if z.z != nil {
+			zs = z.z[lo : lo+len(part)]
+		} else {
+			z.stream.Next(zs)
 		}
-		sum[i] = g*math.Round(v/g) + z[i]
+		for i, v := range part {
+			if v-v != 0 { // NaN or ±Inf
+				return nil, fmt.Errorf("gradient coordinate %d is %v: the model diverged (lower the learning rate)", lo+i, v)
+			}
+			part[i] = (g*math.Round(v*ig) + zs[i]) * ib
+		}
 	}
 	return sum, nil
 }

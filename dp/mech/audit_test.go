@@ -96,7 +96,29 @@ func TestAuditLaplaceGaussian(t *testing.T) {
 			return v[0]
 		}
 	}
+	// The bulk path (fill, dimension ≥ bulkMinDim): every coordinate of
+	// AddTo(x·1) is an independent release of x, handed out one per trial.
+	const d = 2 * bulkMinDim
+	gvBulk, _ := NewGaussianVector(gau.sigma, 1, d)
+	gvBulkMut := *gvBulk
+	gvBulkMut.dg = newDGaussInt((gvBulk.dg.t+1)/2, (gvBulk.dg.m+1)/2).withTable()
+	bulkRelease := func(m *GaussianVector) func(*rng.Rand, float64) float64 {
+		bufs := map[float64][]float64{}
+		return func(r *rng.Rand, x float64) float64 {
+			v := bufs[x]
+			if len(v) == 0 {
+				v = make([]float64, d)
+				for i := range v {
+					v[i] = x
+				}
+				_ = m.AddTo(r, v)
+			}
+			bufs[x] = v[1:]
+			return v[0]
+		}
+	}
 	runAudits(t, []auditCase{
+		{"gaussian-vector-bulk", 1, 1e-5, continuousAudit(9, 1e-5, bulkRelease(gvBulk), 0, 1), continuousAudit(10, 1e-5, bulkRelease(&gvBulkMut), 0, 1), gvBulk},
 		{"laplace", 1, 0, continuousAudit(1, 0, release(lap), 0, 1), continuousAudit(2, 0, release(&lapMut), 0, 1), lap},
 		{"gaussian", 1, 1e-5, continuousAudit(3, 1e-5, release(gau), 0, 1), continuousAudit(4, 1e-5, release(&gauMut), 0, 1), gau},
 		{"gaussian-vector", 1, 1e-5, continuousAudit(5, 1e-5, vecRelease(gv), 0, 1), continuousAudit(6, 1e-5, vecRelease(&gvMut), 0, 1), gv},

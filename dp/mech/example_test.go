@@ -180,3 +180,26 @@ func ExampleTree() {
 	fmt.Printf("levels %d, rho %.4f, exact ε at δ=1e-6 %.2f\n", tr.Levels(), tr.Loss().Rho, eps)
 	// Output: levels 11, rho 0.3438, exact ε at δ=1e-6 3.95
 }
+
+// A NoiseStream hands out the same noise however it is cut: DP-SGD draws a
+// step's noise chunk by chunk on one core and whole vectors ahead on more.
+func ExampleGaussianVector_NewNoiseStream() {
+	const d = 5000
+	m, err := mech.NewGaussianVector(1.1, 1, d)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	whole, chunked := make([]float64, d), make([]float64, d)
+	m.NewNoiseStream(rng.Seeded(3)).Next(whole)
+	s := m.NewNoiseStream(rng.Seeded(3))
+	for lo := 0; lo < d; lo += 1000 {
+		s.Next(chunked[lo : lo+1000])
+	}
+	same := true
+	for i := range whole {
+		same = same && whole[i] == chunked[i]
+	}
+	fmt.Println(same)
+	// Output: true
+}

@@ -49,18 +49,22 @@ import (
 // sampler has its guarantee up to that δ (documented where it is used).
 // σ² = num/den must be ≥ 1/4; smaller σ use CKS Algorithm 3.
 type tableGauss struct {
-	num, den     uint64             // σ² = num/den exactly
-	s2           float64            // σ² as a float, for the table and tier 2
-	wBits, tBits uint               // bulk block width W = 2^wBits, tail block width 2^tBits
-	n0, nMax     uint64             // start of the tail; truncation point
-	z            float64            // weight per unit of envelope height per width W
-	prob         [tableSize]uint32  // alias coin thresholds, ≤ 2^coinBits
-	alias        [tableSize]uint16  //
-	squeeze      [tableSize]uint16  // ⌊2^16 · lower bound of ρ on bulk block j⌋
-	offMask      uint64             // 2^min(wBits, offsetBits) − 1
-	weight       [tableSize]uint64  // slow paths only from here on
-	logc         [tableSize]float64 // ln c_j (bulk) and ln c_t (tail item)
-	exactOnly    bool               // tests: skip tier 2
+	num, den     uint64                // σ² = num/den exactly
+	s2           float64               // σ² as a float, for the table and tier 2
+	wBits, tBits uint                  // bulk block width W = 2^wBits, tail block width 2^tBits
+	n0, nMax     uint64                // start of the tail; truncation point
+	z            float64               // weight per unit of envelope height per width W
+	prob         [tableSize]uint32     // alias coin thresholds, ≤ 2^coinBits
+	alias        [tableSize]uint16     //
+	squeeze      [tableSize]uint16     // ⌊2^16 · lower bound of ρ on bulk block j⌋
+	offMask      uint64                // 2^min(wBits, offsetBits) − 1
+	oneWord      bool                  // wBits ≤ offsetBits: fill's fast path applies
+	fast         [tableSize]uint64     // item j | alias[j]<<32 (buildFast)
+	subShift     uint                  // offset >> subShift is the quarter of a bulk block
+	sub          [4 * tableSize]uint32 // per item and quarter: ⌊2^16·ρ_low⌋ | (⌈2^16·ρ_high⌉ − 1)<<16
+	weight       [tableSize]uint64     // slow paths only from here on
+	logc         [tableSize]float64    // ln c_j (bulk) and ln c_t (tail item)
+	exactOnly    bool                  // tests: skip tier 2
 }
 
 const (
@@ -116,6 +120,7 @@ func newTableGauss(num, den uint64) (*tableGauss, error) {
 	}
 	g.buildAlias()
 	g.buildSqueeze()
+	g.buildFast()
 	return g, nil
 }
 
@@ -196,10 +201,48 @@ func (g *tableGauss) buildAlias() {
 // of f(n)/c_j on the block (f's minimum is at its right end).
 func (g *tableGauss) buildSqueeze() {
 	w := uint64(1) << g.wBits
-	for j := range bulkBlocks {
-		last := float64(uint64(j)*w + w - 1)
-		lo := g.f(last) * g.z / float64(g.weight[j]) * (1 - tableMargin)
-		g.squeeze[j] = uint16(math.Floor(math.Ldexp(min(lo, 1), squeezeBits) * (1 - tableMargin)))
+	for j := range uint64(bulkBlocks) {
+		g.squeeze[j] = uint16(g.squeezeLow(j, j*w+w-1))
+	}
+}
+
+// squeezeLow is ⌊2^16·ρ_low⌋ for bulk block j's proposals n ≤ last, ρ_low
+// a lower bound of ρ(last) = f(last)/c_j (f decreases on n ≥ 0).
+func (g *tableGauss) squeezeLow(j, last uint64) uint64 {
+	lo := g.f(float64(last)) * g.z / float64(g.weight[j]) * (1 - tableMargin)
+	return uint64(math.Floor(math.Ldexp(min(lo, 1), squeezeBits) * (1 - tableMargin)))
+}
+
+// squeezeHigh is ⌈2^16·ρ_high⌉ ∈ [1, 2^16] for bulk block j's proposals
+// n ≥ first, ρ_high an upper bound of ρ(first). For x = first²/2σ² ≤ 2^11
+// the float error is covered by the margins as in newTableGauss; beyond,
+// ρ < e^−2048·z ≤ e^−2048·2^26 < 2^−16 (c_j ≥ 1/z, z ≤ 2^26 since the
+// bulk mass is ≥ f(0) = 1), so the floor of 1 is a valid bound; ρ ≤ 1
+// everywhere (the envelope dominates f), so the cap is too.
+func (g *tableGauss) squeezeHigh(j, first uint64) uint64 {
+	hi := g.f(float64(first)) * g.z / float64(g.weight[j]) * (1 + tableMargin)
+	return uint64(max(math.Ceil(math.Ldexp(min(hi*(1+tableMargin), 1), squeezeBits)), 1))
+}
+
+// buildSub stores, for each bulk block and each quarter of it (each value
+// of a block narrower than 4), the squeeze bounds of ρ on the quarter:
+// fill accepts when U's first 16 bits v16 are below the low one, and
+// rejects when v16 ≥ the high one (then U ≥ v16·2^−16 ≥ ρ), without tier 2.
+// Entries of the tail and spare items, and unused quarters, decide nothing
+// (low 0, high 2^16).
+func (g *tableGauss) buildSub() {
+	subBits := min(2, g.wBits)
+	g.subShift = g.wBits - subBits
+	size := uint64(1) << g.subShift
+	for item := range uint64(tableSize) {
+		for q := range uint64(4) {
+			lo, hi := uint64(0), uint64(1<<squeezeBits)
+			if item < bulkBlocks && q < 1<<subBits {
+				first := item<<g.wBits + q*size
+				lo, hi = g.squeezeLow(item, first+size-1), g.squeezeHigh(item, first)
+			}
+			g.sub[item<<2|q] = uint32(lo | (hi-1)<<squeezeBits)
+		}
 	}
 }
 
@@ -208,33 +251,128 @@ func (g *tableGauss) buildSqueeze() {
 // offset in the block (the rest, if W > 2^21, comes from the buffer).
 func (g *tableGauss) sampleBits(b *bitbuf) int64 {
 	for {
-		u := b.r.Uint64()
-		item := u >> (64 - tableBits)
-		if u>>(64-tableBits-coinBits)&(1<<coinBits-1) >= uint64(g.prob[item]) {
-			item = uint64(g.alias[item])
+		if x, ok := g.fromWord(b, b.r.Uint64()); ok {
+			return x
 		}
-		v16 := u >> (offsetBits + 1) & (1<<squeezeBits - 1)
-		var n uint64
-		var ok bool
-		switch {
-		case item < bulkBlocks:
-			off := u & g.offMask
-			if g.wBits > offsetBits {
-				off = off<<(g.wBits-offsetBits) | b.takeUpTo(g.wBits-offsetBits)
+	}
+}
+
+// fromWord runs one proposal from the random word u (and, on the slow
+// paths, further bits from b): X, or false when the proposal is rejected.
+func (g *tableGauss) fromWord(b *bitbuf, u uint64) (int64, bool) {
+	item := u >> (64 - tableBits)
+	if u>>(64-tableBits-coinBits)&(1<<coinBits-1) >= uint64(g.prob[item]) {
+		item = uint64(g.alias[item])
+	}
+	v16 := u >> (offsetBits + 1) & (1<<squeezeBits - 1)
+	var n uint64
+	var ok bool
+	switch {
+	case item < bulkBlocks:
+		off := u & g.offMask
+		if g.wBits > offsetBits {
+			off = off<<(g.wBits-offsetBits) | b.takeUpTo(g.wBits-offsetBits)
+		}
+		n = item<<g.wBits | off
+		ok = v16 < uint64(g.squeeze[item]) || g.accept(b, n, item, 0, v16)
+	case item == tailItem:
+		n, ok = g.tail(b, v16)
+	}
+	switch {
+	case !ok:
+		return 0, false
+	case u>>offsetBits&1 == 0:
+		return int64(n), true
+	case n != 0:
+		return -int64(n), true
+	}
+	return 0, false // (−, 0): 0 is proposed with sign + only
+}
+
+// wordBlock is how many random words fill fetches from the source at once.
+const wordBlock = 256
+
+// wordQueue holds random words fetched a block at a time (r.Fill). fill
+// takes its proposals from it, so that a draw resumed across calls with
+// the same queue and bitbuf continues the same sequence.
+type wordQueue struct {
+	w [wordBlock]uint64
+	k int // next unread word; wordBlock when empty
+}
+
+func newWordQueue() *wordQueue { return &wordQueue{k: wordBlock} }
+
+// buildFast packs bucket j's two items into one word, j in the low half
+// and alias[j] in the high one, and builds the quarter squeezes. fill uses
+// them only when the offset fits the word (wBits ≤ offsetBits).
+func (g *tableGauss) buildFast() {
+	g.oneWord = g.wBits <= offsetBits
+	for j := range uint64(tableSize) {
+		g.fast[j] = j | uint64(g.alias[j])<<32
+	}
+	g.buildSub()
+}
+
+// fill sets dst[i] to step·X_i, or adds it when add is true, with
+// independent draws X_i (each exact in float64 for a power of two step:
+// |X| < 2^43). It is sampleBits's law exactly, faster: each proposal takes
+// a fresh word from q, which fetches them from b.r a block at a time
+// (b.r.Fill, fastest on a bulk source), and the common path decides it from the packed table
+// without branching on the random alias coin or sign. That path is
+// fastWord (table_fast_test.go) written out in the loop: X when U's first
+// 16 bits v16 are below the low squeeze of the proposal's quarter block
+// and n ≠ 0, a rejection when v16 is at or above its high squeeze. The alias
+// choice is a shift by 0 or 32 (coin ≥ prob[j] exactly when
+// prob[j] − 1 − coin borrows, both below 2^17), the sign a conditional
+// negation. Every other word goes to fromWord, which decides it exactly as
+// sampleBits would and draws any extra bits through b.
+// TestTableGaussFastPath checks fastWord against fromWord word by word,
+// and TestTableGaussFillReference fill against fastWord and fromWord.
+// Words left in q stay for the next call.
+func (g *tableGauss) fill(b *bitbuf, q *wordQueue, dst []float64, step float64, add bool) {
+	if !g.oneWord {
+		for i := range dst {
+			x := step * float64(g.sampleBits(b))
+			if add {
+				x += dst[i]
 			}
-			n = item<<g.wBits | off
-			ok = v16 < uint64(g.squeeze[item]) || g.accept(b, n, item, 0, v16)
-		case item == tailItem:
-			n, ok = g.tail(b, v16)
+			dst[i] = x
 		}
-		if !ok {
-			continue
+		return
+	}
+	for i := 0; i < len(dst); {
+		if q.k == wordBlock {
+			b.r.Fill(q.w[:])
+			q.k = 0
 		}
-		if u>>offsetBits&1 == 0 {
-			return int64(n)
-		}
-		if n != 0 {
-			return -int64(n)
+		for ; q.k < wordBlock; q.k++ {
+			u := q.w[q.k]
+			j := u >> (64 - tableBits)
+			alias := (uint64(g.prob[j]) - 1 - u>>(64-tableBits-coinBits)&(1<<coinBits-1)) >> 63
+			item := uint64(uint32(g.fast[j] >> (alias << 5)))
+			off := u & g.offMask
+			e := g.sub[(item<<2|off>>g.subShift)&(4*tableSize-1)]
+			n := item<<(g.wBits&63) | off
+			neg := int64(u<<(63-offsetBits)) >> 63 // −1 for the sign bit set, else 0
+			x := int64(n) ^ neg - neg
+			if v16 := uint16(u >> (offsetBits + 1)); v16 >= uint16(e) || n == 0 {
+				if v16 > uint16(e>>squeezeBits) {
+					continue // U ≥ ρ_high ≥ ρ(n): rejected
+				}
+				var ok bool
+				if x, ok = g.fromWord(b, u); !ok {
+					continue
+				}
+			}
+			y := step * float64(x)
+			if add {
+				y += dst[i]
+			}
+			dst[i] = y
+			if i++; i == len(dst) {
+				q.k++
+				return
+			}
 		}
 	}
 }

@@ -3,7 +3,9 @@
 // Every mechanism takes a *Rand. Production code uses Secure, a ChaCha8
 // CSPRNG keyed and periodically rekeyed from crypto/rand; Seeded exists only for tests and experiments, must be chosen
 // explicitly (the CLI's --seed), and reports its seed so that every output
-// it affects can record it.
+// it affects can record it. Bulk derives from either a faster child stream
+// (AES-256-CTR, secure or seeded like its parent) for samplers that spend
+// millions of words per call; Fill hands out words a block at a time.
 package rng
 
 import (
@@ -24,6 +26,7 @@ type Rand struct {
 	// Uint64 (the samplers' hot call) skips the interface dispatch.
 	chacha *rand.ChaCha8
 	secure *secureSource
+	aes    *aesSource
 }
 
 // Secure returns a Rand backed by a CSPRNG: ChaCha8 (which the Go standard
@@ -44,6 +47,8 @@ func (r *Rand) Uint64() uint64 {
 		return r.chacha.Uint64()
 	case r.secure != nil:
 		return r.secure.Uint64()
+	case r.aes != nil:
+		return r.aes.Uint64()
 	}
 	return r.Rand.Uint64()
 }

@@ -1,0 +1,129 @@
+package rng
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"encoding/binary"
+	"math/bits"
+	"math/rand/v2"
+	"unsafe"
+)
+
+// Bulk returns a child Rand for samplers that spend millions of words per
+// call (the vector mechanisms' noise, DP-SGD's Poisson sampling): AES-256 in
+// counter mode, keyed with 256 bits drawn from r, whose keystream it returns
+// as little-endian words. With AES-NI it is about four times ChaCha8's
+// throughput (BenchmarkUint64/bulk against /seeded: 2.3 ns against 9–12 ns a
+// word on the development machine). Counter-mode AES under a secret key is
+// the NIST SP 800-90A CTR_DRBG construction; like Secure, the stream erases
+// its key every rekeyWords words, replacing it by the next 32 bytes of its
+// own keystream, so a later compromise of the state reveals no earlier output.
+//
+// A child of a seeded Rand is reproducible from the parent's seed and
+// reports it; a child of a secure Rand is secure. The child consumes four
+// words of r, so the parent's stream stays reproducible too.
+//
+// When r is already a bulk source, Bulk returns r itself.
+func (r *Rand) Bulk() *Rand {
+	if r.aes != nil {
+		return r
+	}
+	var key [32]byte
+	for i := range 4 {
+		binary.LittleEndian.PutUint64(key[8*i:], r.Uint64())
+	}
+	s := newAESSource(key)
+	clear(key[:])
+	return &Rand{Rand: rand.New(s), seed: r.seed, seeded: r.seeded, aes: s}
+}
+
+// Fill sets dst to uniformly random words: the same words, in order, as
+// len(dst) calls of Uint64, faster for a bulk source.
+func (r *Rand) Fill(dst []uint64) {
+	if r.aes != nil {
+		r.aes.fill(dst)
+		return
+	}
+	for i := range dst {
+		dst[i] = r.Uint64()
+	}
+}
+
+// aesBufWords is the keystream buffered per AES call: large enough to
+// amortise the call, small enough for L1.
+const aesBufWords = 512
+
+// littleEndian says whether the machine stores words little-endian, so
+// that the keystream's bytes, read in place, are already its
+// little-endian words.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// aesSource is AES-256-CTR's keystream, a buffer at a time.
+type aesSource struct {
+	ctr  cipher.Stream
+	buf  [aesBufWords]uint64 // keystream as little-endian words
+	i    int                 // next unread word of buf
+	left int                 // words until the next rekey
+}
+
+func newAESSource(key [32]byte) *aesSource {
+	s := &aesSource{}
+	s.rekey(key[:])
+	return s
+}
+
+// rekey starts a fresh counter-mode stream under key (32 bytes).
+func (s *aesSource) rekey(key []byte) {
+	// A 32-byte key is always valid for aes.NewCipher.
+	block, _ := aes.NewCipher(key)
+	s.ctr = cipher.NewCTR(block, make([]byte, aes.BlockSize))
+	s.left = rekeyWords
+	s.i = aesBufWords
+}
+
+func (s *aesSource) Uint64() uint64 {
+	if s.i == aesBufWords {
+		s.refill()
+	}
+	w := s.buf[s.i]
+	s.i++
+	return w
+}
+
+// refill encrypts the next counter blocks into buf, rekeying first when the
+// key's quota is spent. Out of line so that Uint64 inlines. The keystream
+// is written over buf's own bytes (unsafe only in this view), then, on a
+// big-endian machine, byte-swapped so that the words are the same
+// everywhere.
+//
+//go:noinline
+func (s *aesSource) refill() {
+	if s.left <= 0 {
+		var key [32]byte
+		s.ctr.XORKeyStream(key[:], key[:])
+		s.rekey(key[:])
+		clear(key[:])
+	}
+	clear(s.buf[:])
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&s.buf[0])), 8*aesBufWords)
+	s.ctr.XORKeyStream(b, b)
+	if !littleEndian {
+		for i, w := range s.buf {
+			s.buf[i] = bits.ReverseBytes64(w)
+		}
+	}
+	s.i = 0
+	s.left -= aesBufWords
+}
+
+// fill copies words from the buffer, refilling it as needed.
+func (s *aesSource) fill(dst []uint64) {
+	for len(dst) > 0 {
+		if s.i == aesBufWords {
+			s.refill()
+		}
+		n := copy(dst, s.buf[s.i:])
+		s.i += n
+		dst = dst[n:]
+	}
+}
