@@ -25,7 +25,7 @@ func BenchmarkPFTL(b *testing.B) {
 	for _, c := range []struct {
 		steps, batch int
 		treesOnly    bool
-	}{{500000, 32, false}, {500000, 1, false}, {500000, 1, true}, {20000, 1, false}} {
+	}{{500000, 32, false}, {500000, 1, false}, {500000, 1, true}, {20000, 1, false}, {20000, 1, true}} {
 		name := fmt.Sprintf("T=%d/batch=%d", c.steps, c.batch)
 		if c.treesOnly {
 			name = fmt.Sprintf("T=%d/trees-only", c.steps)
