@@ -98,7 +98,7 @@ func (c *conv) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 	for i := range zv.r {
 		copy(zv.row(i), c.wt.b())
 	}
-	gemm(false, true, 1, c.u, c.wt.wT(), 1, zv)
+	gemm(false, false, 1, c.u, c.wt.w(), 1, zv)
 	return c.z
 }
 
@@ -109,7 +109,7 @@ func (c *conv) backward(g matrix, needIn bool) matrix {
 		return matrix{}
 	}
 	c.gu = c.gu.resize(g.r*p, t)
-	gemm(false, false, 1, c.g, c.wt.wT(), 0, c.gu)
+	gemm(false, true, 1, c.g, c.wt.w(), 0, c.gu)
 	c.gin = c.gin.resize(g.r, c.in.size())
 	parallel(g.r, func(i int) {
 		gi := c.gin.row(i)
@@ -124,8 +124,8 @@ func (c *conv) backward(g matrix, needIn bool) matrix {
 	return c.gin
 }
 
-// sqNorms materialises each example's kernel gradient, transposed
-// (G_iᵀU_i, out × taps), for its norm; the bias gradient is the column sum of G_i.
+// sqNorms materialises each example's kernel gradient U_iᵀG_i (taps × out)
+// for its norm; the bias gradient is the column sum of G_i.
 // Examples are spread over the cores, each worker with its own scratch;
 // every example's norm is computed alone, so the result does not depend on
 // the core count.
@@ -134,12 +134,12 @@ func (c *conv) sqNorms(acc []float64) {
 	workers := min(runtime.GOMAXPROCS(0), c.batch)
 	c.per = c.per.resize(workers*c.out, t)
 	parallelChunks(c.batch, workers, func(w, lo, hi int) {
-		per := matrix{c.out, t, c.per.d[w*c.out*t : (w+1)*c.out*t]}
+		per := matrix{t, c.out, c.per.d[w*c.out*t : (w+1)*c.out*t]}
 		bias := make([]float32, c.out)
 		for i := lo; i < hi; i++ {
 			ui := matrix{p, t, c.u.d[i*p*t : (i+1)*p*t]}
 			gi := matrix{p, c.out, c.g.d[i*p*c.out : (i+1)*p*c.out]}
-			gemm(true, false, 1, gi, ui, 0, per)
+			gemm(true, false, 1, ui, gi, 0, per)
 			clear(bias)
 			addColSums(bias, gi)
 			acc[i] += sqNorm(per.d) + sqNorm(bias)
@@ -147,12 +147,12 @@ func (c *conv) sqNorms(acc []float64) {
 	})
 }
 
-// accumulate adds (diag(c)·G)ᵀ·U = ∇Wᵀ (each example's rows scaled by its
+// accumulate adds Uᵀ·diag(c)·G = ∇W (each example's rows scaled by its
 // c_i) and the bias gradient.
 func (c *conv) accumulate(cl []float64) {
 	c.scale = c.scale.resize(c.g.r, c.g.c)
 	scaleRows(c.scale, c.g, cl, c.positions())
-	gemm(true, false, 1, c.scale, c.u, 0, c.wt.gT())
+	gemm(true, false, 1, c.u, c.scale, 0, c.wt.gw())
 	clear(c.wt.gb())
 	addColSums(c.wt.gb(), c.scale)
 	c.wt.flush()

@@ -101,7 +101,7 @@ func (d *dense) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 	for i := range x.r {
 		copy(d.z.row(i), d.wt.b())
 	}
-	gemm(false, true, 1, x, d.wt.wT(), 1, d.z)
+	gemm(false, false, 1, x, d.wt.w(), 1, d.z)
 	return d.z
 }
 
@@ -111,7 +111,7 @@ func (d *dense) backward(g matrix, needIn bool) matrix {
 		return matrix{}
 	}
 	d.gin = d.gin.resize(g.r, d.in)
-	gemm(false, false, 1, g, d.wt.wT(), 0, d.gin)
+	gemm(false, true, 1, g, d.wt.w(), 0, d.gin)
 	return d.gin
 }
 
@@ -122,11 +122,11 @@ func (d *dense) sqNorms(acc []float64) {
 	}
 }
 
-// accumulate adds (diag(c)·G)ᵀ·X = ∇Wᵀ and Σ c_i g_i to the gradient.
+// accumulate adds Xᵀ·diag(c)·G = ∇W and Σ c_i g_i to the gradient.
 func (d *dense) accumulate(c []float64) {
 	d.scale = d.scale.resize(d.g.r, d.g.c)
 	scaleRows(d.scale, d.g, c, 1)
-	gemm(true, false, 1, d.scale, d.x, 0, d.wt.gT())
+	gemm(true, false, 1, d.x, d.scale, 0, d.wt.gw())
 	clear(d.wt.gb())
 	addColSums(d.wt.gb(), d.scale)
 	d.wt.flush()

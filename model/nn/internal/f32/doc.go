@@ -1,0 +1,14 @@
+// Package f32 owns model/nn's float32 matrix product C = α·op(A)·op(B) +
+// β·C on row-major matrices: SIMD kernels in Go assembly where the CPU has
+// them (amd64 with AVX2 and FMA, detected at run time), and gonum's blas32
+// everywhere else (other architectures, the purego build tag, or whatever
+// blas32 implementation is installed, such as OpenBLAS under model/nn's
+// openblas tag).
+//
+// The SIMD route follows the BLIS/GotoBLAS design (Goto & van de Geijn
+// 2008; Van Zee & van de Geijn 2015): op(B) is packed into kc×16 panels and
+// op(A) into 6×kc panels in Go, in blocks sized for the L1 and L2 caches,
+// and an assembly micro-kernel multiplies one 6×16 tile of C held in twelve
+// YMM registers. Packing absorbs the transposes and α, so the kernel is the
+// same for every case.
+package f32

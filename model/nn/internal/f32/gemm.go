@@ -1,0 +1,76 @@
+package f32
+
+import (
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// Gemm computes C = α·op(A)·op(B) + β·C, where op(A) is m×k (A itself, or
+// A's transpose when transA), op(B) is k×n, and C is m×n. Matrices are
+// row-major with leading dimensions (row strides) lda, ldb and ldc. It uses
+// the SIMD kernels when the CPU has them and gonum's blas32 otherwise.
+func Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if simd != nil {
+		simd(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	Blas32(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// Blas32 is Gemm through gonum's blas32 (or the implementation installed
+// with blas32.Use): the portable route, and the reference the SIMD route is
+// tested against.
+func Blas32(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	ra, ca := m, k
+	if transA {
+		ra, ca = k, m
+	}
+	rb, cb := k, n
+	if transB {
+		rb, cb = n, k
+	}
+	blas32.Gemm(trans(transA), trans(transB), alpha,
+		blas32.General{Rows: ra, Cols: ca, Stride: lda, Data: a},
+		blas32.General{Rows: rb, Cols: cb, Stride: ldb, Data: b},
+		beta, blas32.General{Rows: m, Cols: n, Stride: ldc, Data: c})
+}
+
+func trans(t bool) blas.Transpose {
+	if t {
+		return blas.Trans
+	}
+	return blas.NoTrans
+}
+
+// Route names the implementation Gemm uses: "avx2" or "blas32".
+func Route() string {
+	if simd != nil {
+		return simdName
+	}
+	return "blas32"
+}
+
+// gemmFunc is Gemm's signature.
+type gemmFunc func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
+
+// simd is the assembly route, nil where the build or the CPU lacks it.
+var (
+	simd     gemmFunc
+	simdName string
+)
+
+// SetSIMD turns the SIMD route off (false) or back on where available, and
+// returns whether it is on: for tests and benchmarks of both routes.
+func SetSIMD(on bool) bool {
+	if !on {
+		simd = nil
+	} else {
+		simd, simdName = detect()
+	}
+	return simd != nil
+}
+
+func init() { SetSIMD(true) }

@@ -1,0 +1,129 @@
+package f32
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// reference is the textbook triple loop, accumulated in float64.
+func reference(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	for i := range m {
+		for j := range n {
+			s := 0.0
+			for p := range k {
+				ai, bi := i*lda+p, p*ldb+j
+				if transA {
+					ai = p*lda + i
+				}
+				if transB {
+					bi = j*ldb + p
+				}
+				av, bv := a[ai], b[bi]
+				s += float64(av) * float64(bv)
+			}
+			old := 0.0
+			if beta != 0 {
+				old = float64(beta) * float64(c[i*ldc+j])
+			}
+			c[i*ldc+j] = float32(float64(alpha)*s + old)
+		}
+	}
+}
+
+func randMatrix(r *rand.Rand, rows, cols, ld int) []float32 {
+	d := make([]float32, (rows-1)*ld+cols)
+	for i := range d {
+		d[i] = float32(2*r.Float64() - 1)
+	}
+	return d
+}
+
+// routes are the implementations under test: the dispatching Gemm with
+// and without its SIMD route (the same one on machines without it).
+func routes(t testing.TB) map[string]gemmFunc {
+	t.Cleanup(func() { SetSIMD(true) })
+	out := map[string]gemmFunc{"blas32": Blas32}
+	if simd != nil {
+		out[simdName] = simd
+	}
+	return out
+}
+
+func TestGemmAgainstReference(t *testing.T) {
+	sizes := [][3]int{
+		{1, 1, 1}, {7, 5, 3}, {6, 16, 256}, {13, 33, 300}, {100, 17, 513},
+		{257, 10, 784}, {5, 300, 1}, {130, 140, 128}, {4, 3, 0}, {0, 4, 3},
+		{37, 4100, 9},
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for name, f := range routes(t) {
+		for _, s := range sizes {
+			m, n, k := s[0], s[1], s[2]
+			for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+				for _, ab := range [][2]float32{{1, 0}, {1, 1}, {-0.5, 0.3}} {
+					id := fmt.Sprintf("%s/%dx%dx%d/tA=%v,tB=%v/alpha=%v,beta=%v", name, m, n, k, tr[0], tr[1], ab[0], ab[1])
+					t.Run(id, func(t *testing.T) {
+						check(t, r, f, tr[0], tr[1], m, n, k, ab[0], ab[1])
+					})
+				}
+			}
+		}
+	}
+}
+
+// check runs f and the reference on one random case, with strides wider
+// than the matrices, and compares every entry of C and its padding.
+func check(t *testing.T, r *rand.Rand, f gemmFunc, tA, tB bool, m, n, k int, alpha, beta float32) {
+	ra, ca := m, k
+	if tA {
+		ra, ca = k, m
+	}
+	rb, cb := k, n
+	if tB {
+		rb, cb = n, k
+	}
+	lda, ldb, ldc := ca+3, cb+1, n+2
+	a := randMatrix(r, max(ra, 1), ca, lda)
+	b := randMatrix(r, max(rb, 1), cb, ldb)
+	c := randMatrix(r, max(m, 1), n, ldc)
+	if beta == 0 {
+		for i := range c {
+			c[i] = float32(math.NaN()) // β = 0 must ignore C
+		}
+	}
+	want := append([]float32(nil), c...)
+	reference(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, want, ldc)
+	f(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	tol := 1e-5 * math.Sqrt(float64(k)+1)
+	for i := range m {
+		for j := range ldc {
+			idx := i*ldc + j
+			if idx >= len(c) {
+				break
+			}
+			got, exp := float64(c[idx]), float64(want[idx])
+			if j >= n {
+				if !(got == exp || math.IsNaN(got) && math.IsNaN(exp)) {
+					t.Fatalf("C[%d,%d] outside the matrix changed: %v → %v", i, j, exp, got)
+				}
+				continue
+			}
+			if math.Abs(got-exp) > tol*(1+math.Abs(exp)) {
+				t.Fatalf("C[%d,%d] = %v, want %v", i, j, got, exp)
+			}
+		}
+	}
+}
+
+func TestSetSIMD(t *testing.T) {
+	defer SetSIMD(true)
+	if SetSIMD(false) || Route() != "blas32" {
+		t.Fatalf("SetSIMD(false) left route %q", Route())
+	}
+	on := SetSIMD(true)
+	if on != (Route() != "blas32") {
+		t.Fatalf("SetSIMD(true) = %v with route %q", on, Route())
+	}
+}

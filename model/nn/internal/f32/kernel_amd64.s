@@ -1,0 +1,96 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// STEP is one k step of the 6×16 tile: B's row (16 floats at DI) is Y0:Y1;
+// A's six values, rows R9 bytes apart starting at SI (rows 0–2) and R11
+// (rows 3–5), are broadcast in turn and multiplied into their row's two
+// accumulators (row r in Y(4+2r), Y(5+2r)). Then A moves R10 bytes on and
+// B 64.
+#define STEP \
+	VMOVUPS      (DI), Y0         \
+	VMOVUPS      32(DI), Y1       \
+	VBROADCASTSS (SI), Y2         \
+	VBROADCASTSS (SI)(R9*1), Y3   \
+	VFMADD231PS  Y0, Y2, Y4       \
+	VFMADD231PS  Y1, Y2, Y5       \
+	VFMADD231PS  Y0, Y3, Y6       \
+	VFMADD231PS  Y1, Y3, Y7       \
+	VBROADCASTSS (SI)(R9*2), Y2   \
+	VBROADCASTSS (R11), Y3        \
+	VFMADD231PS  Y0, Y2, Y8       \
+	VFMADD231PS  Y1, Y2, Y9       \
+	VFMADD231PS  Y0, Y3, Y10      \
+	VFMADD231PS  Y1, Y3, Y11      \
+	VBROADCASTSS (R11)(R9*1), Y2  \
+	VBROADCASTSS (R11)(R9*2), Y3  \
+	VFMADD231PS  Y0, Y2, Y12      \
+	VFMADD231PS  Y1, Y2, Y13      \
+	VFMADD231PS  Y0, Y3, Y14      \
+	VFMADD231PS  Y1, Y3, Y15      \
+	ADDQ         R10, SI          \
+	ADDQ         R10, R11         \
+	ADDQ         $64, DI
+
+// ADDROW adds the accumulators lo:hi into the 16 floats at DX and moves DX
+// to the next row (R8 bytes on).
+#define ADDROW(lo, hi) \
+	VADDPS  (DX), lo, lo   \
+	VADDPS  32(DX), hi, hi \
+	VMOVUPS lo, (DX)       \
+	VMOVUPS hi, 32(DX)     \
+	ADDQ    R8, DX
+
+// func kernel6x16(k int, a *float32, ars, aps int, b, c *float32, ldc int)
+TEXT ·kernel6x16(SB), NOSPLIT, $0-56
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ ars+16(FP), R9
+	MOVQ aps+24(FP), R10
+	MOVQ b+32(FP), DI
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
+	SHLQ $2, R9
+	SHLQ $2, R10
+	SHLQ $2, R8
+	LEAQ (SI)(R9*2), R11
+	ADDQ R9, R11
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+	VXORPS Y14, Y14, Y14
+	VXORPS Y15, Y15, Y15
+
+loop4:
+	CMPQ CX, $4
+	JLT  tail
+	STEP
+	STEP
+	STEP
+	STEP
+	SUBQ $4, CX
+	JMP  loop4
+
+tail:
+	TESTQ CX, CX
+	JEQ   store
+	STEP
+	DECQ  CX
+	JMP   tail
+
+store:
+	ADDROW(Y4, Y5)
+	ADDROW(Y6, Y7)
+	ADDROW(Y8, Y9)
+	ADDROW(Y10, Y11)
+	ADDROW(Y12, Y13)
+	ADDROW(Y14, Y15)
+	VZEROUPPER
+	RET
