@@ -54,26 +54,27 @@ func (c *conv) initParams(r *rng.Rand) {
 	uniformInit(r, c.wt.p, 1/math.Sqrt(float64(c.taps())))
 }
 
-// unfold visits, for example i, every (output position, tap) pair whose
-// input pixel lies inside the image: row is U's row, col the tap's first
-// column, src the pixel's first channel in the example's features.
-func (c *conv) unfold(visit func(row, col, src int)) {
+// unfold visits, for example i, every run of taps of one kernel row whose
+// input pixels lie inside the image: row is U's row, col the run's first
+// column, src its first feature in the example's features and n its length
+// in floats (taps × channels; channels-last makes a run contiguous on both
+// sides).
+func (c *conv) unfold(visit func(row, col, src, n int)) {
 	cin := c.in.c
 	for oy := range c.oh {
 		for ox := range c.ow {
 			row := oy*c.ow + ox
+			x0 := ox*c.stride - c.pad
+			lo, hi := max(0, -x0), min(c.k, c.in.w-x0) // kx with 0 ≤ x0+kx < W
+			if lo >= hi {
+				continue
+			}
 			for ky := range c.k {
 				iy := oy*c.stride - c.pad + ky
 				if iy < 0 || iy >= c.in.h {
 					continue
 				}
-				for kx := range c.k {
-					ix := ox*c.stride - c.pad + kx
-					if ix < 0 || ix >= c.in.w {
-						continue
-					}
-					visit(row, (ky*c.k+kx)*cin, (iy*c.in.w+ix)*cin)
-				}
+				visit(row, (ky*c.k+lo)*cin, (iy*c.in.w+x0+lo)*cin, (hi-lo)*cin)
 			}
 		}
 	}
@@ -81,7 +82,7 @@ func (c *conv) unfold(visit func(row, col, src int)) {
 
 func (c *conv) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 	c.batch = x.r
-	p, t, cin := c.positions(), c.taps(), c.in.c
+	p, t := c.positions(), c.taps()
 	c.u = c.u.resize(x.r*p, t)
 	parallel(x.r, func(i int) {
 		xi := x.row(i)
@@ -89,8 +90,8 @@ func (c *conv) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 		if c.pad > 0 {
 			clear(ui) // taps outside the image stay zero
 		}
-		c.unfold(func(row, col, src int) {
-			copy(ui[row*t+col:row*t+col+cin], xi[src:src+cin])
+		c.unfold(func(row, col, src, n int) {
+			copy(ui[row*t+col:row*t+col+n], xi[src:src+n])
 		})
 	})
 	c.z = c.z.resize(x.r, p*c.out)
@@ -103,7 +104,7 @@ func (c *conv) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 }
 
 func (c *conv) backward(g matrix, needIn bool) matrix {
-	p, t, cin := c.positions(), c.taps(), c.in.c
+	p, t := c.positions(), c.taps()
 	c.g = matrix{g.r * p, c.out, g.d}
 	if !needIn {
 		return matrix{}
@@ -115,9 +116,10 @@ func (c *conv) backward(g matrix, needIn bool) matrix {
 		gi := c.gin.row(i)
 		clear(gi)
 		ui := c.gu.d[i*p*t : (i+1)*p*t]
-		c.unfold(func(row, col, src int) {
-			for ch := range cin {
-				gi[src+ch] += ui[row*t+col+ch]
+		c.unfold(func(row, col, src, n int) {
+			dst := gi[src : src+n]
+			for j, v := range ui[row*t+col : row*t+col+n] {
+				dst[j] += v
 			}
 		})
 	})
@@ -187,18 +189,28 @@ func (m *maxPool) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 		xi, yi, ai := x.row(i), m.y.row(i), m.arg[i*od:(i+1)*od]
 		for oy := range m.oh {
 			for ox := range m.ow {
-				for c := range ch {
-					o := (oy*m.ow+ox)*ch + c
-					best := int32(-1)
-					for ky := range m.size {
-						for kx := range m.size {
-							s := int32(((oy*m.stride+ky)*m.in.w+ox*m.stride+kx)*ch + c)
-							if best < 0 || xi[s] > xi[best] {
-								best = s
+				// All channels of one window at once: the first pixel
+				// seeds the maximum, later ones replace it only when
+				// larger (the first maximum wins ties).
+				o := (oy*m.ow + ox) * ch
+				y, a := yi[o:o+ch], ai[o:o+ch]
+				for ky := range m.size {
+					for kx := range m.size {
+						s := ((oy*m.stride+ky)*m.in.w + ox*m.stride + kx) * ch
+						src := xi[s : s+ch]
+						if ky == 0 && kx == 0 {
+							copy(y, src)
+							for c := range a {
+								a[c] = int32(s + c)
+							}
+							continue
+						}
+						for c, v := range src {
+							if v > y[c] {
+								y[c], a[c] = v, int32(s+c)
 							}
 						}
 					}
-					ai[o], yi[o] = best, xi[best]
 				}
 			}
 		}
