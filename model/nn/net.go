@@ -91,7 +91,7 @@ func (n *Net) forward(rows [][]float64, train bool, r *rng.Rand) matrix {
 	}
 	n.x = n.x.resize(len(rows), n.spec.Inputs)
 	for i, x := range rows {
-		xi := n.x.row(i)
+		xi := n.x.row(i)[:len(x)]
 		for j, v := range x {
 			xi[j] = float32(v)
 		}
