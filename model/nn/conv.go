@@ -185,7 +185,7 @@ func (m *maxPool) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 		m.arg = make([]int32, x.r*od)
 	}
 	m.arg = m.arg[:x.r*od]
-	for i := range x.r {
+	parallel(x.r, func(i int) {
 		xi, yi, ai := x.row(i), m.y.row(i), m.arg[i*od:(i+1)*od]
 		for oy := range m.oh {
 			for ox := range m.ow {
@@ -219,7 +219,7 @@ func (m *maxPool) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 				}
 			}
 		}
-	}
+	})
 	return m.y
 }
 

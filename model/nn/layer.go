@@ -145,13 +145,18 @@ func (a *activation) outDim() int { return a.dim }
 
 func (a *activation) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 	a.y = a.y.resize(x.r, x.c)
-	for i, v := range x.d[:x.r*x.c] {
-		if a.tanh {
-			a.y.d[i] = float32(math.Tanh(float64(v)))
-		} else {
+	if !a.tanh {
+		for i, v := range x.d[:x.r*x.c] {
 			a.y.d[i] = max(v, 0)
 		}
+		return a.y
 	}
+	parallel(x.r, func(i int) {
+		y := a.y.row(i)
+		for j, v := range x.row(i) {
+			y[j] = float32(math.Tanh(float64(v)))
+		}
+	})
 	return a.y
 }
 
