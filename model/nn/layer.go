@@ -71,6 +71,7 @@ type dense struct {
 	in, out    int
 	wt         weights
 	x, z, g    matrix
+	xSq        []float64 // ‖x_i‖², set by the Net for its first layer
 	gin, scale matrix
 	zeroInit   bool
 }
@@ -117,9 +118,18 @@ func (d *dense) backward(g matrix, needIn bool) matrix {
 }
 
 // sqNorms uses ‖∇W_i‖² + ‖∇b_i‖² = (‖x_i‖² + 1)·‖g_i‖², as ∇W_i = x_i g_iᵀ.
+// The network's first layer takes ‖x_i‖² from xSq, read while its float64
+// input was converted (the norm of the input before rounding to float32,
+// within ~1e-7 relative of the rounded one's).
 func (d *dense) sqNorms(acc []float64) {
 	for i := range d.x.r {
-		acc[i] += (sqNorm(d.x.row(i)) + 1) * sqNorm(d.g.row(i))
+		xsq := 0.0
+		if len(d.xSq) == d.x.r {
+			xsq = d.xSq[i]
+		} else {
+			xsq = sqNorm(d.x.row(i))
+		}
+		acc[i] += (xsq + 1) * sqNorm(d.g.row(i))
 	}
 }
 

@@ -4,12 +4,24 @@ package f32
 
 import "golang.org/x/sys/cpu"
 
-// detect picks the AVX2+FMA kernel when the CPU (and OS) support it.
-func detect() (gemmFunc, string) {
+// detect picks the AVX2+FMA kernels when the CPU (and OS) support them.
+func detect() (gemmFunc, convertFunc, string) {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		return blocked, "avx2"
+		return blocked, convertSIMD, "avx2"
 	}
-	return nil, ""
+	return nil, nil, ""
+}
+
+// convertSIMD is Convert's SIMD route: the assembly loop over whole groups
+// of eight, Go for the rest.
+func convertSIMD(dst []float32, src []float64) float64 {
+	dst = dst[:len(src)]
+	n := len(src) &^ 7
+	s := 0.0
+	if n > 0 {
+		s = convertAVX2(&dst[0], &src[0], n)
+	}
+	return s + convertGo(dst[n:], src[n:])
 }
 
 // kernel6x16 adds the product of a 6×k panel of A and a packed k×16 panel
@@ -19,3 +31,9 @@ func detect() (gemmFunc, string) {
 //
 //go:noescape
 func kernel6x16(k int, a *float32, ars, aps int, b, c *float32, ldc int)
+
+// convertAVX2 converts n float64s (n a multiple of 8) from src to float32
+// at dst and returns their sum of squares.
+//
+//go:noescape
+func convertAVX2(dst *float32, src *float64, n int) float64

@@ -10,5 +10,11 @@
 // op(A) into 6×kc panels in Go, in blocks sized for the L1 and L2 caches,
 // and an assembly micro-kernel multiplies one 6×16 tile of C held in twelve
 // YMM registers. Packing absorbs the transposes and α, so the kernel is the
-// same for every case.
+// same for every case. A panel of A is read in place instead when C is at
+// most three panels wide (logistic regression's 10 classes, a convolution's
+// 16 or 32 channels), where packing it would cost more than it saves.
+//
+// Convert turns a batch's float64 inputs into float32 and returns their
+// squared norm in the same pass (VCVTPD2PS and a float64 FMA per four
+// entries), which the first layer's per-example gradient norms need.
 package f32

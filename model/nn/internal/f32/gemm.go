@@ -56,19 +56,55 @@ func Route() string {
 // gemmFunc is Gemm's signature.
 type gemmFunc func(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
 
-// simd is the assembly route, nil where the build or the CPU lacks it.
+// simd and simdConvert are the assembly routes, nil where the build or
+// the CPU lacks them.
 var (
-	simd     gemmFunc
-	simdName string
+	simd        gemmFunc
+	simdConvert convertFunc
+	simdName    string
 )
+
+// convertFunc is Convert's signature.
+type convertFunc func(dst []float32, src []float64) float64
+
+// Convert sets dst[i] = float32(src[i]) (len(dst) ≥ len(src)) and returns
+// Σ src[i]² in float64: the conversion of a batch's inputs, with the squared
+// norm each example's clipping needs read on the way.
+func Convert(dst []float32, src []float64) float64 {
+	if simdConvert != nil {
+		return simdConvert(dst, src)
+	}
+	return convertGo(dst, src)
+}
+
+// convertGo is Convert in Go, over four independent sums (one chain of
+// dependent additions would cost an add's latency per entry).
+func convertGo(dst []float32, src []float64) float64 {
+	dst = dst[:len(src)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(src); i += 4 {
+		v, d := src[i:i+4:i+4], dst[i:i+4:i+4]
+		d[0], d[1], d[2], d[3] = float32(v[0]), float32(v[1]), float32(v[2]), float32(v[3])
+		s0 += v[0] * v[0]
+		s1 += v[1] * v[1]
+		s2 += v[2] * v[2]
+		s3 += v[3] * v[3]
+	}
+	for ; i < len(src); i++ {
+		dst[i] = float32(src[i])
+		s0 += src[i] * src[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
 
 // SetSIMD turns the SIMD route off (false) or back on where available, and
 // returns whether it is on: for tests and benchmarks of both routes.
 func SetSIMD(on bool) bool {
 	if !on {
-		simd = nil
+		simd, simdConvert = nil, nil
 	} else {
-		simd, simdName = detect()
+		simd, simdConvert, simdName = detect()
 	}
 	return simd != nil
 }

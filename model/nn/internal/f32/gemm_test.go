@@ -127,3 +127,35 @@ func TestSetSIMD(t *testing.T) {
 		t.Fatalf("SetSIMD(true) = %v with route %q", on, Route())
 	}
 }
+
+func TestConvert(t *testing.T) {
+	defer SetSIMD(true)
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, simd := range []bool{true, false} {
+		SetSIMD(simd)
+		for _, n := range []int{0, 1, 7, 8, 9, 16, 31, 784} {
+			t.Run(fmt.Sprintf("%s/%d", Route(), n), func(t *testing.T) {
+				src := make([]float64, n)
+				for i := range src {
+					src[i] = 4*r.Float64() - 2
+				}
+				dst := make([]float32, n+1)
+				dst[n] = 7 // beyond src: untouched
+				got := Convert(dst, src)
+				want := 0.0
+				for i, v := range src {
+					want += v * v
+					if dst[i] != float32(v) {
+						t.Fatalf("dst[%d] = %v, want %v", i, dst[i], float32(v))
+					}
+				}
+				if dst[n] != 7 {
+					t.Fatal("Convert wrote past len(src)")
+				}
+				if math.Abs(got-want) > 1e-12*(1+want) {
+					t.Fatalf("Σ src² = %v, want %v", got, want)
+				}
+			})
+		}
+	}
+}

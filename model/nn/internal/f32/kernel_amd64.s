@@ -94,3 +94,38 @@ store:
 	ADDROW(Y14, Y15)
 	VZEROUPPER
 	RET
+
+// func convertAVX2(dst *float32, src *float64, n int) float64
+// Converts n float64s (n a multiple of 8) to float32 and returns their sum
+// of squares, accumulated in float64 over eight lanes.
+TEXT ·convertAVX2(SB), NOSPLIT, $0-32
+	MOVQ   dst+0(FP), DI
+	MOVQ   src+8(FP), SI
+	MOVQ   n+16(FP), CX
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+
+loop8:
+	TESTQ       CX, CX
+	JEQ         done
+	VMOVUPD     (SI), Y0
+	VMOVUPD     32(SI), Y1
+	VCVTPD2PSY  Y0, X4
+	VCVTPD2PSY  Y1, X5
+	VMOVUPS     X4, (DI)
+	VMOVUPS     X5, 16(DI)
+	VFMADD231PD Y0, Y0, Y2
+	VFMADD231PD Y1, Y1, Y3
+	ADDQ        $64, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         loop8
+
+done:
+	VADDPD       Y3, Y2, Y2
+	VEXTRACTF128 $1, Y2, X3
+	VADDPD       X3, X2, X2
+	VHADDPD      X2, X2, X2
+	VMOVSD       X2, ret+24(FP)
+	VZEROUPPER
+	RET
