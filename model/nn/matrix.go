@@ -81,12 +81,7 @@ func (w *weights) gw() matrix    { return matrix{w.rows, w.cols, w.g32[:w.size()
 func (w *weights) gb() []float32 { return w.g32[w.size():] }
 
 // sync copies the parameters into the float32 copy.
-func (w *weights) sync() {
-	p32 := w.p32[:len(w.p)]
-	for i, v := range w.p {
-		p32[i] = float32(v)
-	}
-}
+func (w *weights) sync() { f32.Convert(w.p32, w.p) }
 
 // flush adds the float32 gradient to the master gradient.
 func (w *weights) flush() {
