@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 )
 
@@ -156,6 +157,26 @@ func TestConvert(t *testing.T) {
 					t.Fatalf("Σ src² = %v, want %v", got, want)
 				}
 			})
+		}
+	}
+}
+
+// TestGemmSameOnAnyCoreCount checks that splitting C over the cores leaves
+// every entry bit-for-bit as one core computes it (seeded runs repeat).
+func TestGemmSameOnAnyCoreCount(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const m, n, k = 70, 200, 300 // above parallelFlops, n split into strips
+	a, b := randMatrix(r, m, k, k), randMatrix(r, k, n, n)
+	run := func(procs int) []float32 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		c := make([]float32, m*n)
+		Gemm(false, false, m, n, k, 1, a, k, b, n, 0, c, n)
+		return c
+	}
+	one, four := run(1), run(4)
+	for i := range one {
+		if one[i] != four[i] {
+			t.Fatalf("C[%d]: %v on one core, %v on four", i, one[i], four[i])
 		}
 	}
 }
