@@ -5,18 +5,36 @@ package f32
 import (
 	"runtime"
 	"sync"
+
+	"golang.org/x/sys/cpu"
 )
 
-// Tile and block sizes: the kernel's 6×16 tile of C fills twelve YMM
-// registers; a kc×16 panel of B (16 KiB) stays in L1 while the mc×kc block
-// of A (120 KiB) stays in L2, and the kc×nc block of B in L3.
+// Tile and block sizes: a kernel's 6×16 (AVX2) or 6×64 (AVX-512) tile of
+// C fills twelve YMM or twenty-four ZMM registers; a kc×nr panel of B
+// (16 or 64 KiB) stays in L1 or L2 while the mc×kc block of A (120 KiB)
+// stays in L2, and the kc×nc block of B in L3.
 const (
-	mr = 6
-	nr = 16
-	kc = 256
-	mc = 120
-	nc = 4096
+	mr    = 6
+	nrMax = 64
+	kc    = 256
+	mc    = 120
+	nc    = 4096
 )
+
+// hasAVX512 turns on the 6×64 kernel for products at least wideN columns
+// wide (narrower ones would pad too much of its tile).
+var hasAVX512 = cpu.X86.HasAVX512F
+
+const wideN = 128
+
+// kernel runs the micro-kernel of width nr (see kernel6x16).
+func kernel(nr, k int, a *float32, ars, aps int, b, c *float32, ldc int) {
+	if nr == 64 {
+		kernel6x64(k, a, ars, aps, b, c, ldc)
+		return
+	}
+	kernel6x16(k, a, ars, aps, b, c, ldc)
+}
 
 // parallelFlops is the smallest product (2mnk) split over the cores: below
 // it a goroutine's start costs more than it saves.
@@ -31,9 +49,13 @@ func blocked(transA, transB bool, m, n, k int, alpha float32, a []float32, lda i
 	if k == 0 || alpha == 0 {
 		return
 	}
+	nr := 16
+	if hasAVX512 && n >= wideN {
+		nr = 64
+	}
 	workers := runtime.GOMAXPROCS(0)
 	if workers == 1 || 2*m*n*k < parallelFlops {
-		serial(transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+		serial(nr, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 		return
 	}
 	// Split the longer side of C into one strip per core, in whole tiles;
@@ -57,7 +79,7 @@ func blocked(transA, transB bool, m, n, k int, alpha float32, a []float32, lda i
 			if transB {
 				bo = lo * ldb
 			}
-			serial(transA, transB, m, hi-lo, k, alpha, a, lda, b[bo:], ldb, c[lo:], ldc)
+			serial(nr, transA, transB, m, hi-lo, k, alpha, a, lda, b[bo:], ldb, c[lo:], ldc)
 		})
 	} else {
 		split(m, mr, func(lo, hi int) {
@@ -65,7 +87,7 @@ func blocked(transA, transB bool, m, n, k int, alpha float32, a []float32, lda i
 			if transA {
 				ao = lo
 			}
-			serial(transA, transB, hi-lo, n, k, alpha, a[ao:], lda, b, ldb, c[lo*ldc:], ldc)
+			serial(nr, transA, transB, hi-lo, n, k, alpha, a[ao:], lda, b, ldb, c[lo*ldc:], ldc)
 		})
 	}
 	wg.Wait()
@@ -105,10 +127,11 @@ func roundUp(x, unit int) int { return (x + unit - 1) / unit * unit }
 // narrow is the widest C whose A is read in place rather than packed: A's
 // block would be used for so few panels of B that packing it costs more
 // than it saves.
-const narrow = 3 * nr
+const narrow = 48
 
-// serial adds α·op(A)·op(B) to C on the calling goroutine.
-func serial(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+// serial adds α·op(A)·op(B) to C on the calling goroutine, with the
+// kernel of width nr.
+func serial(nr int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	buf := pool.Get().(*buffers)
 	defer pool.Put(buf)
 	inPlace := n <= narrow && alpha == 1
@@ -117,7 +140,7 @@ func serial(transA, transB bool, m, n, k int, alpha float32, a []float32, lda in
 		for pc := 0; pc < k; pc += kc {
 			kb := min(kc, k-pc)
 			buf.b = grow(buf.b, kb*roundUp(nb, nr))
-			packB(transB, kb, nb, b, ldb, pc, jc, buf.b)
+			packB(nr, transB, kb, nb, b, ldb, pc, jc, buf.b)
 			for ic := 0; ic < m; ic += mc {
 				mb := min(mc, m-ic)
 				blk := block{kb: kb, c: c[ic*ldc+jc:], ldc: ldc}
@@ -137,15 +160,15 @@ func serial(transA, transB bool, m, n, k int, alpha float32, a []float32, lda in
 					packA(transA, mb, kb, a, lda, ic, pc, alpha, buf.a)
 					blk.a, blk.ars, blk.aps, blk.packed = buf.a, 1, mr, true
 				}
-				blk.run(mb, nb, buf.b)
+				blk.run(nr, mb, nb, buf.b)
 			}
 		}
 	}
 }
 
-// packB copies op(B)[pc:pc+kb, jc:jc+nb] into panels of 16 columns, each
-// kb rows of 16 floats, zero-padding the last panel.
-func packB(trans bool, kb, nb int, b []float32, ldb, pc, jc int, dst []float32) {
+// packB copies op(B)[pc:pc+kb, jc:jc+nb] into panels of nr columns, each
+// kb rows of nr floats, zero-padding the last panel.
+func packB(nr int, trans bool, kb, nb int, b []float32, ldb, pc, jc int, dst []float32) {
 	for jp := 0; jp < nb; jp += nr {
 		w := min(nr, nb-jp)
 		panel := dst[jp*kb : (jp+nr)*kb]
@@ -223,9 +246,9 @@ func (blk *block) panel(ir, mb int) (*float32, int, int) {
 }
 
 // run adds the block of A times the packed kb×nb block of B to C, tile by
-// tile; edge tiles go through a scratch tile.
-func (blk *block) run(mb, nb int, bp []float32) {
-	var tile [mr * nr]float32
+// tile with the kernel of width nr; edge tiles go through a scratch tile.
+func (blk *block) run(nr, mb, nb int, bp []float32) {
+	var tile [mr * nrMax]float32
 	kb, c, ldc := blk.kb, blk.c, blk.ldc
 	for jr := 0; jr < nb; jr += nr {
 		w := min(nr, nb-jr)
@@ -235,11 +258,11 @@ func (blk *block) run(mb, nb int, bp []float32) {
 			a, ars, aps := blk.panel(ir, mb)
 			if w == nr && h == mr {
 				_ = c[(ir+mr-1)*ldc+jr+nr-1] // the whole tile is in C
-				kernel6x16(kb, a, ars, aps, bpan, &c[ir*ldc+jr], ldc)
+				kernel(nr, kb, a, ars, aps, bpan, &c[ir*ldc+jr], ldc)
 				continue
 			}
-			tile = [mr * nr]float32{}
-			kernel6x16(kb, a, ars, aps, bpan, &tile[0], nr)
+			clear(tile[:mr*nr])
+			kernel(nr, kb, a, ars, aps, bpan, &tile[0], nr)
 			for i := range h {
 				row := c[(ir+i)*ldc+jr:][:w]
 				for j := range row {

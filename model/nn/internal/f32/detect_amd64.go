@@ -4,9 +4,13 @@ package f32
 
 import "golang.org/x/sys/cpu"
 
-// detect picks the AVX2+FMA kernels when the CPU (and OS) support them.
+// detect picks the AVX2+FMA kernels when the CPU (and OS) support them,
+// and the AVX-512 one for wide products where AVX-512F is there too.
 func detect() (gemmFunc, convertFunc, string) {
-	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+	switch {
+	case cpu.X86.HasAVX2 && cpu.X86.HasFMA && hasAVX512:
+		return blocked, convertSIMD, "avx512"
+	case cpu.X86.HasAVX2 && cpu.X86.HasFMA:
 		return blocked, convertSIMD, "avx2"
 	}
 	return nil, nil, ""
@@ -37,3 +41,9 @@ func kernel6x16(k int, a *float32, ars, aps int, b, c *float32, ldc int)
 //
 //go:noescape
 func convertAVX2(dst *float32, src *float64, n int) float64
+
+// kernel6x64 is kernel6x16 for a 6×64 tile in AVX-512 registers, B packed
+// 64 floats per k step.
+//
+//go:noescape
+func kernel6x64(k int, a *float32, ars, aps int, b, c *float32, ldc int)

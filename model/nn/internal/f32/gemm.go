@@ -45,7 +45,8 @@ func trans(t bool) blas.Transpose {
 	return blas.NoTrans
 }
 
-// Route names the implementation Gemm uses: "avx2" or "blas32".
+// Route names the implementation Gemm uses: "avx512" (with "avx2" for
+// narrow products), "avx2" or "blas32".
 func Route() string {
 	if simd != nil {
 		return simdName

@@ -46,8 +46,8 @@ func randMatrix(r *rand.Rand, rows, cols, ld int) []float32 {
 func routes(t testing.TB) map[string]gemmFunc {
 	t.Cleanup(func() { SetSIMD(true) })
 	out := map[string]gemmFunc{"blas32": Blas32}
-	if simd != nil {
-		out[simdName] = simd
+	for name, f := range simdRoutes() {
+		out[name] = f
 	}
 	return out
 }

@@ -2,6 +2,23 @@
 
 #include "textflag.h"
 
+// ARGS loads a kernel's arguments (both kernels share one signature):
+// CX = k, SI = A (rows 0–2), R11 = A's row 3, R9 = A's row stride and R10
+// its k stride in bytes, DI = B, DX = C, R8 = C's row stride in bytes.
+#define ARGS \
+	MOVQ k+0(FP), CX         \
+	MOVQ a+8(FP), SI         \
+	MOVQ ars+16(FP), R9      \
+	MOVQ aps+24(FP), R10     \
+	MOVQ b+32(FP), DI        \
+	MOVQ c+40(FP), DX        \
+	MOVQ ldc+48(FP), R8      \
+	SHLQ $2, R9              \
+	SHLQ $2, R10             \
+	SHLQ $2, R8              \
+	LEAQ (SI)(R9*2), R11     \
+	ADDQ R9, R11
+
 // STEP is one k step of the 6×16 tile: B's row (16 floats at DI) is Y0:Y1;
 // A's six values, rows R9 bytes apart starting at SI (rows 0–2) and R11
 // (rows 3–5), are broadcast in turn and multiplied into their row's two
@@ -43,18 +60,7 @@
 
 // func kernel6x16(k int, a *float32, ars, aps int, b, c *float32, ldc int)
 TEXT ·kernel6x16(SB), NOSPLIT, $0-56
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ ars+16(FP), R9
-	MOVQ aps+24(FP), R10
-	MOVQ b+32(FP), DI
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), R8
-	SHLQ $2, R9
-	SHLQ $2, R10
-	SHLQ $2, R8
-	LEAQ (SI)(R9*2), R11
-	ADDQ R9, R11
+	ARGS
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
@@ -127,5 +133,88 @@ done:
 	VADDPD       X3, X2, X2
 	VHADDPD      X2, X2, X2
 	VMOVSD       X2, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// ROW64 broadcasts A's value at addr into br and multiplies it by B's row
+// (Z0–Z3) into one row's four accumulators.
+#define ROW64(addr, br, a, b, c, d) \
+	VBROADCASTSS addr, br     \
+	VFMADD231PS  Z0, br, a    \
+	VFMADD231PS  Z1, br, b    \
+	VFMADD231PS  Z2, br, c    \
+	VFMADD231PS  Z3, br, d
+
+// STEP64 is one k step of the 6×64 tile (AVX-512): B's row (64 floats at
+// DI) is Z0–Z3; A's six values, addressed as in STEP, are broadcast in turn
+// into Z4/Z5 and multiplied into their row's four accumulators (row r in
+// Z(8+4r) … Z(11+4r)).
+#define STEP64 \
+	VMOVUPS (DI), Z0                             \
+	VMOVUPS 64(DI), Z1                           \
+	VMOVUPS 128(DI), Z2                          \
+	VMOVUPS 192(DI), Z3                          \
+	ROW64((SI), Z4, Z8, Z9, Z10, Z11)            \
+	ROW64((SI)(R9*1), Z5, Z12, Z13, Z14, Z15)    \
+	ROW64((SI)(R9*2), Z4, Z16, Z17, Z18, Z19)    \
+	ROW64((R11), Z5, Z20, Z21, Z22, Z23)         \
+	ROW64((R11)(R9*1), Z4, Z24, Z25, Z26, Z27)   \
+	ROW64((R11)(R9*2), Z5, Z28, Z29, Z30, Z31)   \
+	ADDQ R10, SI                                 \
+	ADDQ R10, R11                                \
+	ADDQ $256, DI
+
+// ZERO4 clears four accumulators.
+#define ZERO4(a, b, c, d) \
+	VPXORD a, a, a \
+	VPXORD b, b, b \
+	VPXORD c, c, c \
+	VPXORD d, d, d
+
+// ADDROW64 adds four accumulators into the 64 floats at DX and moves DX to
+// the next row (R8 bytes on).
+#define ADDROW64(a, b, c, d) \
+	VADDPS  (DX), a, a    \
+	VADDPS  64(DX), b, b  \
+	VADDPS  128(DX), c, c \
+	VADDPS  192(DX), d, d \
+	VMOVUPS a, (DX)       \
+	VMOVUPS b, 64(DX)     \
+	VMOVUPS c, 128(DX)    \
+	VMOVUPS d, 192(DX)    \
+	ADDQ    R8, DX
+
+// func kernel6x64(k int, a *float32, ars, aps int, b, c *float32, ldc int)
+TEXT ·kernel6x64(SB), NOSPLIT, $0-56
+	ARGS
+	ZERO4(Z8, Z9, Z10, Z11)
+	ZERO4(Z12, Z13, Z14, Z15)
+	ZERO4(Z16, Z17, Z18, Z19)
+	ZERO4(Z20, Z21, Z22, Z23)
+	ZERO4(Z24, Z25, Z26, Z27)
+	ZERO4(Z28, Z29, Z30, Z31)
+
+loop64:
+	CMPQ CX, $2
+	JLT  tail64
+	STEP64
+	STEP64
+	SUBQ $2, CX
+	JMP  loop64
+
+tail64:
+	TESTQ CX, CX
+	JEQ   store64
+	STEP64
+	DECQ  CX
+	JMP   tail64
+
+store64:
+	ADDROW64(Z8, Z9, Z10, Z11)
+	ADDROW64(Z12, Z13, Z14, Z15)
+	ADDROW64(Z16, Z17, Z18, Z19)
+	ADDROW64(Z20, Z21, Z22, Z23)
+	ADDROW64(Z24, Z25, Z26, Z27)
+	ADDROW64(Z28, Z29, Z30, Z31)
 	VZEROUPPER
 	RET
