@@ -180,3 +180,19 @@ func TestGemmSameOnAnyCoreCount(t *testing.T) {
 		}
 	}
 }
+
+// FuzzGemm checks every route against the reference on fuzzed shapes,
+// transposes and scalars (sizes kept small: the reference is cubic).
+func FuzzGemm(f *testing.F) {
+	f.Add(uint8(7), uint8(17), uint8(9), false, true, int8(2), int8(0), uint64(1))
+	f.Add(uint8(13), uint8(130), uint8(1), true, false, int8(-1), int8(3), uint64(2))
+	f.Add(uint8(0), uint8(5), uint8(0), true, true, int8(1), int8(1), uint64(3))
+	f.Fuzz(func(t *testing.T, m, n, k uint8, tA, tB bool, alpha, beta int8, seed uint64) {
+		r := rand.New(rand.NewPCG(seed, 7))
+		for name, g := range routes(t) {
+			t.Run(name, func(t *testing.T) {
+				check(t, r, g, tA, tB, int(m%40), int(n), int(k%70), float32(alpha)/2, float32(beta)/2)
+			})
+		}
+	})
+}
