@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
-"""Time the MLP 784-256-10 non-privately in PyTorch on one CPU thread and
-compare with dpal's DP-SGD epoch benchmark.
+"""Time dpal's three DP-SGD models non-privately in PyTorch on one CPU
+thread and compare with dpal's DP-SGD epoch benchmark, in one run:
+logistic regression 784-10, the MLP 784-256-10 (ReLU) and the tanh CNN of
+Papernot et al. / Tramer & Boneh (conv 16@8x8 s2 p3, tanh, maxpool 2/1,
+conv 32@4x4 s2, tanh, maxpool 2/1, dense 512-32, tanh, dense 32-10).
 
-PyTorch side: plain tensors (no nn.Module hooks), ReLU, softmax
-cross-entropy, plain SGD, batch 256, one full epoch over MNIST's 60 000
-training images (234 steps), float32 as PyTorch defaults; the best of three
-epochs counts. dpal side: `go test ./dpsgd -bench Epoch/mlp -cpu 1`
-(Poisson sampling, clipping, exact noise and update included).
+PyTorch side: plain tensors (no nn.Module hooks), softmax cross-entropy,
+plain SGD, batch 256, one full epoch over MNIST's 60 000 training images
+(234 steps), float32 as PyTorch defaults; the best of three epochs counts
+(one for the CNN). dpal side: `go test ./dpsgd -bench Epoch -cpu 1`
+(Poisson sampling, clipping, exact noise and update included), one
+epoch per model, right after PyTorch. Both sides are reported by wall clock
+and by CPU time (PyTorch's process time; the dpal test binary's, less a run
+that only loads MNIST): on a machine shared with other work the CPU-time
+ratio is the steadier one.
 
-Usage: /usr/bin/python3 bench/torch_mlp.py [--data-dir ../shared/data] [--skip-dpal] [--openblas]
+Usage: /usr/bin/python3 bench/torch_mlp.py [--data-dir ../shared/data] [--skip-dpal] [--openblas] [--models mlp,logreg,cnn]
 Needs `import torch` (Debian: apt-get install python3-torch libopenblas0;
 without an optimised BLAS Debian's torch falls back to the reference BLAS,
 measured here at 0.7 GFLOPS, and the comparison is meaningless).
@@ -17,8 +24,10 @@ import argparse
 import gzip
 import os
 import re
+import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 # One core: BLAS and OpenMP threads too, not only torch's intra-op pool.
@@ -37,45 +46,109 @@ def load_idx(path):
     return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
-def torch_epoch_rate(x, y, batch=256, repeats=3):
+def init(g, *shape, fan_in):
+    """PyTorch's default uniform(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+    return ((torch.rand(*shape, generator=g) * 2 - 1) / fan_in ** 0.5).requires_grad_(True)
+
+
+def logreg(g):
+    w, b = init(g, 784, 10, fan_in=784), torch.zeros(10, requires_grad=True)
+    return [w, b], lambda x: x @ w + b
+
+
+def mlp(g):
+    w1, b1 = init(g, 784, 256, fan_in=784), torch.zeros(256, requires_grad=True)
+    w2, b2 = init(g, 256, 10, fan_in=256), torch.zeros(10, requires_grad=True)
+    return [w1, b1, w2, b2], lambda x: torch.relu(x @ w1 + b1) @ w2 + b2
+
+
+def cnn(g):
+    F = torch.nn.functional
+    c1, cb1 = init(g, 16, 1, 8, 8, fan_in=64), init(g, 16, fan_in=64)
+    c2, cb2 = init(g, 32, 16, 4, 4, fan_in=256), init(g, 32, fan_in=256)
+    w1, b1 = init(g, 512, 32, fan_in=512), init(g, 32, fan_in=512)
+    w2, b2 = init(g, 32, 10, fan_in=32), init(g, 10, fan_in=32)
+
+    def forward(x):
+        h = x.view(-1, 1, 28, 28)
+        h = F.max_pool2d(torch.tanh(F.conv2d(h, c1, cb1, stride=2, padding=3)), 2, 1)
+        h = F.max_pool2d(torch.tanh(F.conv2d(h, c2, cb2, stride=2)), 2, 1)
+        return torch.tanh(h.flatten(1) @ w1 + b1) @ w2 + b2
+
+    return [c1, cb1, c2, cb2, w1, b1, w2, b2], forward
+
+
+MODELS = {  # name: (builder, dpal benchmark name, PyTorch epochs timed)
+    "logreg": (logreg, "logreg-784-10", 3),
+    "mlp": (mlp, "mlp-784-256-10", 3),
+    "cnn": (cnn, "cnn", 1),
+}
+
+
+def torch_epoch_rate(build, x, y, repeats, batch=256):
+    """Best examples/s over the epochs, by wall clock and by this process's
+    CPU time (which a machine shared with other work does not inflate)."""
     torch.set_num_threads(1)
     g = torch.Generator().manual_seed(1)
-    w1 = (torch.rand(784, 256, generator=g) * 2 - 1) / 28.0
-    b1 = torch.zeros(256)
-    w2 = (torch.rand(256, 10, generator=g) * 2 - 1) / 16.0
-    b2 = torch.zeros(10)
-    params = [w1, b1, w2, b2]
-    for p in params:
-        p.requires_grad_(True)
+    params, forward = build(g)
     n = x.shape[0]
     steps = n // batch
-    best = 0.0
+    best, best_cpu = 0.0, 0.0
     for _ in range(repeats):
         perm = torch.randperm(n, generator=g)
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         for s in range(steps):
             idx = perm[s * batch:(s + 1) * batch]
-            h = torch.relu(x[idx] @ w1 + b1)
-            loss = torch.nn.functional.cross_entropy(h @ w2 + b2, y[idx])
+            loss = torch.nn.functional.cross_entropy(forward(x[idx]), y[idx])
             grads = torch.autograd.grad(loss, params)
             with torch.no_grad():
                 for p, gr in zip(params, grads):
                     p -= 0.1 * gr
         best = max(best, steps * batch / (time.perf_counter() - start))
-    return best
+        best_cpu = max(best_cpu, steps * batch / (time.process_time() - start_cpu))
+    return best, best_cpu
 
 
-def dpal_epoch_rate(repo, openblas):
-    cmd = ["go", "test", "./dpsgd", "-run", "XXX", "-bench", "Epoch/mlp", "-benchtime", "1x", "-cpu", "1"]
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def dpal_epoch_rates(repo, openblas, names):
+    """dpal's examples/s per model from one compiled dpsgd test binary, by
+    wall clock (the benchmark's own ex/s) and by CPU time: each model's
+    epoch runs in its own process, less the CPU of a run that only loads
+    MNIST (the benchmark loads it before its sub-benchmarks)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return _dpal_epoch_rates(repo, openblas, names, os.path.join(tmp, "dpsgd.test"))
+
+
+def _dpal_epoch_rates(repo, openblas, names, binary):
+    cmd = ["go", "test", "-c", "-o", binary, "./dpsgd"]
     env = dict(os.environ)
     if openblas:
         cmd[2:2] = ["-tags", "openblas"]
         env["CGO_LDFLAGS"] = "-lopenblas"
-    out = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, check=True).stdout
-    m = re.search(r"([0-9.e+]+) ex/s", out)
-    if not m:
-        sys.exit("could not read dpal's ex/s from:\n" + out)
-    return float(m.group(1))
+    subprocess.run(cmd, cwd=repo, env=env, check=True)
+
+    def run(pattern):
+        before = children_cpu()
+        out = subprocess.run([binary, "-test.run", "^$", "-test.bench", pattern, "-test.benchtime", "1x",
+                              "-test.cpu", "1"], cwd=os.path.join(repo, "dpsgd"), env=env,
+                             capture_output=True, text=True, check=True).stdout
+        return out, children_cpu() - before
+
+    _, load_cpu = run("Epoch/none$")
+    rates = {}
+    for m in names:
+        out, cpu = run("Epoch/" + MODELS[m][1] + "$")
+        r = re.search(r"Epoch/" + re.escape(MODELS[m][1]) + r"\S*\s+(\d+)\s+(\d+) ns/op\s+([0-9.e+]+) ex/s", out)
+        if not r:
+            sys.exit("could not read dpal's ex/s for " + m + " from:\n" + out)
+        ops, ns, rate = int(r.group(1)), float(r.group(2)), float(r.group(3))
+        examples = rate * ops * ns * 1e-9  # the examples the timed epochs processed
+        rates[m] = (rate, examples / max(cpu - load_cpu, 1e-9))
+    return rates
 
 
 def main():
@@ -85,18 +158,29 @@ def main():
     ap.add_argument("--skip-dpal", action="store_true")
     ap.add_argument("--openblas", action="store_true",
                     help="build dpal with -tags openblas (cgo, needs libopenblas-dev)")
+    ap.add_argument("--models", default="logreg,mlp,cnn",
+                    help="comma-separated subset of " + ",".join(MODELS))
     args = ap.parse_args()
+    names = [m for m in args.models.split(",") if m]
+    for m in names:
+        if m not in MODELS:
+            sys.exit(f"unknown model {m!r}: choose from {', '.join(MODELS)}")
     mn = os.path.join(args.data_dir, "mnist")
     x = torch.from_numpy(load_idx(os.path.join(mn, "train-images-idx3-ubyte.gz")).reshape(-1, 784).astype(np.float32) / 255)
     y = torch.from_numpy(load_idx(os.path.join(mn, "train-labels-idx1-ubyte.gz")).astype(np.int64))
-    t = torch_epoch_rate(x, y)
-    print(f"pytorch {torch.__version__} non-private, 1 thread: {t:,.0f} ex/s")
+    t = {}
+    for m in names:
+        build, _, repeats = MODELS[m]
+        t[m] = torch_epoch_rate(build, x, y, repeats)
+        print(f"pytorch {torch.__version__} non-private {m}, 1 thread: {t[m][0]:,.0f} ex/s "
+              f"({t[m][1]:,.0f} per CPU-second)", flush=True)
     if args.skip_dpal:
         return
-    d = dpal_epoch_rate(repo, args.openblas)
-    blas = "OpenBLAS (cgo)" if args.openblas else "gonum pure Go"
-    print(f"dpal DP-SGD (σ 1.1, C 1, {blas}), 1 core: {d:,.0f} ex/s")
-    print(f"ratio dpal/pytorch: {d / t:.3f}")
+    d = dpal_epoch_rates(repo, args.openblas, names)
+    blas = "OpenBLAS (cgo)" if args.openblas else "dpal's own kernels"
+    for m in names:
+        print(f"dpal DP-SGD {m} (σ 1.1, C 1, {blas}), 1 core: {d[m][0]:,.0f} ex/s ({d[m][1]:,.0f} per CPU-second); "
+              f"ratio dpal/pytorch: {d[m][0] / t[m][0]:.3f} by wall clock, {d[m][1] / t[m][1]:.3f} by CPU time")
 
 
 if __name__ == "__main__":

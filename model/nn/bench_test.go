@@ -4,40 +4,80 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/model/nn/internal/f32"
 )
 
-// BenchmarkGemm compares gonum's float64 and float32 GEMM at the MLP's
-// forward size (256×784 · 784×256), the measurement behind float64.
+// BenchmarkGemm compares gonum's float64 GEMM with the float32 routes
+// (package f32's SIMD kernels, and blas32: gonum's, or OpenBLAS under the
+// openblas tag) on the MLP's products at batch 256: the forward X·W
+// (256×784 · 784×256), the gradient Xᵀ·G (784×256 · 256×256) and the
+// output layer (256×256 · 256×10).
 func BenchmarkGemm(b *testing.B) {
-	const m, k, n = 256, 784, 256
-	b.Run("float64", func(b *testing.B) {
-		a := blas64.General{Rows: m, Cols: k, Stride: k, Data: make([]float64, m*k)}
-		x := blas64.General{Rows: k, Cols: n, Stride: n, Data: make([]float64, k*n)}
-		c := blas64.General{Rows: m, Cols: n, Stride: n, Data: make([]float64, m*n)}
-		for i := range a.Data {
-			a.Data[i] = float64(i%7) - 3
+	shapes := []struct {
+		name    string
+		m, n, k int
+		tA      bool
+	}{
+		{"forward-256x256x784", 256, 256, 784, false},
+		{"gradient-784x256x256", 784, 256, 256, true},
+		{"output-256x10x256", 256, 10, 256, false},
+	}
+	gflops := func(b *testing.B, m, n, k int) {
+		b.ReportMetric(float64(2*m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
+	}
+	for _, s := range shapes {
+		b.Run("gonum-float64/"+s.name, func(b *testing.B) {
+			ra, ca := s.m, s.k
+			if s.tA {
+				ra, ca = s.k, s.m
+			}
+			a := blas64.General{Rows: ra, Cols: ca, Stride: ca, Data: make([]float64, s.m*s.k)}
+			x := blas64.General{Rows: s.k, Cols: s.n, Stride: s.n, Data: make([]float64, s.k*s.n)}
+			c := blas64.General{Rows: s.m, Cols: s.n, Stride: s.n, Data: make([]float64, s.m*s.n)}
+			for i := range a.Data {
+				a.Data[i] = float64(i%7) - 3
+			}
+			tA := blas.NoTrans
+			if s.tA {
+				tA = blas.Trans
+			}
+			for b.Loop() {
+				blas64.Gemm(tA, blas.NoTrans, 1, a, x, 0, c)
+			}
+			gflops(b, s.m, s.n, s.k)
+		})
+	}
+	defer f32.SetSIMD(f32.Route() != "blas32")
+	for _, simd := range []bool{true, false} {
+		if f32.SetSIMD(simd) != simd {
+			continue
 		}
-		for i := 0; i < b.N; i++ {
-			blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, a, x, 0, c)
+		route := f32.Route()
+		if route == "blas32" {
+			route += "-" + blas32Impl
 		}
-		b.ReportMetric(float64(2*m*k*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
-	})
-	b.Run("float32", func(b *testing.B) {
-		a := blas32.General{Rows: m, Cols: k, Stride: k, Data: make([]float32, m*k)}
-		x := blas32.General{Rows: k, Cols: n, Stride: n, Data: make([]float32, k*n)}
-		c := blas32.General{Rows: m, Cols: n, Stride: n, Data: make([]float32, m*n)}
-		for i := range a.Data {
-			a.Data[i] = float32(i%7) - 3
+		for _, s := range shapes {
+			b.Run(route+"/"+s.name, func(b *testing.B) {
+				ra, ca := s.m, s.k
+				if s.tA {
+					ra, ca = s.k, s.m
+				}
+				a := matrix{ra, ca, make([]float32, s.m*s.k)}
+				x := matrix{s.k, s.n, make([]float32, s.k*s.n)}
+				c := matrix{s.m, s.n, make([]float32, s.m*s.n)}
+				for i := range a.d {
+					a.d[i] = float32(i%7) - 3
+				}
+				for b.Loop() {
+					gemm(s.tA, false, 1, a, x, 0, c)
+				}
+				gflops(b, s.m, s.n, s.k)
+			})
 		}
-		for i := 0; i < b.N; i++ {
-			blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, a, x, 0, c)
-		}
-		b.ReportMetric(float64(2*m*k*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
-	})
+	}
 }
 
 // BenchmarkClippedGrad times one clipped sum (forward, backward, norms,

@@ -54,26 +54,27 @@ func (c *conv) initParams(r *rng.Rand) {
 	uniformInit(r, c.wt.p, 1/math.Sqrt(float64(c.taps())))
 }
 
-// unfold visits, for example i, every (output position, tap) pair whose
-// input pixel lies inside the image: row is U's row, col the tap's first
-// column, src the pixel's first channel in the example's features.
-func (c *conv) unfold(visit func(row, col, src int)) {
+// unfold visits, for example i, every run of taps of one kernel row whose
+// input pixels lie inside the image: row is U's row, col the run's first
+// column, src its first feature in the example's features and n its length
+// in floats (taps × channels; channels-last makes a run contiguous on both
+// sides).
+func (c *conv) unfold(visit func(row, col, src, n int)) {
 	cin := c.in.c
 	for oy := range c.oh {
 		for ox := range c.ow {
 			row := oy*c.ow + ox
+			x0 := ox*c.stride - c.pad
+			lo, hi := max(0, -x0), min(c.k, c.in.w-x0) // kx with 0 ≤ x0+kx < W
+			if lo >= hi {
+				continue
+			}
 			for ky := range c.k {
 				iy := oy*c.stride - c.pad + ky
 				if iy < 0 || iy >= c.in.h {
 					continue
 				}
-				for kx := range c.k {
-					ix := ox*c.stride - c.pad + kx
-					if ix < 0 || ix >= c.in.w {
-						continue
-					}
-					visit(row, (ky*c.k+kx)*cin, (iy*c.in.w+ix)*cin)
-				}
+				visit(row, (ky*c.k+lo)*cin, (iy*c.in.w+x0+lo)*cin, (hi-lo)*cin)
 			}
 		}
 	}
@@ -81,7 +82,7 @@ func (c *conv) unfold(visit func(row, col, src int)) {
 
 func (c *conv) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 	c.batch = x.r
-	p, t, cin := c.positions(), c.taps(), c.in.c
+	p, t := c.positions(), c.taps()
 	c.u = c.u.resize(x.r*p, t)
 	parallel(x.r, func(i int) {
 		xi := x.row(i)
@@ -89,8 +90,8 @@ func (c *conv) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 		if c.pad > 0 {
 			clear(ui) // taps outside the image stay zero
 		}
-		c.unfold(func(row, col, src int) {
-			copy(ui[row*t+col:row*t+col+cin], xi[src:src+cin])
+		c.unfold(func(row, col, src, n int) {
+			copy(ui[row*t+col:row*t+col+n], xi[src:src+n])
 		})
 	})
 	c.z = c.z.resize(x.r, p*c.out)
@@ -98,34 +99,35 @@ func (c *conv) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 	for i := range zv.r {
 		copy(zv.row(i), c.wt.b())
 	}
-	gemm(false, true, 1, c.u, c.wt.wT(), 1, zv)
+	gemm(false, false, 1, c.u, c.wt.w(), 1, zv)
 	return c.z
 }
 
 func (c *conv) backward(g matrix, needIn bool) matrix {
-	p, t, cin := c.positions(), c.taps(), c.in.c
+	p, t := c.positions(), c.taps()
 	c.g = matrix{g.r * p, c.out, g.d}
 	if !needIn {
 		return matrix{}
 	}
 	c.gu = c.gu.resize(g.r*p, t)
-	gemm(false, false, 1, c.g, c.wt.wT(), 0, c.gu)
+	gemm(false, true, 1, c.g, c.wt.w(), 0, c.gu)
 	c.gin = c.gin.resize(g.r, c.in.size())
 	parallel(g.r, func(i int) {
 		gi := c.gin.row(i)
 		clear(gi)
 		ui := c.gu.d[i*p*t : (i+1)*p*t]
-		c.unfold(func(row, col, src int) {
-			for ch := range cin {
-				gi[src+ch] += ui[row*t+col+ch]
+		c.unfold(func(row, col, src, n int) {
+			dst := gi[src : src+n]
+			for j, v := range ui[row*t+col : row*t+col+n] {
+				dst[j] += v
 			}
 		})
 	})
 	return c.gin
 }
 
-// sqNorms materialises each example's kernel gradient, transposed
-// (G_iᵀU_i, out × taps), for its norm; the bias gradient is the column sum of G_i.
+// sqNorms materialises each example's kernel gradient U_iᵀG_i (taps × out)
+// for its norm; the bias gradient is the column sum of G_i.
 // Examples are spread over the cores, each worker with its own scratch;
 // every example's norm is computed alone, so the result does not depend on
 // the core count.
@@ -134,12 +136,12 @@ func (c *conv) sqNorms(acc []float64) {
 	workers := min(runtime.GOMAXPROCS(0), c.batch)
 	c.per = c.per.resize(workers*c.out, t)
 	parallelChunks(c.batch, workers, func(w, lo, hi int) {
-		per := matrix{c.out, t, c.per.d[w*c.out*t : (w+1)*c.out*t]}
+		per := matrix{t, c.out, c.per.d[w*c.out*t : (w+1)*c.out*t]}
 		bias := make([]float32, c.out)
 		for i := lo; i < hi; i++ {
 			ui := matrix{p, t, c.u.d[i*p*t : (i+1)*p*t]}
 			gi := matrix{p, c.out, c.g.d[i*p*c.out : (i+1)*p*c.out]}
-			gemm(true, false, 1, gi, ui, 0, per)
+			gemm(true, false, 1, ui, gi, 0, per)
 			clear(bias)
 			addColSums(bias, gi)
 			acc[i] += sqNorm(per.d) + sqNorm(bias)
@@ -147,12 +149,12 @@ func (c *conv) sqNorms(acc []float64) {
 	})
 }
 
-// accumulate adds (diag(c)·G)ᵀ·U = ∇Wᵀ (each example's rows scaled by its
+// accumulate adds Uᵀ·diag(c)·G = ∇W (each example's rows scaled by its
 // c_i) and the bias gradient.
 func (c *conv) accumulate(cl []float64) {
 	c.scale = c.scale.resize(c.g.r, c.g.c)
 	scaleRows(c.scale, c.g, cl, c.positions())
-	gemm(true, false, 1, c.scale, c.u, 0, c.wt.gT())
+	gemm(true, false, 1, c.u, c.scale, 0, c.wt.gw())
 	clear(c.wt.gb())
 	addColSums(c.wt.gb(), c.scale)
 	c.wt.flush()
@@ -183,27 +185,54 @@ func (m *maxPool) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 		m.arg = make([]int32, x.r*od)
 	}
 	m.arg = m.arg[:x.r*od]
-	for i := range x.r {
+	parallel(x.r, func(i int) {
 		xi, yi, ai := x.row(i), m.y.row(i), m.arg[i*od:(i+1)*od]
 		for oy := range m.oh {
 			for ox := range m.ow {
-				for c := range ch {
-					o := (oy*m.ow+ox)*ch + c
-					best := int32(-1)
-					for ky := range m.size {
-						for kx := range m.size {
-							s := int32(((oy*m.stride+ky)*m.in.w+ox*m.stride+kx)*ch + c)
-							if best < 0 || xi[s] > xi[best] {
-								best = s
+				// All channels of one window at once: the first pixel
+				// seeds the maximum, later ones replace it only when
+				// larger (the first maximum wins ties).
+				o := (oy*m.ow + ox) * ch
+				y, a := yi[o:o+ch], ai[o:o+ch]
+				for ky := range m.size {
+					for kx := range m.size {
+						s := ((oy*m.stride+ky)*m.in.w + ox*m.stride + kx) * ch
+						src := xi[s : s+ch]
+						if ky == 0 && kx == 0 {
+							copy(y, src)
+							for c := range a {
+								a[c] = int32(s + c)
 							}
+							continue
+						}
+						// Compared as order-preserving integers, the
+						// selects compile to conditional moves: a branch
+						// here mispredicts on half the pixels.
+						for c, v := range src {
+							ky, kv, ac := orderKey(y[c]), orderKey(v), a[c]
+							if kv > ky {
+								ky, ac = kv, int32(s+c)
+							}
+							y[c], a[c] = keyFloat(ky), ac
 						}
 					}
-					ai[o], yi[o] = best, xi[best]
 				}
 			}
 		}
-	}
+	})
 	return m.y
+}
+
+// orderKey maps a float32's bits to an int32 with the same order (for
+// non-NaN values; −0 sorts below +0).
+func orderKey(v float32) int32 {
+	b := int32(math.Float32bits(v))
+	return b ^ (b >> 31 & 0x7fffffff)
+}
+
+// keyFloat inverts orderKey.
+func keyFloat(k int32) float32 {
+	return math.Float32frombits(uint32(k ^ (k >> 31 & 0x7fffffff)))
 }
 
 func (m *maxPool) backward(g matrix, needIn bool) matrix {

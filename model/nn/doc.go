@@ -6,7 +6,8 @@
 // maxpool 2/1 → conv 32@4×4 s2 → maxpool 2/1 → dense 512→32→10).
 //
 // No autodiff framework: every layer computes its own backward pass on a
-// whole batch (row-major float64 matrices, gonum BLAS for the products).
+// whole batch (row-major float32 matrices, package internal/f32 for the
+// products).
 // ClippedGrad returns Σ_i c_i ∇ℓ_i, c_i = min(1, C/‖∇ℓ_i‖), the clipped sum
 // DP-SGD noises. Per-example gradients are not materialised where a layer
 // allows it: for a dense layer with input a_i and output gradient g_i,
@@ -18,19 +19,21 @@
 //
 // Precision: parameters, gradients, clipping factors and norms are float64
 // (the precision of the noise, the optimiser and the saved model); the
-// batch products run in float32 (gonum's blas32), synced from the float64
-// parameters at each call and flushed back into the float64 gradient.
-// Measured on the development machine (go test -bench Gemm ./model/nn, one
-// core): Sgemm 13.5 against Dgemm 4.2 GFLOPS at the MLP's 256×784·784×256.
-// Per-example norms are accumulated in float64, so clipping is as exact as
-// the float32 gradients it scales (relative error ~1e-7).
+// batch products run in float32, synced from the float64 parameters at
+// each call and flushed back into the float64 gradient. Per-example norms
+// are accumulated in float64, so clipping is as exact as the float32
+// gradients it scales (relative error ~1e-7).
 //
-// The products use whatever blas32 implementation is installed: gonum's
-// pure-Go one by default (go install needs no cgo), or the system's
-// OpenBLAS when built with `-tags openblas` and CGO_LDFLAGS=-lopenblas
-// (gonum.org/v1/netlib's cgo binding; 2–4× faster GEMM measured here). Fix
-// OPENBLAS_NUM_THREADS when a seeded run must repeat exactly across
-// machines: OpenBLAS may split a product differently with another count.
+// Products: on amd64 with AVX2 and FMA (detected at run time) they run in
+// internal/f32's assembly kernels, ≈ 8× gonum's pure-Go Sgemm at the MLP's
+// shapes (go test -bench Gemm ./model/nn; docs/dpsgd.md has the numbers).
+// Elsewhere, or built with `-tags purego`, they run in gonum's blas32; with
+// `-tags openblas` and CGO_LDFLAGS=-lopenblas, in the system's OpenBLAS
+// (gonum.org/v1/netlib's cgo binding). go install needs no cgo. A seeded run
+// repeats exactly on the same route whatever the core count (the SIMD
+// route splits C into strips, each entry summed in the same order), but not
+// across routes: fused multiply-adds round differently. Fix
+// OPENBLAS_NUM_THREADS when an OpenBLAS run must repeat exactly.
 //
 // A Net is not safe for concurrent use: it keeps its batch buffers.
 package nn

@@ -1,9 +1,6 @@
 package nn
 
-import (
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
-)
+import "github.com/dpal-dev/dpal/model/nn/internal/f32"
 
 // matrix is a row-major r×c float32 view of d (len(d) ≥ r·c), stride c.
 // Batches flow through the layers in float32 (see the package doc); the
@@ -24,29 +21,33 @@ func (m matrix) resize(r, c int) matrix {
 
 func (m matrix) row(i int) []float32 { return m.d[i*m.c : (i+1)*m.c] }
 
-func (m matrix) general() blas32.General {
-	return blas32.General{Rows: m.r, Cols: m.c, Stride: m.c, Data: m.d}
-}
-
-// gemm computes c = alpha·op(a)·op(b) + beta·c.
+// gemm computes c = alpha·op(a)·op(b) + beta·c (package f32: SIMD
+// kernels where the CPU has them, blas32 elsewhere).
 func gemm(ta, tb bool, alpha float32, a, b matrix, beta float32, c matrix) {
-	blas32.Gemm(trans(ta), trans(tb), alpha, a.general(), b.general(), beta, c.general())
-}
-
-func trans(t bool) blas.Transpose {
-	if t {
-		return blas.Trans
+	k := a.c
+	if ta {
+		k = a.r
 	}
-	return blas.NoTrans
+	f32.Gemm(ta, tb, c.r, c.c, k, alpha, a.d, a.c, b.d, b.c, beta, c.d, c.c)
 }
 
-// sqNorm is ‖x‖², accumulated in float64.
+// sqNorm is ‖x‖², accumulated in float64 over four independent sums (one
+// chain of dependent additions would cost an add's latency per entry).
 func sqNorm(x []float32) float64 {
-	s := 0.0
-	for _, v := range x {
-		s += float64(v) * float64(v)
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		v := x[i : i+4 : i+4]
+		a, b, c, d := float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])
+		s0 += a * a
+		s1 += b * b
+		s2 += c * c
+		s3 += d * d
 	}
-	return s
+	for _, v := range x[i:] {
+		s0 += float64(v) * float64(v)
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // sqNorm64 is ‖x‖² of a float64 vector.
@@ -60,10 +61,8 @@ func sqNorm64(x []float64) float64 {
 
 // weights is a layer's parameter block: W (rows×cols, row-major) then cols
 // biases, as float64 master values and gradient (slices of the Net's flat
-// vectors), and the float32 copies the products use, which hold Wᵀ
-// (cols×rows) so that every product runs along the long rows dimension:
-// gonum's kernels are slow on short rows (logistic regression has 10
-// columns, a convolution 16 or 32).
+// vectors), and the float32 copies, in the same layout, that the products
+// use.
 type weights struct {
 	rows, cols int
 	p, g       []float64
@@ -76,34 +75,18 @@ func (w *weights) bind(p, g []float64) {
 }
 
 func (w *weights) size() int     { return w.rows * w.cols }
-func (w *weights) wT() matrix    { return matrix{w.cols, w.rows, w.p32[:w.size()]} }
+func (w *weights) w() matrix     { return matrix{w.rows, w.cols, w.p32[:w.size()]} }
 func (w *weights) b() []float32  { return w.p32[w.size():] }
-func (w *weights) gT() matrix    { return matrix{w.cols, w.rows, w.g32[:w.size()]} }
+func (w *weights) gw() matrix    { return matrix{w.rows, w.cols, w.g32[:w.size()]} }
 func (w *weights) gb() []float32 { return w.g32[w.size():] }
 
-// sync copies W transposed, and b, into the float32 copy.
-func (w *weights) sync() {
-	n := w.size()
-	for i := range w.rows {
-		for o, v := range w.p[i*w.cols : (i+1)*w.cols] {
-			w.p32[o*w.rows+i] = float32(v)
-		}
-	}
-	for o, v := range w.p[n:] {
-		w.p32[n+o] = float32(v)
-	}
-}
+// sync copies the parameters into the float32 copy.
+func (w *weights) sync() { f32.Convert(w.p32, w.p) }
 
-// flush adds the float32 gradient (∇Wᵀ and ∇b in g32) to the master
-// gradient, transposing back.
+// flush adds the float32 gradient to the master gradient.
 func (w *weights) flush() {
-	n := w.size()
-	for o := range w.cols {
-		for i, v := range w.g32[o*w.rows : (o+1)*w.rows] {
-			w.g[i*w.cols+o] += float64(v)
-		}
-	}
-	for o, v := range w.g32[n:] {
-		w.g[n+o] += float64(v)
+	g := w.g[:len(w.g32)]
+	for i, v := range w.g32 {
+		g[i] += float64(v)
 	}
 }

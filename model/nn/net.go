@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/model/nn/internal/f32"
 )
 
 // Net is a classifier built from a Spec, with its parameters in one flat
@@ -15,6 +16,7 @@ type Net struct {
 	params []float64
 	grad   []float64
 	x, gl  matrix
+	inSq   []float64 // each input row's squared norm
 	norms  []float64
 }
 
@@ -90,11 +92,12 @@ func (n *Net) forward(rows [][]float64, train bool, r *rng.Rand) matrix {
 		l.sync()
 	}
 	n.x = n.x.resize(len(rows), n.spec.Inputs)
+	n.inSq = resizeFloats(n.inSq, len(rows))
 	for i, x := range rows {
-		xi := n.x.row(i)
-		for j, v := range x {
-			xi[j] = float32(v)
-		}
+		n.inSq[i] = f32.Convert(n.x.row(i), x)
+	}
+	if d, ok := n.layers[0].(*dense); ok {
+		d.xSq = n.inSq
 	}
 	z := n.x
 	for _, l := range n.layers {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/model/nn/internal/f32"
 )
 
 // testSpecs covers every layer type: both logistic regressions, ReLU and
@@ -19,6 +20,8 @@ var testSpecs = []struct {
 	{"logreg-multinomial", Spec{Arch: LogReg, Inputs: 5, Classes: 4}},
 	{"mlp-tanh-1", Spec{Arch: MLP, Inputs: 6, Classes: 3, Hidden: []int{7}, Activation: Tanh}},
 	{"mlp-relu-3", Spec{Arch: MLP, Inputs: 6, Classes: 3, Hidden: []int{8, 5, 4}, Activation: ReLU}},
+	// Wide enough for the SIMD kernels' whole 6×16 tiles, and odd.
+	{"mlp-relu-wide", Spec{Arch: MLP, Inputs: 40, Classes: 17, Hidden: []int{33}, Activation: ReLU}},
 	{"cnn", Spec{Arch: CNN, Inputs: 14 * 14 * 2, Classes: 3, Image: [3]int{14, 14, 2}}},
 }
 
@@ -44,7 +47,22 @@ func randomise(n *Net, r *rng.Rand) {
 	}
 }
 
+// forEachRoute runs f as one subtest per route of the products (package
+// f32: the SIMD kernels where the CPU has them, and blas32).
+func forEachRoute(t *testing.T, f func(t *testing.T)) {
+	defer f32.SetSIMD(f32.Route() != "blas32")
+	for _, simd := range []bool{true, false} {
+		if f32.SetSIMD(simd) == simd {
+			t.Run(f32.Route(), f)
+		}
+	}
+}
+
 func TestPerExampleGradsFiniteDifferences(t *testing.T) {
+	forEachRoute(t, testPerExampleGradsFiniteDifferences)
+}
+
+func testPerExampleGradsFiniteDifferences(t *testing.T) {
 	for _, tc := range testSpecs {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rng.Seeded(1)
@@ -88,6 +106,10 @@ func TestPerExampleGradsFiniteDifferences(t *testing.T) {
 }
 
 func TestClippedGradMatchesMaterialised(t *testing.T) {
+	forEachRoute(t, testClippedGradMatchesMaterialised)
+}
+
+func testClippedGradMatchesMaterialised(t *testing.T) {
 	for _, tc := range testSpecs {
 		for _, clip := range []float64{1e-3, 0.5, 1e6} {
 			t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,274 @@
+//go:build !purego
+
+package f32
+
+import (
+	"runtime"
+	"sync"
+
+	"golang.org/x/sys/cpu"
+)
+
+// Tile and block sizes: a kernel's 6×16 (AVX2) or 6×64 (AVX-512) tile of
+// C fills twelve YMM or twenty-four ZMM registers; a kc×nr panel of B
+// (16 or 64 KiB) stays in L1 or L2 while the mc×kc block of A (120 KiB)
+// stays in L2, and the kc×nc block of B in L3.
+const (
+	mr    = 6
+	nrMax = 64
+	kc    = 256
+	mc    = 120
+	nc    = 4096
+)
+
+// hasAVX512 turns on the 6×64 kernel for products at least wideN columns
+// wide (narrower ones would pad too much of its tile).
+var hasAVX512 = cpu.X86.HasAVX512F
+
+const wideN = 128
+
+// kernel runs the micro-kernel of width nr (see kernel6x16).
+func kernel(nr, k int, a *float32, ars, aps int, b, c *float32, ldc int) {
+	if nr == 64 {
+		kernel6x64(k, a, ars, aps, b, c, ldc)
+		return
+	}
+	kernel6x16(k, a, ars, aps, b, c, ldc)
+}
+
+// parallelFlops is the smallest product (2mnk) split over the cores: below
+// it a goroutine's start costs more than it saves.
+const parallelFlops = 1 << 22
+
+// blocked is Gemm's SIMD route.
+func blocked(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	scale(beta, m, n, c, ldc)
+	if k == 0 || alpha == 0 {
+		return
+	}
+	nr := 16
+	if hasAVX512 && n >= wideN {
+		nr = 64
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if workers == 1 || 2*m*n*k < parallelFlops {
+		serial(nr, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+		return
+	}
+	// Split the longer side of C into one strip per core, in whole tiles;
+	// each strip packs its own blocks.
+	var wg sync.WaitGroup
+	split := func(total, unit int, run func(lo, hi int)) {
+		tiles := (total + unit - 1) / unit
+		workers = min(workers, tiles)
+		for w := range workers {
+			lo, hi := w*tiles/workers*unit, min((w+1)*tiles/workers*unit, total)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run(lo, hi)
+			}()
+		}
+	}
+	if n >= m {
+		split(n, nr, func(lo, hi int) {
+			bo := lo
+			if transB {
+				bo = lo * ldb
+			}
+			serial(nr, transA, transB, m, hi-lo, k, alpha, a, lda, b[bo:], ldb, c[lo:], ldc)
+		})
+	} else {
+		split(m, mr, func(lo, hi int) {
+			ao := lo * lda
+			if transA {
+				ao = lo
+			}
+			serial(nr, transA, transB, hi-lo, n, k, alpha, a[ao:], lda, b, ldb, c[lo*ldc:], ldc)
+		})
+	}
+	wg.Wait()
+}
+
+// scale sets C = β·C (zero for β = 0, whatever C held).
+func scale(beta float32, m, n int, c []float32, ldc int) {
+	if beta == 1 {
+		return
+	}
+	for i := range m {
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(row)
+			continue
+		}
+		for j := range row {
+			row[j] *= beta
+		}
+	}
+}
+
+// buffers holds one goroutine's packed blocks.
+type buffers struct{ a, b, edge []float32 }
+
+var pool = sync.Pool{New: func() any { return new(buffers) }}
+
+func grow(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
+
+func roundUp(x, unit int) int { return (x + unit - 1) / unit * unit }
+
+// narrow is the widest C whose A is read in place rather than packed: A's
+// block would be used for so few panels of B that packing it costs more
+// than it saves.
+const narrow = 48
+
+// serial adds α·op(A)·op(B) to C on the calling goroutine, with the
+// kernel of width nr.
+func serial(nr int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	buf := pool.Get().(*buffers)
+	defer pool.Put(buf)
+	inPlace := n <= narrow && alpha == 1
+	for jc := 0; jc < n; jc += nc {
+		nb := min(nc, n-jc)
+		for pc := 0; pc < k; pc += kc {
+			kb := min(kc, k-pc)
+			buf.b = grow(buf.b, kb*roundUp(nb, nr))
+			packB(nr, transB, kb, nb, b, ldb, pc, jc, buf.b)
+			for ic := 0; ic < m; ic += mc {
+				mb := min(mc, m-ic)
+				blk := block{kb: kb, c: c[ic*ldc+jc:], ldc: ldc}
+				if inPlace {
+					if transA {
+						blk.a, blk.ars, blk.aps = a[pc*lda+ic:], 1, lda
+					} else {
+						blk.a, blk.ars, blk.aps = a[ic*lda+pc:], lda, 1
+					}
+					if h := mb % mr; h > 0 { // the last rows are packed
+						buf.edge = grow(buf.edge, kb*mr)
+						packA(transA, h, kb, a, lda, ic+mb-h, pc, alpha, buf.edge)
+						blk.edge = buf.edge
+					}
+				} else {
+					buf.a = grow(buf.a, kb*roundUp(mb, mr))
+					packA(transA, mb, kb, a, lda, ic, pc, alpha, buf.a)
+					blk.a, blk.ars, blk.aps, blk.packed = buf.a, 1, mr, true
+				}
+				blk.run(nr, mb, nb, buf.b)
+			}
+		}
+	}
+}
+
+// packB copies op(B)[pc:pc+kb, jc:jc+nb] into panels of nr columns, each
+// kb rows of nr floats, zero-padding the last panel.
+func packB(nr int, trans bool, kb, nb int, b []float32, ldb, pc, jc int, dst []float32) {
+	for jp := 0; jp < nb; jp += nr {
+		w := min(nr, nb-jp)
+		panel := dst[jp*kb : (jp+nr)*kb]
+		if !trans {
+			for p := range kb {
+				d := panel[p*nr : (p+1)*nr]
+				copy(d, b[(pc+p)*ldb+jc+jp:][:w])
+				clear(d[w:])
+			}
+			continue
+		}
+		if w < nr {
+			clear(panel)
+		}
+		for j := range w {
+			src := b[(jc+jp+j)*ldb+pc:][:kb]
+			for p, v := range src {
+				panel[p*nr+j] = v
+			}
+		}
+	}
+}
+
+// packA copies α·op(A)[ic:ic+mb, pc:pc+kb] into panels of 6 rows, each kb
+// columns of 6 floats, zero-padding the last panel.
+func packA(trans bool, mb, kb int, a []float32, lda, ic, pc int, alpha float32, dst []float32) {
+	for ip := 0; ip < mb; ip += mr {
+		h := min(mr, mb-ip)
+		panel := dst[ip*kb : (ip+mr)*kb]
+		if trans {
+			for p := range kb {
+				d := panel[p*mr : (p+1)*mr]
+				for i, v := range a[(pc+p)*lda+ic+ip:][:h] {
+					d[i] = alpha * v
+				}
+				clear(d[h:])
+			}
+			continue
+		}
+		if h < mr {
+			clear(panel)
+		}
+		for i := range h {
+			src := a[(ic+ip+i)*lda+pc:][:kb]
+			for p, v := range src {
+				panel[p*mr+i] = alpha * v
+			}
+		}
+	}
+}
+
+// block is one mb×kb block of A, packed into panels or read in place, and
+// the block of C it updates.
+type block struct {
+	kb       int
+	a        []float32
+	ars, aps int // A's element (i, p) is at a[i·ars + p·aps] when in place
+	packed   bool
+	edge     []float32 // the packed last panel when A is in place and mb%6 > 0
+	c        []float32
+	ldc      int
+}
+
+// panel returns the start and strides of A's 6-row panel at row ir of
+// the block's mb.
+func (blk *block) panel(ir, mb int) (*float32, int, int) {
+	switch {
+	case blk.packed:
+		return &blk.a[ir*blk.kb], 1, mr
+	case ir+mr > mb:
+		return &blk.edge[0], 1, mr
+	}
+	_ = blk.a[(ir+mr-1)*blk.ars+(blk.kb-1)*blk.aps] // the whole panel is in A
+	return &blk.a[ir*blk.ars], blk.ars, blk.aps
+}
+
+// run adds the block of A times the packed kb×nb block of B to C, tile by
+// tile with the kernel of width nr; edge tiles go through a scratch tile.
+func (blk *block) run(nr, mb, nb int, bp []float32) {
+	var tile [mr * nrMax]float32
+	kb, c, ldc := blk.kb, blk.c, blk.ldc
+	for jr := 0; jr < nb; jr += nr {
+		w := min(nr, nb-jr)
+		bpan := &bp[jr*kb]
+		for ir := 0; ir < mb; ir += mr {
+			h := min(mr, mb-ir)
+			a, ars, aps := blk.panel(ir, mb)
+			if w == nr && h == mr {
+				_ = c[(ir+mr-1)*ldc+jr+nr-1] // the whole tile is in C
+				kernel(nr, kb, a, ars, aps, bpan, &c[ir*ldc+jr], ldc)
+				continue
+			}
+			clear(tile[:mr*nr])
+			kernel(nr, kb, a, ars, aps, bpan, &tile[0], nr)
+			for i := range h {
+				row := c[(ir+i)*ldc+jr:][:w]
+				for j := range row {
+					row[j] += tile[i*nr+j]
+				}
+			}
+		}
+	}
+}

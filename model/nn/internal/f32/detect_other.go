@@ -1,0 +1,6 @@
+//go:build !amd64 || purego
+
+package f32
+
+// detect finds no SIMD route on this architecture or under purego.
+func detect() (gemmFunc, convertFunc, string) { return nil, nil, "" }
