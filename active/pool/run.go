@@ -257,15 +257,22 @@ func checkInput(led *ledger.Ledger, in Input) error {
 // initial draws D_1 uniformly from the pool (reading no record, so free of
 // charge) and labels it.
 func (l *loop) initial() error {
-	a, err := mech.NewAcquire(mech.Random, 0, l.in.Plan.Config.Initial, max(2, l.in.Learner.Spec.Classes), 0)
-	if err != nil {
-		return fmt.Errorf("pool: %w", err)
-	}
-	idx, err := a.Select(l.r, make([]float64, len(l.in.Pool)))
+	idx, err := RandomSubset(l.r, l.in.Plan.Config.Initial, len(l.in.Pool))
 	if err != nil {
 		return fmt.Errorf("pool: initial set: %w", err)
 	}
 	return l.label(idx)
+}
+
+// RandomSubset draws k of the indices 0…n−1 uniformly without replacement
+// (mech's random acquisition: it reads no record, so it costs nothing),
+// in draw order.
+func RandomSubset(r *rng.Rand, k, n int) ([]int, error) {
+	a, err := mech.NewAcquire(mech.Random, 0, k, 2, 0)
+	if err != nil {
+		return nil, err
+	}
+	return a.Select(r, make([]float64, n))
 }
 
 // label asks the oracle for idx's classes and adds them as a new group.

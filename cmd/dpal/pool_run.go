@@ -219,11 +219,7 @@ func poolSubset(cmd *cobra.Command, r *rng.Rand, train *data.Dataset) (*data.Dat
 	case n == 0 || n >= train.Len():
 		return train, nil
 	}
-	a, err := mech.NewAcquire(mech.Random, 0, n, 2, 0)
-	if err != nil {
-		return nil, fmt.Errorf("--pool-size: %w", err)
-	}
-	idx, err := a.Select(r, make([]float64, train.Len()))
+	idx, err := pool.RandomSubset(r, n, train.Len())
 	if err != nil {
 		return nil, fmt.Errorf("--pool-size: %w", err)
 	}

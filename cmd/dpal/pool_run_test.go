@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,5 +93,29 @@ func TestPoolRunErrors(t *testing.T) {
 				t.Errorf("error %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestReproPoolQuick(t *testing.T) {
+	file := twoBlobsCSV(t, 1000)
+	out := t.TempDir()
+	stdout, _, err := runCLI(t, "", "repro", "pool", "--quick", "--data", "csv", "--file", file, "--experiments", "table4", "--out", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"majority class", "entropy (DP), continual", "entropy (DP), step-amplification"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, f := range []string{"rows.csv", "points.csv", "summary.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, args := range [][]string{{"--data", "cifar10"}, {"--experiments", "table9"}} {
+		if _, _, err := runCLI(t, "", append([]string{"repro", "pool", "--quick", "--out", out}, args...)...); err == nil {
+			t.Errorf("%v: no error", args)
+		}
 	}
 }
