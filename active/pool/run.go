@@ -98,15 +98,21 @@ type Privacy struct {
 
 // Round is the state after one training round.
 type Round struct {
-	Round        int     `json:"round"`
-	Labelled     int     `json:"labelled"`
-	Steps        int     `json:"steps"`
+	// Round is the training round i = 1…T+1.
+	Round int `json:"round"`
+	// Labelled is |D_i|, the records trained on in the round.
+	Labelled int `json:"labelled"`
+	// Steps is the round's number of DP-SGD steps (all its phases).
+	Steps int `json:"steps"`
+	// TestAccuracy is the model's accuracy on the public test set after
+	// the round (NaN without one).
 	TestAccuracy float64 `json:"test_accuracy"`
 	// Selected is the query chosen after the round (rounds 1…T): its
 	// records have paid for the selections so far but not yet trained
 	// (j·ε_Sel/T under basic accounting), read from the ledger.
 	Selected *GroupPrivacy `json:"selected,omitempty"`
-	Seconds  float64       `json:"seconds"`
+	// Seconds is the wall time of the round and its selection.
+	Seconds float64 `json:"seconds"`
 }
 
 // Result is what a run reports.
@@ -114,19 +120,23 @@ type Result struct {
 	// Acquisition names the acquisition, "(not DP)" appended for NotDP.
 	Acquisition string `json:"acquisition"`
 	// DP is false when the selections were the exact top-k.
-	DP         bool    `json:"dp"`
-	Mode       string  `json:"mode"`
-	Accounting string  `json:"accounting"`
-	Rounds     []Round `json:"rounds"`
+	DP bool `json:"dp"`
+	// Mode and Accounting are the plan's.
+	Mode       string `json:"mode"`
+	Accounting string `json:"accounting"`
+	// Rounds are the rounds in order.
+	Rounds []Round `json:"rounds"`
 	// TestAccuracy and TestRecall (per class) are the final model's on
 	// Input.Test; BalancedAccuracy is the mean recall over the classes
 	// present in it.
 	TestAccuracy     float64   `json:"test_accuracy"`
 	TestRecall       []float64 `json:"test_recall"`
 	BalancedAccuracy float64   `json:"balanced_accuracy"`
-	Privacy          Privacy   `json:"privacy"`
-	Steps            int       `json:"steps"`
-	Seconds          float64   `json:"seconds"`
+	// Privacy is the per-record report read from the ledger.
+	Privacy Privacy `json:"privacy"`
+	// Steps and Seconds are the run's DP-SGD steps and wall time.
+	Steps   int     `json:"steps"`
+	Seconds float64 `json:"seconds"`
 	// Labelled are the pool indices of the labelled records per group
 	// (initial, query-1, …): post-processing of the selections.
 	Labelled [][]int `json:"-"`
@@ -246,6 +256,11 @@ func checkInput(led *ledger.Ledger, in Input) error {
 	for i, x := range in.Pool {
 		if len(x) != s.Inputs {
 			return fmt.Errorf("pool: record %d has %d features, the model takes %d", i, len(x), s.Inputs)
+		}
+		for j, v := range x {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("pool: record %d, feature %d is %v", i, j, v)
+			}
 		}
 	}
 	if in.Test != nil && in.Test.Len() > 0 && in.Test.Dim() != s.Inputs {

@@ -134,6 +134,7 @@ func TestRunRefuses(t *testing.T) {
 		{"random with ε_Sel", 1, testLearner(mech.Random, logreg), poolData.X, "ε_Sel = 0"},
 		{"private without ε_Sel", 0, testLearner(mech.Entropy, logreg), poolData.X, "needs ε_Sel > 0"},
 		{"pool too small", 1, testLearner(mech.Entropy, logreg), poolData.X[:300], "the plan labels 400"},
+		{"NaN feature", 1, testLearner(mech.Entropy, logreg), append([][]float64{{0, math.NaN(), 0, 0, 0, 0}}, poolData.X...), "record 0, feature 1 is NaN"},
 		{"wrong width", 1, testLearner(mech.Entropy, nn.Spec{Arch: nn.LogReg, Inputs: 5, Classes: 3}), poolData.X, "record 0 has 6 features"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
