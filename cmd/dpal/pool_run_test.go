@@ -72,6 +72,10 @@ func TestPoolRunTextAndOracle(t *testing.T) {
 
 func TestPoolRunErrors(t *testing.T) {
 	file := twoBlobsCSV(t, 300)
+	answers := filepath.Join(t.TempDir(), "answers.txt")
+	if err := os.WriteFile(answers, []byte("# one answer only\n1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	base := []string{"pool", "run", "--data", "csv", "--file", file, "--epsilon", "4", "--initial", "50", "--queries", "10", "--batch", "25"}
 	for _, tc := range []struct {
 		name string
@@ -85,6 +89,8 @@ func TestPoolRunErrors(t *testing.T) {
 		{"random with ε_Sel", append(base, "--acquisition", "random", "--epsilon-select", "1"), "ε_Sel = 0"},
 		{"pool too small", append(base, "--acquisition", "random", "--pool-size", "55"), "the plan labels 60"},
 		{"short answers", append(base, "--acquisition", "random", "--labels-from", "-"), "no more answers"},
+		{"short answer file", append(base, "--acquisition", "random", "--labels-from", answers), "no more answers"},
+		{"missing answer file", append(base, "--acquisition", "random", "--labels-from", answers+".none"), "--labels-from"},
 		{"ledger is the input", append(base, "--acquisition", "random", "--ledger", file), "--ledger"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
