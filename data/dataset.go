@@ -97,16 +97,20 @@ func (d *Dataset) Subset(idx []int) *Dataset {
 	out := &Dataset{
 		Name:         d.Name,
 		X:            make([][]float64, len(idx)),
-		Y:            make([]float64, len(idx)),
 		ClassNames:   d.ClassNames,
 		FeatureNames: d.FeatureNames,
+	}
+	if d.Y != nil { // multi-class sets (LoadIDX) carry only Class
+		out.Y = make([]float64, len(idx))
 	}
 	if d.Class != nil {
 		out.Class = make([]int, len(idx))
 	}
 	for i, j := range idx {
 		out.X[i] = d.X[j]
-		out.Y[i] = d.Y[j]
+		if d.Y != nil {
+			out.Y[i] = d.Y[j]
+		}
 		if d.Class != nil {
 			out.Class[i] = d.Class[j]
 		}

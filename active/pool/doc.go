@@ -6,8 +6,9 @@
 // Fig. 2; step amplification, Fig. 5 and §3.3; the alternatives of App.
 // D.1), the joint accounting of selection and training (§3.5, eq. 6), the
 // select-and-charge step of the private acquisition (App. C, through
-// dp/mech and dp/ledger), and the interface a DP-SGD trainer implements to
-// run the loop.
+// dp/mech and dp/ledger), and the loop (Run) that trains with package dpsgd
+// per the plan, selects through Select, asks a label Oracle and reports
+// every record's loss as the ledger holds it.
 //
 // # Groups
 //

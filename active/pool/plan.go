@@ -344,11 +344,18 @@ func (p *Plan) EpsilonUnder(acc Accounting, g int) (float64, error) {
 // accounting (which can exceed ε_Sel: the curve pays for its conversion,
 // and only pays off composed with training).
 func (p *Plan) UnselectedEpsilon() (float64, error) {
+	return p.SelectedEpsilon(len(p.Config.Queries))
+}
+
+// SelectedEpsilon is the loss, as the ledger reads it, of a record chosen
+// by selection j before it first trains: the j selections that scored it
+// (j·ε_Sel/T under basic composition, their composed curve under RDP).
+func (p *Plan) SelectedEpsilon(j int) (float64, error) {
 	sel, err := p.Config.SelectionLoss()
-	if err != nil || sel.IsZero() {
+	if err != nil || sel.IsZero() || j == 0 {
 		return 0, err
 	}
-	all, err := sel.Times(len(p.Config.Queries))
+	all, err := sel.Times(j)
 	if err != nil {
 		return 0, err
 	}

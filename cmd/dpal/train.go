@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/dp/account"
@@ -60,13 +61,7 @@ number is NOT covered by ε (a diagnostic for experiments only).`,
 		RunE: runTrain,
 	}
 	f := cmd.Flags()
-	f.String("data", "", "mnist|fashion-mnist|kdd99-5class|csv|libsvm (required)")
-	f.String("data-dir", data.DefaultDir, "data root holding mnist/, fashion_mnist/, kddcup99/")
-	f.String("file", "", "csv/libsvm: training file")
-	f.String("test-file", "", "csv/libsvm: test file (default: 20 % of --file, split by a fixed seed)")
-	f.String("model", "", "logreg|mlp:W1[,W2[,W3]]|cnn (default per dataset)")
-	f.String("activation", "relu", "mlp: relu|tanh")
-	f.Float64("dropout", 0, "mlp: dropout rate after each hidden layer")
+	dataModelFlags(f, "training file")
 	f.Float64("epsilon", 3, "target ε of the whole run")
 	f.Float64("delta", 1e-5, "target δ")
 	f.Float64("epochs", 0, "epochs (steps = ⌈epochs·n/batch⌉; default per dataset)")
@@ -84,6 +79,18 @@ number is NOT covered by ε (a diagnostic for experiments only).`,
 	f.Bool("json", false, "print one JSON object")
 	f.Bool("no-progress", false, "draw no progress bar")
 	rootCmd.AddCommand(cmd)
+}
+
+// dataModelFlags declares the dataset and model flags that loadTrainData
+// and trainFlags read (train, pool run); file describes --file.
+func dataModelFlags(f *pflag.FlagSet, file string) {
+	f.String("data", "", "mnist|fashion-mnist|kdd99-5class|csv|libsvm (required)")
+	f.String("data-dir", data.DefaultDir, "data root holding mnist/, fashion_mnist/, kddcup99/")
+	f.String("file", "", "csv/libsvm: "+file)
+	f.String("test-file", "", "csv/libsvm: test file (default: 20 % of --file, split by a fixed seed)")
+	f.String("model", "", "logreg|mlp:W1[,W2[,W3]]|cnn (default per dataset)")
+	f.String("activation", "relu", "mlp: relu|tanh")
+	f.Float64("dropout", 0, "mlp: dropout rate after each hidden layer (BALD's MC-dropout passes need > 0)")
 }
 
 // trainEpoch is one epoch's report.

@@ -1,0 +1,629 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/dpal-dev/dpal/data"
+	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
+	"github.com/dpal-dev/dpal/dp/mech"
+	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/dpsgd"
+	"github.com/dpal-dev/dpal/model/nn"
+)
+
+// Learner is the model the loop trains and how it selects.
+type Learner struct {
+	// Spec is the network (Spec.Dropout > 0 gives BALD its MC-dropout
+	// passes; without dropout BALD's passes agree and it scores zero).
+	Spec nn.Spec
+	// Train is the DP-SGD setting (clip, optimiser, learning rate…); the
+	// noise multiplier is set per phase from the plan. A new optimiser
+	// state starts each phase; the network's parameters carry over
+	// (θ_{i+1} = DP-SGD(θ_i, …), Fig. 2).
+	Train dpsgd.Config
+	// Acquisition scores the unlabelled pool (App. C).
+	Acquisition mech.Acquisition
+	// NotDP selects by the exact top-k of the scores (mech.TopKNotDP): NOT
+	// differentially private, for the paper's non-private upper bounds
+	// only. The plan must then give the selections nothing (ε_Sel = 0),
+	// and the result says DP: false.
+	NotDP bool
+	// Passes is the number of MC-dropout forward passes for BALD (0: 10).
+	Passes int
+	// ScoreClip clips the scores (the clipping trick); 0 means
+	// mech.EntropyClip for entropy, mech.BALDClip for BALD, no clipping
+	// otherwise.
+	ScoreClip float64
+}
+
+// Input is one run of the pool loop.
+type Input struct {
+	// Plan is the training plan (Build); its Config fixes ε, ε_Sel, δ,
+	// the initial set and the query sizes.
+	Plan *Plan
+	// Learner is the model and acquisition.
+	Learner Learner
+	// Pool holds the features of every pool record (unlabelled: labels
+	// come from Oracle only).
+	Pool [][]float64
+	// Oracle labels the records the loop chooses.
+	Oracle Oracle
+	// Test is a public test set for accuracy (nil: none).
+	Test *data.Dataset
+	// Progress, if not nil, is called after every DP-SGD step.
+	Progress func()
+}
+
+// Span is the smallest and largest ε the ledger holds for a set of
+// records.
+type Span struct {
+	Min float64 `json:"min"`
+	Max float64 `json:"max"`
+}
+
+// GroupPrivacy is one set of records' privacy loss, read from the ledger
+// per record, beside what the plan promised them.
+type GroupPrivacy struct {
+	// Group names the set: a plan group, "not-selected", or the query
+	// just selected.
+	Group string `json:"group"`
+	// Records is the number of records in it.
+	Records int `json:"records"`
+	// Planned is the plan's ε for each of them.
+	Planned float64 `json:"planned_epsilon"`
+	// Ledger is the span of their ledger ε (records are ledger groups).
+	Ledger Span `json:"ledger_epsilon"`
+}
+
+// Privacy is the per-record report at the end of a run.
+type Privacy struct {
+	// Epsilon and Delta are every record's target.
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+	// Trained are the labelled groups (trained records: at the target).
+	Trained []GroupPrivacy `json:"trained"`
+	// NotSelected are the records never selected (ε_Sel).
+	NotSelected GroupPrivacy `json:"not_selected"`
+	// MaxDeviation is the largest |ledger − plan| over every record.
+	MaxDeviation float64 `json:"max_deviation"`
+	// Guarantee says what holds: the plan's (ε, δ) per record, or that
+	// the selections were not DP.
+	Guarantee string `json:"guarantee"`
+}
+
+// Round is the state after one training round.
+type Round struct {
+	// Round is the training round i = 1…T+1.
+	Round int `json:"round"`
+	// Labelled is |D_i|, the records trained on in the round.
+	Labelled int `json:"labelled"`
+	// Steps is the round's number of DP-SGD steps (all its phases).
+	Steps int `json:"steps"`
+	// TestAccuracy is the model's accuracy on the public test set after
+	// the round (NaN without one).
+	TestAccuracy float64 `json:"test_accuracy"`
+	// Selected is the query chosen after the round (rounds 1…T): its
+	// records have paid for the selections so far but not yet trained
+	// (j·ε_Sel/T under basic accounting), read from the ledger.
+	Selected *GroupPrivacy `json:"selected,omitempty"`
+	// Seconds is the wall time of the round and its selection.
+	Seconds float64 `json:"seconds"`
+}
+
+// Result is what a run reports.
+type Result struct {
+	// Acquisition names the acquisition, "(not DP)" appended for NotDP.
+	Acquisition string `json:"acquisition"`
+	// DP is false when the selections were the exact top-k.
+	DP bool `json:"dp"`
+	// Mode and Accounting are the plan's.
+	Mode       string `json:"mode"`
+	Accounting string `json:"accounting"`
+	// Rounds are the rounds in order.
+	Rounds []Round `json:"rounds"`
+	// TestAccuracy and TestRecall (per class) are the final model's on
+	// Input.Test; BalancedAccuracy is the mean recall over the classes
+	// present in it.
+	TestAccuracy     float64   `json:"test_accuracy"`
+	TestRecall       []float64 `json:"test_recall"`
+	BalancedAccuracy float64   `json:"balanced_accuracy"`
+	// Privacy is the per-record report read from the ledger.
+	Privacy Privacy `json:"privacy"`
+	// Steps and Seconds are the run's DP-SGD steps and wall time.
+	Steps   int     `json:"steps"`
+	Seconds float64 `json:"seconds"`
+	// Labelled are the pool indices of the labelled records per group
+	// (initial, query-1, …): post-processing of the selections.
+	Labelled [][]int `json:"-"`
+	// Net is the final model.
+	Net *nn.Net `json:"-"`
+}
+
+// RecordID is pool record i's ledger group: every record is its own group,
+// so the ledger holds each record's composed loss.
+func RecordID(i int) string { return "record-" + strconv.Itoa(i) }
+
+// TotalSteps is the number of DP-SGD steps of the plan.
+func (p *Plan) TotalSteps() int {
+	n := 0
+	for _, ph := range p.Phases {
+		n += ph.Steps
+	}
+	return n
+}
+
+// loop is a run's state.
+type loop struct {
+	in     Input
+	led    *ledger.Ledger
+	r      *rng.Rand
+	net    *nn.Net
+	groups [][]int // pool indices per labelled group
+	rows   [][]float64
+	labels []int
+	where  [][]int // positions in rows per group
+	free   []bool  // free[i]: pool record i is unlabelled
+	res    *Result
+}
+
+// Run runs pool-based DP active learning (paper 001, Fig. 2 with the
+// plan's phases): a random initial set labelled by the oracle, then per
+// round the plan's DP-SGD phases, and after rounds 1…T a selection from the
+// unlabelled pool labelled by the oracle; last, the test accuracy and the
+// per-record privacy report, read from the ledger.
+//
+// Every record is its own ledger group (RecordID). Before each phase the
+// plan's loss for it (Plan.PhaseLoss) is recorded for every record of
+// every sampled group; dpsgd.Trainer.Run, which charges one entry per
+// group name, is given a scratch ledger, whose charges are checked against
+// the plan. Selections are charged through Select before they are drawn.
+// The ledger must have the plan's δ and conversion; its per-record budget
+// stops the run with account.ErrBudgetExceeded before any release that
+// would exceed it.
+func Run(led *ledger.Ledger, r *rng.Rand, in Input) (*Result, error) {
+	if err := checkInput(led, in); err != nil {
+		return nil, err
+	}
+	net, err := nn.New(in.Learner.Spec, r.Split())
+	if err != nil {
+		return nil, fmt.Errorf("pool: %w", err)
+	}
+	cfg := in.Plan.Config
+	l := &loop{in: in, led: led, r: r, net: net, free: make([]bool, len(in.Pool)),
+		res: &Result{Acquisition: in.Learner.Acquisition.String(), DP: !in.Learner.NotDP,
+			Mode: cfg.Mode.String(), Accounting: cfg.Accounting.String(), Net: net}}
+	if in.Learner.NotDP {
+		l.res.Acquisition += " (not DP)"
+	}
+	for i := range l.free {
+		l.free[i] = true
+	}
+	start := time.Now()
+	if err := l.initial(); err != nil {
+		return nil, err
+	}
+	if err := l.rounds(); err != nil {
+		return nil, err
+	}
+	if err := l.finish(); err != nil {
+		return nil, err
+	}
+	l.res.Seconds = time.Since(start).Seconds()
+	l.res.Labelled = l.groups
+	return l.res, nil
+}
+
+// checkInput refuses inputs whose ledger would not read what the plan
+// says, before anything is drawn.
+func checkInput(led *ledger.Ledger, in Input) error {
+	if led == nil || in.Plan == nil || in.Oracle == nil {
+		return errors.New("pool: a ledger, a plan and an oracle are required")
+	}
+	cfg := in.Plan.Config
+	meta := led.Meta()
+	switch {
+	case meta.Budget.Delta != cfg.Delta:
+		return fmt.Errorf("pool: the ledger's δ %v is not the plan's δ %v", meta.Budget.Delta, cfg.Delta)
+	case meta.Conversion != cfg.Conversion:
+		return fmt.Errorf("pool: the ledger converts RDP by %v, the plan by %v", meta.Conversion, cfg.Conversion)
+	case cfg.ScoresLabelled:
+		return errors.New("pool: the uncertainty acquisitions score only the unlabelled pool; plan without ScoresLabelled")
+	}
+	a := in.Learner.Acquisition
+	switch {
+	case a < mech.Random || a > mech.BALD:
+		return fmt.Errorf("pool: unknown acquisition %d", int(a))
+	case a == mech.Random && in.Learner.NotDP:
+		return errors.New("pool: random selection reads no record; it is DP as it is")
+	case (a == mech.Random || in.Learner.NotDP) && cfg.EpsilonSelect != 0:
+		return fmt.Errorf("pool: %s selection is charged nothing, so plan it with ε_Sel = 0 (got %v)", a, cfg.EpsilonSelect)
+	case a != mech.Random && !in.Learner.NotDP && cfg.EpsilonSelect == 0:
+		return fmt.Errorf("pool: private %s selection needs ε_Sel > 0", a)
+	}
+	need := cfg.Initial
+	for _, q := range cfg.Queries {
+		need += q
+	}
+	if len(in.Pool) < need {
+		return fmt.Errorf("pool: the pool has %d records, the plan labels %d", len(in.Pool), need)
+	}
+	s := in.Learner.Spec
+	for i, x := range in.Pool {
+		if len(x) != s.Inputs {
+			return fmt.Errorf("pool: record %d has %d features, the model takes %d", i, len(x), s.Inputs)
+		}
+		for j, v := range x {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("pool: record %d, feature %d is %v", i, j, v)
+			}
+		}
+	}
+	if in.Test != nil && in.Test.Len() > 0 && in.Test.Dim() != s.Inputs {
+		return fmt.Errorf("pool: test rows have %d features, the model takes %d", in.Test.Dim(), s.Inputs)
+	}
+	return nil
+}
+
+// initial draws D_1 uniformly from the pool (reading no record, so free of
+// charge) and labels it.
+func (l *loop) initial() error {
+	idx, err := RandomSubset(l.r, l.in.Plan.Config.Initial, len(l.in.Pool))
+	if err != nil {
+		return fmt.Errorf("pool: initial set: %w", err)
+	}
+	return l.label(idx)
+}
+
+// RandomSubset draws k of the indices 0…n−1 uniformly without replacement
+// (mech's random acquisition: it reads no record, so it costs nothing),
+// in draw order.
+func RandomSubset(r *rng.Rand, k, n int) ([]int, error) {
+	a, err := mech.NewAcquire(mech.Random, 0, k, 2, 0)
+	if err != nil {
+		return nil, err
+	}
+	return a.Select(r, make([]float64, n))
+}
+
+// label asks the oracle for idx's classes and adds them as a new group.
+func (l *loop) label(idx []int) error {
+	classes, err := l.in.Oracle.Label(idx)
+	if err != nil {
+		return fmt.Errorf("pool: %w", err)
+	}
+	if len(classes) != len(idx) {
+		return fmt.Errorf("pool: the oracle answered %d labels for %d records", len(classes), len(idx))
+	}
+	pos := make([]int, len(idx))
+	for i, j := range idx {
+		if c := classes[i]; c < 0 || c >= l.in.Learner.Spec.Classes {
+			return fmt.Errorf("pool: record %d: label %d is not a class (0..%d)", j, c, l.in.Learner.Spec.Classes-1)
+		}
+		pos[i] = len(l.rows)
+		l.rows = append(l.rows, l.in.Pool[j])
+		l.labels = append(l.labels, classes[i])
+		l.free[j] = false
+	}
+	l.groups = append(l.groups, idx)
+	l.where = append(l.where, pos)
+	return nil
+}
+
+// rounds runs every phase of the plan, selecting after each round ≤ T.
+func (l *loop) rounds() error {
+	p := l.in.Plan
+	T := len(p.Config.Queries)
+	start := time.Now()
+	steps := 0
+	for e, ph := range p.Phases {
+		if err := l.phase(e, ph); err != nil {
+			return err
+		}
+		steps += ph.Steps
+		if e+1 < len(p.Phases) && p.Phases[e+1].Round == ph.Round {
+			continue
+		}
+		acc, _, _, err := l.evaluate()
+		if err != nil {
+			return err
+		}
+		round := Round{Round: ph.Round, Labelled: len(l.rows), Steps: steps, TestAccuracy: acc}
+		if ph.Round <= T {
+			sel, err := l.selection(ph.Round)
+			if err != nil {
+				return err
+			}
+			round.Selected = sel
+		}
+		round.Seconds = time.Since(start).Seconds()
+		l.res.Rounds = append(l.res.Rounds, round)
+		steps = 0
+	}
+	l.res.Steps = p.TotalSteps()
+	return nil
+}
+
+// phase charges phase entry e's loss to every record of its sampled groups
+// and then runs its DP-SGD steps.
+func (l *loop) phase(e int, ph Phase) error {
+	var groups []dpsgd.Group
+	planned := map[string]account.Loss{}
+	for g, gr := range ph.Groups {
+		loss, ok, err := l.in.Plan.PhaseLoss(e, g)
+		if err != nil {
+			return fmt.Errorf("pool: %w", err)
+		}
+		if !ok || ph.Steps == 0 {
+			continue
+		}
+		loss.Mechanism = "dp-sgd"
+		ids := make([]string, len(l.groups[g]))
+		for i, j := range l.groups[g] {
+			ids[i] = RecordID(j)
+		}
+		note := fmt.Sprintf("round %d: %d DP-SGD steps, σ %.9g, %s sampled at %.9g", ph.Round, ph.Steps, ph.NoiseMultiplier, gr.Group, gr.SampleRate)
+		if _, err := l.led.Record(ledger.Charge{Groups: ids, Loss: loss, Note: note}); err != nil {
+			return fmt.Errorf("pool: round %d, group %s: %w", ph.Round, gr.Group, err)
+		}
+		groups = append(groups, dpsgd.Group{Name: gr.Group, Records: l.where[g], Rate: gr.SampleRate})
+		planned[gr.Group] = loss
+	}
+	if len(groups) == 0 {
+		return nil
+	}
+	cfg := l.in.Learner.Train
+	cfg.NoiseMultiplier = ph.NoiseMultiplier
+	tr, err := dpsgd.New(l.net, cfg)
+	if err != nil {
+		return fmt.Errorf("pool: %w", err)
+	}
+	scratch, err := ledger.New(account.Budget{Epsilon: math.MaxFloat64, Delta: l.in.Plan.Config.Delta}, ledger.WithConversion(l.in.Plan.Config.Conversion))
+	if err != nil {
+		return fmt.Errorf("pool: %w", err)
+	}
+	var after func(int) error
+	if l.in.Progress != nil {
+		after = func(int) error { l.in.Progress(); return nil }
+	}
+	res, err := tr.Run(scratch, l.r.Split(), dpsgd.Data{X: l.rows, Labels: l.labels}, groups, ph.Steps, after)
+	if err != nil {
+		return fmt.Errorf("pool: round %d: %w", ph.Round, err)
+	}
+	return l.checkCharges(res.Charges, planned)
+}
+
+// checkCharges compares what dpsgd charged its scratch ledger with what
+// the loop charged the records: a mismatch is a bug, reported loudly.
+func (l *loop) checkCharges(got []dpsgd.Charge, planned map[string]account.Loss) error {
+	cfg := l.in.Plan.Config
+	if len(got) != len(planned) {
+		return fmt.Errorf("pool: dpsgd charged %d groups, the plan %d", len(got), len(planned))
+	}
+	for _, c := range got {
+		a, err1 := c.Loss.EpsilonAt(cfg.Delta, cfg.Conversion)
+		b, err2 := planned[c.Group].EpsilonAt(cfg.Delta, cfg.Conversion)
+		if err := errors.Join(err1, err2); err != nil {
+			return fmt.Errorf("pool: %w", err)
+		}
+		if math.Abs(a-b) > 1e-9*max(1, b) {
+			return fmt.Errorf("pool: group %s: dpsgd charged ε %v, the plan %v", c.Group, a, b)
+		}
+	}
+	return nil
+}
+
+// selection runs selection j on the unlabelled pool and labels the chosen
+// records; it returns their ledger ε (selected, not yet trained).
+func (l *loop) selection(j int) (*GroupPrivacy, error) {
+	cfg := l.in.Plan.Config
+	lr := l.in.Learner
+	k := cfg.Queries[j-1]
+	var free []int
+	for i, f := range l.free {
+		if f {
+			free = append(free, i)
+		}
+	}
+	clip := lr.ScoreClip
+	if clip == 0 {
+		clip = map[mech.Acquisition]float64{mech.Entropy: mech.EntropyClip, mech.BALD: mech.BALDClip}[lr.Acquisition]
+	}
+	a, err := mech.NewAcquire(lr.Acquisition, cfg.EpsilonSelect/float64(len(cfg.Queries)), k, lr.Spec.Classes, clip)
+	if lr.NotDP && err != nil { // ε = 0 is refused, and not used: build the scorer at any ε
+		a, err = mech.NewAcquire(lr.Acquisition, 1, k, lr.Spec.Classes, clip)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pool: selection %d: %w", j, err)
+	}
+	var passes [][][]float64
+	if lr.Acquisition != mech.Random {
+		if passes, err = l.score(free); err != nil {
+			return nil, fmt.Errorf("pool: selection %d: %w", j, err)
+		}
+	}
+	chosen, err := l.choose(a, j, k, free, passes)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.label(chosen); err != nil {
+		return nil, err
+	}
+	planned, err := l.in.Plan.SelectedEpsilon(j)
+	if err != nil {
+		return nil, err
+	}
+	g := l.span("query-"+strconv.Itoa(j), chosen, planned)
+	return &g, nil
+}
+
+// choose draws the k records of selection j: privately through Select
+// (charged first), or by the exact top-k for NotDP.
+func (l *loop) choose(a *mech.Acquire, j, k int, free []int, passes [][][]float64) ([]int, error) {
+	if l.in.Learner.NotDP {
+		scores, err := a.Scores(passes)
+		if err != nil {
+			return nil, fmt.Errorf("pool: selection %d: %w", j, err)
+		}
+		top, err := mech.TopKNotDP(scores, k)
+		if err != nil {
+			return nil, fmt.Errorf("pool: selection %d: %w", j, err)
+		}
+		out := make([]int, len(top))
+		for i, t := range top {
+			out[i] = free[t]
+		}
+		return out, nil
+	}
+	ids := make([]string, len(free))
+	index := make(map[string]int, len(free))
+	for i, f := range free {
+		ids[i] = RecordID(f)
+		index[ids[i]] = f
+	}
+	sel, err := Select(l.led, l.r, a, l.in.Plan.Config.Accounting, ids, passes, fmt.Sprintf("selection %d of %d", j, len(l.in.Plan.Config.Queries)))
+	if err != nil {
+		return nil, fmt.Errorf("pool: selection %d: %w", j, err)
+	}
+	out := make([]int, len(sel))
+	for i, id := range sel {
+		out[i] = index[id]
+	}
+	return out, nil
+}
+
+// score returns the class probabilities of the pool records idx, one
+// vector per pass: one plain pass, or Learner.Passes MC-dropout passes for
+// BALD. Post-processing of the released model.
+func (l *loop) score(idx []int) ([][][]float64, error) {
+	rows := make([][]float64, len(idx))
+	for i, j := range idx {
+		rows[i] = l.in.Pool[j]
+	}
+	passes := 1
+	if l.in.Learner.Acquisition == mech.BALD {
+		passes = l.in.Learner.Passes
+		if passes == 0 {
+			passes = 10
+		}
+	}
+	out := make([][][]float64, len(idx))
+	for i := range out {
+		out[i] = make([][]float64, 0, passes)
+	}
+	dropR := l.r.Split()
+	for range passes {
+		var probs [][]float64
+		var err error
+		if passes == 1 {
+			probs, err = l.net.Predict(rows)
+		} else {
+			probs, err = l.net.PredictDropout(rows, 1, dropR) // one MC-dropout sample
+		}
+		if err != nil {
+			return nil, err
+		}
+		for i, p := range probs {
+			out[i] = append(out[i], p)
+		}
+	}
+	return out, nil
+}
+
+// span reads the ledger ε of the records idx.
+func (l *loop) span(name string, idx []int, planned float64) GroupPrivacy {
+	g := GroupPrivacy{Group: name, Records: len(idx), Planned: planned, Ledger: Span{Min: math.Inf(1), Max: math.Inf(-1)}}
+	for _, j := range idx {
+		eps, _ := l.led.Spent(RecordID(j))
+		g.Ledger.Min, g.Ledger.Max = min(g.Ledger.Min, eps), max(g.Ledger.Max, eps)
+	}
+	if len(idx) == 0 {
+		g.Ledger = Span{}
+	}
+	return g
+}
+
+// evaluate returns the accuracy, per-class recall and balanced accuracy on
+// the public test set (NaN and nil without one).
+func (l *loop) evaluate() (acc float64, recall []float64, balanced float64, err error) {
+	t := l.in.Test
+	if t == nil || t.Len() == 0 {
+		return math.NaN(), nil, math.NaN(), nil
+	}
+	pred, err := l.net.Classify(t.X)
+	if err != nil {
+		return 0, nil, 0, fmt.Errorf("pool: test set: %w", err)
+	}
+	acc, recall, balanced = Scores(pred, t.Class, l.in.Learner.Spec.Classes)
+	return acc, recall, balanced, nil
+}
+
+// Scores returns the accuracy of pred against labels, each class's recall
+// (0 for a class absent from labels) and the balanced accuracy (mean
+// recall over the classes present).
+func Scores(pred, labels []int, classes int) (acc float64, recall []float64, balanced float64) {
+	hit, seen := make([]float64, classes), make([]float64, classes)
+	right := 0.0
+	for i, c := range labels {
+		seen[c]++
+		if pred[i] == c {
+			hit[c]++
+			right++
+		}
+	}
+	recall = make([]float64, classes)
+	present := 0.0
+	for c := range recall {
+		if seen[c] > 0 {
+			recall[c] = hit[c] / seen[c]
+			balanced += recall[c]
+			present++
+		}
+	}
+	return right / max(1, float64(len(labels))), recall, balanced / max(1, present)
+}
+
+// finish fills the final accuracy and the privacy report from the ledger.
+func (l *loop) finish() error {
+	var err error
+	if l.res.TestAccuracy, l.res.TestRecall, l.res.BalancedAccuracy, err = l.evaluate(); err != nil {
+		return err
+	}
+	p := l.in.Plan
+	pr := Privacy{Epsilon: p.Config.Epsilon, Delta: p.Config.Delta,
+		Guarantee: fmt.Sprintf("(ε = %v, δ = %v)-DP for every record of the pool (add/remove one record), ledger per record", p.Config.Epsilon, p.Config.Delta)}
+	if l.in.Learner.NotDP {
+		pr.Guarantee = "none: the selections released exact top-k rankings (not DP); only the DP-SGD training is accounted"
+	}
+	for g, members := range l.groups {
+		gp := l.span(p.Groups[g].Group, members, p.Groups[g].EpsilonTotal)
+		pr.Trained = append(pr.Trained, gp)
+		pr.MaxDeviation = max(pr.MaxDeviation, deviation(gp))
+	}
+	unselected, err := p.UnselectedEpsilon()
+	if err != nil {
+		return err
+	}
+	var rest []int
+	for i, f := range l.free {
+		if f {
+			rest = append(rest, i)
+		}
+	}
+	pr.NotSelected = l.span("not-selected", rest, unselected)
+	pr.MaxDeviation = max(pr.MaxDeviation, deviation(pr.NotSelected))
+	l.res.Privacy = pr
+	return nil
+}
+
+// deviation is the largest |ledger − plan| of a set of records.
+func deviation(g GroupPrivacy) float64 {
+	if g.Records == 0 {
+		return 0
+	}
+	return max(math.Abs(g.Ledger.Min-g.Planned), math.Abs(g.Ledger.Max-g.Planned))
+}
