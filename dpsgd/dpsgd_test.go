@@ -233,7 +233,8 @@ func TestSeededRunIndependentOfCores(t *testing.T) {
 
 // TestAuditOneStep audits one DP-SGD step on add/remove neighbours: D0 is
 // empty, D1 holds one record whose clipped gradient has weight coordinate
-// ≈ C. The released coordinate is the noisy sum's weight coordinate. The
+// ≈ C. The released coordinate is the noisy sum's weight coordinate, read off
+// the parameters after one whole step (SGD at rate 1 from θ = 0). The
 // audit's lower bound must stay below the ε the ledger is charged, and a
 // trainer whose noise has half the σ must be caught.
 func TestAuditOneStep(t *testing.T) {
@@ -255,11 +256,13 @@ func TestAuditOneStep(t *testing.T) {
 		return func(r *rng.Rand, d Data, groups []Group) float64 {
 			_ = tr.noise.Noise(r, buf)
 			rows, labels = sample(r, d, groups, rows[:0], labels[:0])
-			sum, err := tr.noisyMean(rows, labels, 1, noiseSource{z: buf}, r)
-			if err != nil {
+			// From θ = 0, one SGD step at rate 1 leaves θ = −(noisy sum).
+			theta := net.Params()
+			clear(theta)
+			if err := tr.step(rows, labels, 1, noiseSource{z: buf}, r); err != nil {
 				t.Fatal(err)
 			}
-			return sum[0]
+			return -theta[0]
 		}
 	}
 	cfg := audit.Config{Trials: trials, Confidence: 0.999, Delta: delta}

@@ -321,46 +321,44 @@ func (t *Trainer) noiseAhead(stream *mech.NoiseStream, steps int) (<-chan []floa
 	return out, func() { close(done) }
 }
 
-// step releases one noisy gradient and applies it.
+// step releases one noisy gradient and applies it, chunk by chunk (noiseChunk
+// coordinates) in one pass over the float32 clipped sum, the noise and the
+// parameters, so that no gradient-sized vector is written and read back.
+// Each chunk is the mechanism and its scaling: the clipped sum rounded to
+// the noise's grid plus the noise, exactly GaussianVector.AddTo's output
+// (g·round(v/g) + g·Y, all exact in float64; v/g = v·(1/g) since g is a
+// power of two), then multiplied by 1/b, b the expected batch size; the
+// optimiser's update of the chunk is post-processing. A vector drawn ahead
+// is one of noiseAhead's three buffers; with a channel of one, the producer
+// never writes the one in use here. A non-finite coordinate stops the run
+// with an error, leaving the chunks before it updated (the model has
+// diverged either way).
 func (t *Trainer) step(rows [][]float64, labels []int, b float64, z noiseSource, dropR *rng.Rand) error {
-	mean, err := t.noisyMean(rows, labels, b, z, dropR)
+	sum, err := t.net.ClippedGrad32(rows, labels, t.cfg.Clip, dropR)
 	if err != nil {
 		return err
 	}
-	t.opt.step(t.net.Params(), mean)
-	t.steps++
-	return nil
-}
-
-// noisyMean is the mechanism of one step and its scaling, in one pass:
-// the clipped sum rounded to the noise's grid plus the noise, exactly
-// GaussianVector.AddTo's output (g·round(v/g) + g·Y, all exact in float64;
-// v/g = v·(1/g) since g is a power of two), then multiplied by 1/b, b the
-// expected batch size (post-processing). A vector drawn ahead is one of
-// noiseAhead's three buffers; with a channel of one, the producer never
-// writes the one in use here.
-func (t *Trainer) noisyMean(rows [][]float64, labels []int, b float64, z noiseSource, dropR *rng.Rand) ([]float64, error) {
-	sum, err := t.net.ClippedGrad(rows, labels, t.cfg.Clip, dropR)
-	if err != nil {
-		return nil, err
-	}
+	theta, lr := t.net.Params(), t.opt.begin()
 	g := t.noise.Granularity()
 	ig, ib := 1/g, 1/b
-	var chunk [noiseChunk]float64
+	var noise, mean [noiseChunk]float64
 	for lo := 0; lo < len(sum); lo += noiseChunk {
 		part := sum[lo:min(lo+noiseChunk, len(sum))]
-		zs := chunk[:len(part)]
+		zs, ms := noise[:len(part)], mean[:len(part)]
 		if z.z != nil {
 			zs = z.z[lo : lo+len(part)]
 		} else {
 			z.stream.Next(zs)
 		}
-		for i, v := range part {
+		for i, v32 := range part {
+			v := float64(v32)
 			if v-v != 0 { // NaN or ±Inf
-				return nil, fmt.Errorf("gradient coordinate %d is %v: the model diverged (lower the learning rate)", lo+i, v)
+				return fmt.Errorf("gradient coordinate %d is %v: the model diverged (lower the learning rate)", lo+i, v)
 			}
-			part[i] = (g*math.Round(v*ig) + zs[i]) * ib
+			ms[i] = (g*math.Round(v*ig) + zs[i]) * ib
 		}
+		t.opt.update(theta[lo:lo+len(part)], ms, lo, lr)
 	}
-	return sum, nil
+	t.steps++
+	return nil
 }

@@ -60,18 +60,16 @@ func sqNorm64(x []float64) float64 {
 }
 
 // weights is a layer's parameter block: W (rows×cols, row-major) then cols
-// biases, as float64 master values and gradient (slices of the Net's flat
-// vectors), and the float32 copies, in the same layout, that the products
-// use.
+// biases, as float64 master values, their float32 copy that the products
+// use and the float32 gradient, all slices of the Net's flat vectors.
 type weights struct {
 	rows, cols int
-	p, g       []float64
+	p          []float64
 	p32, g32   []float32
 }
 
-func (w *weights) bind(p, g []float64) {
-	w.p, w.g = p, g
-	w.p32, w.g32 = make([]float32, len(p)), make([]float32, len(p))
+func (w *weights) bind(p []float64, p32, g32 []float32) {
+	w.p, w.p32, w.g32 = p, p32, g32
 }
 
 func (w *weights) size() int     { return w.rows * w.cols }
@@ -82,11 +80,3 @@ func (w *weights) gb() []float32 { return w.g32[w.size():] }
 
 // sync copies the parameters into the float32 copy.
 func (w *weights) sync() { f32.Convert(w.p32, w.p) }
-
-// flush adds the float32 gradient to the master gradient.
-func (w *weights) flush() {
-	g := w.g[:len(w.g32)]
-	for i, v := range w.g32 {
-		g[i] += float64(v)
-	}
-}

@@ -15,6 +15,8 @@ type Net struct {
 	layers []layer
 	params []float64
 	grad   []float64
+	p32    []float32 // the float32 copy of params the products use
+	g32    []float32 // the clipped sum, as the products leave it
 	x, gl  matrix
 	inSq   []float64 // each input row's squared norm
 	norms  []float64
@@ -42,10 +44,11 @@ func build(s Spec) (*Net, error) {
 	n := &Net{spec: s, layers: s.layers()}
 	total := s.NumParams()
 	n.params, n.grad = make([]float64, total), make([]float64, total)
+	n.p32, n.g32 = make([]float32, total), make([]float32, total)
 	off := 0
 	for _, l := range n.layers {
 		k := l.numParams()
-		l.bind(n.params[off:off+k], n.grad[off:off+k])
+		l.bind(n.params[off:off+k], n.p32[off:off+k], n.g32[off:off+k])
 		off += k
 	}
 	return n, nil
@@ -140,15 +143,38 @@ func (n *Net) backward(g matrix) {
 // any, draws from r. The returned slice is the Net's own gradient buffer,
 // valid until the next call; an empty batch gives zeros.
 func (n *Net) ClippedGrad(rows [][]float64, labels []int, clip float64, r *rng.Rand) ([]float64, error) {
+	g, err := n.ClippedGrad32(rows, labels, clip, r)
+	if err != nil {
+		return nil, err
+	}
+	widen(n.grad, g)
+	return n.grad, nil
+}
+
+// widen sets dst to src in float64, turning −0 into +0 (as adding src to a
+// zeroed vector would).
+func widen(dst []float64, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = float64(v) + 0
+	}
+}
+
+// ClippedGrad32 is ClippedGrad in the float32 the products compute it in:
+// ClippedGrad's result is exactly this one's values converted to float64
+// (with −0 as +0). It spares a trainer that reads the sum once the passes
+// that widen it. The returned slice is the Net's own, valid until the next
+// call.
+func (n *Net) ClippedGrad32(rows [][]float64, labels []int, clip float64, r *rng.Rand) ([]float32, error) {
 	if !(clip > 0) || math.IsInf(clip, 0) {
 		return nil, fmt.Errorf("nn: clipping norm must be finite and > 0, got %v", clip)
 	}
 	if err := n.checkBatch(rows, labels); err != nil {
 		return nil, err
 	}
-	clear(n.grad)
 	if len(rows) == 0 {
-		return n.grad, nil
+		clear(n.g32)
+		return n.g32, nil
 	}
 	z := n.forward(rows, true, r)
 	n.backward(n.lossGrad(z, labels))
@@ -164,7 +190,7 @@ func (n *Net) ClippedGrad(rows [][]float64, labels []int, clip float64, r *rng.R
 	for _, l := range n.layers {
 		l.accumulate(n.norms)
 	}
-	return n.grad, nil
+	return n.g32, nil
 }
 
 // clipFactor is min(1, clip/norm), 0 for a non-finite norm.
@@ -187,13 +213,13 @@ func (n *Net) PerExampleGrads(rows [][]float64, labels []int, r *rng.Rand) ([][]
 	}
 	out := make([][]float64, len(rows))
 	for i := range rows {
-		clear(n.grad)
 		z := n.forward(rows[i:i+1], true, r)
 		n.backward(n.lossGrad(z, labels[i:i+1]))
 		for _, l := range n.layers {
 			l.accumulate([]float64{1})
 		}
-		out[i] = append([]float64(nil), n.grad...)
+		out[i] = make([]float64, len(n.g32))
+		widen(out[i], n.g32)
 	}
 	return out, nil
 }
