@@ -31,24 +31,8 @@ func gemm(ta, tb bool, alpha float32, a, b matrix, beta float32, c matrix) {
 	f32.Gemm(ta, tb, c.r, c.c, k, alpha, a.d, a.c, b.d, b.c, beta, c.d, c.c)
 }
 
-// sqNorm is ‖x‖², accumulated in float64 over four independent sums (one
-// chain of dependent additions would cost an add's latency per entry).
-func sqNorm(x []float32) float64 {
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		v := x[i : i+4 : i+4]
-		a, b, c, d := float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])
-		s0 += a * a
-		s1 += b * b
-		s2 += c * c
-		s3 += d * d
-	}
-	for _, v := range x[i:] {
-		s0 += float64(v) * float64(v)
-	}
-	return (s0 + s1) + (s2 + s3)
-}
+// sqNorm is ‖x‖², accumulated in float64.
+func sqNorm(x []float32) float64 { return f32.SqNorm(x) }
 
 // sqNorm64 is ‖x‖² of a float64 vector.
 func sqNorm64(x []float64) float64 {

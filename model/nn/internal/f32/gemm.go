@@ -62,6 +62,7 @@ type gemmFunc func(transA, transB bool, m, n, k int, alpha float32, a []float32,
 var (
 	simd        gemmFunc
 	simdConvert convertFunc
+	simdCopy    copyFunc
 	simdName    string
 )
 
@@ -99,13 +100,50 @@ func convertGo(dst []float32, src []float64) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
+// copyFunc is Copy's signature.
+type copyFunc func(dst, src []float32) float64
+
+// Copy sets dst[i] = src[i] (len(dst) ≥ len(src)) and returns Σ src[i]² in
+// float64: Convert for inputs already in float32.
+func Copy(dst, src []float32) float64 {
+	if simdCopy != nil {
+		return simdCopy(dst, src)
+	}
+	return copyGo(dst, src)
+}
+
+// copyGo is Copy in Go.
+func copyGo(dst, src []float32) float64 {
+	copy(dst[:len(src)], src)
+	return SqNorm(src)
+}
+
+// SqNorm is ‖x‖², accumulated in float64 over four independent sums (one
+// chain of dependent additions would cost an add's latency per entry).
+func SqNorm(x []float32) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		v := x[i : i+4 : i+4]
+		a, b, c, d := float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])
+		s0 += a * a
+		s1 += b * b
+		s2 += c * c
+		s3 += d * d
+	}
+	for _, v := range x[i:] {
+		s0 += float64(v) * float64(v)
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
 // SetSIMD turns the SIMD route off (false) or back on where available, and
 // returns whether it is on: for tests and benchmarks of both routes.
 func SetSIMD(on bool) bool {
 	if !on {
-		simd, simdConvert = nil, nil
+		simd, simdConvert, simdCopy = nil, nil, nil
 	} else {
-		simd, simdConvert, simdName = detect()
+		simd, simdConvert, simdCopy, simdName = detect()
 	}
 	return simd != nil
 }

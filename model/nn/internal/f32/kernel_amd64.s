@@ -101,6 +101,14 @@ store:
 	VZEROUPPER
 	RET
 
+// SUMSQ adds the eight float64 lanes of Y2:Y3 into X2's low lane
+// (convertAVX2 and copyAVX2 share this ending).
+#define SUMSQ \
+	VADDPD       Y3, Y2, Y2 \
+	VEXTRACTF128 $1, Y2, X3 \
+	VADDPD       X3, X2, X2 \
+	VHADDPD      X2, X2, X2
+
 // func convertAVX2(dst *float32, src *float64, n int) float64
 // Converts n float64s (n a multiple of 8) to float32 and returns their sum
 // of squares, accumulated in float64 over eight lanes.
@@ -128,11 +136,39 @@ loop8:
 	JMP         loop8
 
 done:
-	VADDPD       Y3, Y2, Y2
-	VEXTRACTF128 $1, Y2, X3
-	VADDPD       X3, X2, X2
-	VHADDPD      X2, X2, X2
-	VMOVSD       X2, ret+24(FP)
+	SUMSQ
+	VMOVSD     X2, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func copyAVX2(dst, src *float32, n int) float64
+// Copies n float32s (n a multiple of 8) and returns their sum of squares,
+// accumulated in float64 over eight lanes.
+TEXT ·copyAVX2(SB), NOSPLIT, $0-32
+	MOVQ   dst+0(FP), DI
+	MOVQ   src+8(FP), SI
+	MOVQ   n+16(FP), CX
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+
+copy8:
+	TESTQ        CX, CX
+	JEQ          copydone
+	VMOVUPS      (SI), Y0
+	VMOVUPS      Y0, (DI)
+	VCVTPS2PD    X0, Y4
+	VEXTRACTF128 $1, Y0, X1
+	VCVTPS2PD    X1, Y5
+	VFMADD231PD  Y4, Y4, Y2
+	VFMADD231PD  Y5, Y5, Y3
+	ADDQ         $32, SI
+	ADDQ         $32, DI
+	SUBQ         $8, CX
+	JMP          copy8
+
+copydone:
+	SUMSQ
+	VMOVSD     X2, ret+24(FP)
 	VZEROUPPER
 	RET
 
