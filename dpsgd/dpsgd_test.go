@@ -376,23 +376,3 @@ func TestSampleRates(t *testing.T) {
 		}
 	}
 }
-
-// round agrees with math.Round bit for bit on finite values but −0: at and around
-// every half, at integers, across binades and at the largest values.
-func TestRound(t *testing.T) {
-	r := rng.Seeded(3)
-	xs := []float64{0, 0.5, 1.5, 2.5, 0.49999999999999994, 1 << 52, 1<<52 + 1, 1 << 53, math.MaxFloat64, math.SmallestNonzeroFloat64, 4503599627370495.5}
-	for range 100000 {
-		xs = append(xs, math.Ldexp(2*r.Float64()-1, int(r.Uint64()%120)-60), float64(int64(r.Uint64()%2000)-1000)/2)
-	}
-	for _, x := range xs {
-		for _, v := range []float64{x, -x, math.Nextafter(x, 0), math.Nextafter(x, math.Inf(1)), -math.Nextafter(x, math.Inf(1))} {
-			if (v == 0 && math.Signbit(v)) || math.IsInf(v, 0) {
-				continue
-			}
-			if got, want := round(v), math.Round(v); math.Float64bits(got) != math.Float64bits(want) {
-				t.Fatalf("round(%v) = %v, want %v", v, got, want)
-			}
-		}
-	}
-}

@@ -11,6 +11,7 @@ import (
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/dpsgd/internal/grid"
 	"github.com/dpal-dev/dpal/model/nn"
 )
 
@@ -311,16 +312,6 @@ func hasByteBelow(u, n uint64) bool {
 	return (u-ones*n)&^u&highs != 0
 }
 
-// round is math.Round (halves away from zero) for finite x, built from
-// math.Trunc, which amd64 does in one instruction where math.Round takes a
-// dozen: with t = trunc(x), x − t is exact, so is doubling it, and
-// trunc(2(x − t)) is ±1 exactly when |x − t| ≥ 1/2 (with the sign of x),
-// else ±0. Only x = −0 differs (it gives +0), and the caller never passes it.
-func round(x float64) float64 {
-	t := math.Trunc(x)
-	return t + math.Trunc(2*(x-t))
-}
-
 // noiseSource is one step's noise: a vector drawn ahead (z), or the
 // stream to draw it from chunk by chunk while the gradient is in cache.
 // Both give the same values (mech.NoiseStream), so a seeded run does not
@@ -391,12 +382,8 @@ func (t *Trainer) step(rows [][]float32, labels []int, b float64, z noiseSource,
 		} else {
 			z.stream.Next(zs)
 		}
-		for i, v32 := range part {
-			v := float64(v32) + 0 // −0 as +0, as nn.ClippedGrad gives it
-			if v-v != 0 {         // NaN or ±Inf
-				return fmt.Errorf("gradient coordinate %d is %v: the model diverged (lower the learning rate)", lo+i, v)
-			}
-			ms[i] = (g*round(v*ig) + zs[i]) * ib
+		if k := grid.NoisyMean(ms, part, zs, g, ig, ib); k >= 0 {
+			return fmt.Errorf("gradient coordinate %d is %v: the model diverged (lower the learning rate)", lo+k, part[k])
 		}
 		t.opt.update(theta[lo:lo+len(part)], ms, lo, lr)
 	}
