@@ -6,15 +6,31 @@ import "golang.org/x/sys/cpu"
 
 // detect picks the AVX2+FMA kernels when the CPU (and OS) support them,
 // and the AVX-512 one for wide products where AVX-512F is there too.
-func detect() (gemmFunc, convertFunc, copyFunc, string) {
+func detect() (gemmFunc, convertFunc, copyFunc, sqNormFunc, string) {
 	switch {
 	case cpu.X86.HasAVX2 && cpu.X86.HasFMA && hasAVX512:
-		return blocked, convertSIMD, copySIMD, "avx512"
+		return blocked, convertSIMD, copySIMD, sqNormSIMD, "avx512"
 	case cpu.X86.HasAVX2 && cpu.X86.HasFMA:
-		return blocked, convertSIMD, copySIMD, "avx2"
+		return blocked, convertSIMD, copySIMD, sqNormSIMD, "avx2"
 	}
-	return nil, nil, nil, ""
+	return nil, nil, nil, nil, ""
 }
+
+// sqNormSIMD is SqNorm's SIMD route: the same four sums, four lanes at a
+// time, so the same bits.
+func sqNormSIMD(x []float32) float64 {
+	var s [4]float64
+	n := len(x) &^ 3
+	if n > 0 {
+		sqNormAVX(&s, &x[0], n)
+	}
+	return sqNormTail(s, x[n:])
+}
+
+// sqNormAVX adds x[4k+j]² to acc[j] for n floats (n a multiple of 4).
+//
+//go:noescape
+func sqNormAVX(acc *[4]float64, x *float32, n int)
 
 // copyAVX2 copies n float32s (n a multiple of 8) from src to dst and
 // returns their sum of squares in float64.

@@ -173,6 +173,27 @@ func TestConvert(t *testing.T) {
 	}
 }
 
+// TestSqNorm: both routes give the same bits (same sums, same order) for
+// every tail length, close to the exact value.
+func TestSqNorm(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{0, 1, 3, 4, 5, 9, 256, 783} {
+		x := make([]float32, n)
+		want := 0.0
+		for i := range x {
+			x[i] = float32(math.Ldexp(2*r.Float64()-1, r.IntN(20)-10))
+			want += float64(x[i]) * float64(x[i])
+		}
+		got := SqNorm(x)
+		if g := sqNormGo(x); math.Float64bits(got) != math.Float64bits(g) {
+			t.Errorf("n = %d: SqNorm %v, Go route %v", n, got, g)
+		}
+		if math.Abs(got-want) > 1e-12*want {
+			t.Errorf("n = %d: SqNorm %v, want %v", n, got, want)
+		}
+	}
+}
+
 // TestGemmSameOnAnyCoreCount checks that splitting C over the cores leaves
 // every entry bit-for-bit as one core computes it (seeded runs repeat).
 func TestGemmSameOnAnyCoreCount(t *testing.T) {

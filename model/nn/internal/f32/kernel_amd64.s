@@ -172,6 +172,30 @@ copydone:
 	VZEROUPPER
 	RET
 
+// func sqNormAVX(acc *[4]float64, x *float32, n int)
+// Adds x[4k+j]² to acc[j] for n floats (n a multiple of 4), each square
+// and sum rounded on its own (no FMA), in the order of SqNorm's Go loop.
+TEXT ·sqNormAVX(SB), NOSPLIT, $0-24
+	MOVQ    acc+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    n+16(FP), CX
+	VMOVUPD (DI), Y2
+
+sq4:
+	TESTQ     CX, CX
+	JEQ       sqdone
+	VCVTPS2PD (SI), Y0
+	VMULPD    Y0, Y0, Y0
+	VADDPD    Y0, Y2, Y2
+	ADDQ      $16, SI
+	SUBQ      $4, CX
+	JMP       sq4
+
+sqdone:
+	VMOVUPD Y2, (DI)
+	VZEROUPPER
+	RET
+
 // ROW64 broadcasts A's value at addr into br and multiplies it by B's row
 // (Z0–Z3) into one row's four accumulators.
 #define ROW64(addr, br, a, b, c, d) \
