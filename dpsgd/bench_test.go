@@ -14,7 +14,7 @@ import (
 )
 
 // mnistTrain loads MNIST's training set from $DPAL_DATA_DIR or
-// ../../shared/data, or skips.
+// ../../shared/data, in float32, or skips.
 func mnistTrain(b *testing.B) Data {
 	dir := os.Getenv("DPAL_DATA_DIR")
 	if dir == "" {
@@ -24,7 +24,7 @@ func mnistTrain(b *testing.B) Data {
 	if err != nil {
 		b.Skipf("MNIST not available: %v", err)
 	}
-	return Data{X: train.X, Labels: train.Class}
+	return Data{X32: nn.Rows32(train.X), Labels: train.Class} // converted once, at load
 }
 
 // BenchmarkEpoch times one full DP-SGD epoch on MNIST (batch 256, σ 1.1,
@@ -32,7 +32,7 @@ func mnistTrain(b *testing.B) Data {
 // expected examples (steps × batch).
 func BenchmarkEpoch(b *testing.B) {
 	d := mnistTrain(b)
-	n := len(d.X)
+	n := len(d.X32)
 	for _, c := range []struct {
 		name string
 		spec nn.Spec
@@ -85,12 +85,10 @@ func BenchmarkNoiseOnly(b *testing.B) {
 
 // BenchmarkSample is one step's Poisson sampling of MNIST's 60 000 records.
 func BenchmarkSample(b *testing.B) {
-	d := Data{X: make([][]float64, 60000), Labels: make([]int, 60000)}
 	groups := []Group{{Name: "all", Records: all(60000), Rate: 256.0 / 60000}}
 	r := rng.Seeded(1).Bulk() // as Run's sampling stream
-	var rows [][]float64
-	var labels []int
+	var idx []int
 	for i := 0; i < b.N; i++ {
-		rows, labels = sample(r, d, groups, rows[:0], labels[:0])
+		idx = sample(r, groups, idx[:0])
 	}
 }

@@ -162,22 +162,30 @@ func TestRunRejects(t *testing.T) {
 	d := blobs(r, 10)
 	net, _ := nn.New(nn.Spec{Arch: nn.LogReg, Inputs: 4, Classes: 3}, r)
 	tr, _ := New(net, Config{NoiseMultiplier: 1, Clip: 1, LR: 1})
+	one := []Group{{Name: "a", Records: []int{1}, Rate: 0.5}}
 	for _, c := range []struct {
 		name   string
 		groups []Group
 		steps  int
+		data   *Data
 	}{
-		{"record twice", []Group{{Name: "a", Records: []int{1, 1}, Rate: 0.5}}, 1},
-		{"record in two groups", []Group{{Name: "a", Records: []int{1}, Rate: 0.5}, {Name: "b", Records: []int{1}, Rate: 0.5}}, 1},
-		{"rate above one", []Group{{Name: "a", Records: []int{1}, Rate: 1.5}}, 1},
-		{"record out of range", []Group{{Name: "a", Records: []int{10}, Rate: 0.5}}, 1},
-		{"no name", []Group{{Records: []int{1}, Rate: 0.5}}, 1},
-		{"nothing sampled", []Group{{Name: "a", Records: []int{1}, Rate: 0}}, 1},
-		{"negative steps", []Group{{Name: "a", Records: []int{1}, Rate: 0.5}}, -1},
+		{"record twice", []Group{{Name: "a", Records: []int{1, 1}, Rate: 0.5}}, 1, nil},
+		{"record in two groups", []Group{{Name: "a", Records: []int{1}, Rate: 0.5}, {Name: "b", Records: []int{1}, Rate: 0.5}}, 1, nil},
+		{"rate above one", []Group{{Name: "a", Records: []int{1}, Rate: 1.5}}, 1, nil},
+		{"record out of range", []Group{{Name: "a", Records: []int{10}, Rate: 0.5}}, 1, nil},
+		{"no name", []Group{{Records: []int{1}, Rate: 0.5}}, 1, nil},
+		{"nothing sampled", []Group{{Name: "a", Records: []int{1}, Rate: 0}}, 1, nil},
+		{"negative steps", []Group{{Name: "a", Records: []int{1}, Rate: 0.5}}, -1, nil},
+		{"X and X32 differ in length", one, 1, &Data{X: d.X, X32: nn.Rows32(d.X[1:]), Labels: d.Labels}},
+		{"X32 and labels differ in length", one, 1, &Data{X32: nn.Rows32(d.X), Labels: d.Labels[1:]}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			led := newLedger(t, 10)
-			if _, err := tr.Run(led, r, d, c.groups, c.steps, nil); err == nil {
+			dc := d
+			if c.data != nil {
+				dc = *c.data
+			}
+			if _, err := tr.Run(led, r, dc, c.groups, c.steps, nil); err == nil {
 				t.Error("accepted")
 			}
 			if led.Len() != 0 {
@@ -233,7 +241,8 @@ func TestSeededRunIndependentOfCores(t *testing.T) {
 
 // TestAuditOneStep audits one DP-SGD step on add/remove neighbours: D0 is
 // empty, D1 holds one record whose clipped gradient has weight coordinate
-// ≈ C. The released coordinate is the noisy sum's weight coordinate. The
+// ≈ C. The released coordinate is the noisy sum's weight coordinate, read off
+// the parameters after one whole step (SGD at rate 1 from θ = 0). The
 // audit's lower bound must stay below the ε the ledger is charged, and a
 // trainer whose noise has half the σ must be caught.
 func TestAuditOneStep(t *testing.T) {
@@ -250,16 +259,20 @@ func TestAuditOneStep(t *testing.T) {
 		net, _ := nn.New(nn.Spec{Arch: nn.LogReg, Inputs: 1, Classes: 2}, rng.Seeded(0))
 		tr, _ := New(net, Config{NoiseMultiplier: z, Clip: 1, LR: 1})
 		buf := make([]float64, 2)
-		var rows [][]float64
+		var idx []int
+		var rows [][]float32
 		var labels []int
 		return func(r *rng.Rand, d Data, groups []Group) float64 {
 			_ = tr.noise.Noise(r, buf)
-			rows, labels = sample(r, d, groups, rows[:0], labels[:0])
-			sum, err := tr.noisyMean(rows, labels, 1, noiseSource{z: buf}, r)
-			if err != nil {
+			idx = sample(r, groups, idx[:0])
+			rows, labels = gather(d.rows32(), d.Labels, idx, rows[:0], labels[:0])
+			// From θ = 0, one SGD step at rate 1 leaves θ = −(noisy sum).
+			theta := net.Params()
+			clear(theta)
+			if err := tr.step(rows, labels, 1, noiseSource{z: buf}, r); err != nil {
 				t.Fatal(err)
 			}
-			return sum[0]
+			return -theta[0]
 		}
 	}
 	cfg := audit.Config{Trials: trials, Confidence: 0.999, Delta: delta}
@@ -320,10 +333,6 @@ func TestHasByteBelow(t *testing.T) {
 // match Binomial(steps·records, q), and no record joins twice in a step.
 func TestSampleRates(t *testing.T) {
 	const n, steps = 1003, 400
-	d := Data{X: make([][]float64, n), Labels: make([]int, n)}
-	for i := range d.X {
-		d.X[i] = []float64{float64(i)}
-	}
 	groups := []Group{
 		{Name: "tiny", Records: all(n)[:300], Rate: 256.0 / 60000},
 		{Name: "tie", Records: all(n)[300:600], Rate: 3.5 / 256},
@@ -339,12 +348,11 @@ func TestSampleRates(t *testing.T) {
 	}
 	var counts [5][8]int
 	r := rng.Seeded(3).Bulk()
-	var rows [][]float64
+	var idx []int
 	for range steps {
-		rows, _ = sample(r, d, groups, rows[:0], nil)
+		idx = sample(r, groups, idx[:0])
 		seen := map[int]bool{}
-		for _, x := range rows {
-			i := int(x[0])
+		for _, i := range idx {
 			if seen[i] {
 				t.Fatalf("record %d sampled twice in a step", i)
 			}

@@ -83,11 +83,19 @@ func (o *optimizer) rate() float64 {
 	return o.lr
 }
 
-// step updates theta with gradient g (g may be modified). SGD and
-// momentum add the weight decay in their own pass.
-func (o *optimizer) step(theta, g []float64) {
+// begin starts a step and returns its learning rate.
+func (o *optimizer) begin() float64 {
 	lr := o.rate()
 	o.t++
+	return lr
+}
+
+// update applies gradient g (which it may modify) to theta, the
+// coordinates lo… of the parameter vector, at rate lr: a step may update
+// its coordinates chunk by chunk, in any order, since every optimiser here
+// is coordinate-wise. SGD and momentum add the weight decay in their own
+// pass.
+func (o *optimizer) update(theta, g []float64, lo int, lr float64) {
 	theta = theta[:len(g)]
 	switch o.kind {
 	case SGD:
@@ -95,7 +103,7 @@ func (o *optimizer) step(theta, g []float64) {
 			theta[i] -= lr * (gi + o.decay*theta[i])
 		}
 	case Momentum:
-		m := o.m[:len(g)]
+		m := o.m[lo : lo+len(g)]
 		for i, gi := range g {
 			m[i] = o.mu*m[i] + (gi + o.decay*theta[i])
 			theta[i] -= lr * m[i]
@@ -106,23 +114,25 @@ func (o *optimizer) step(theta, g []float64) {
 				g[i] += o.decay * w
 			}
 		}
-		o.adam(theta, g, lr)
+		o.adam(theta, g, o.m[lo:lo+len(g)], o.v[lo:lo+len(g)], lr)
 	}
 }
 
 // adam is Adam (Kingma & Ba 2015) or, for NAdam, Dozat's 2016 Nesterov
 // variant with a constant β1: the first moment is looked one step ahead.
-func (o *optimizer) adam(theta, g []float64, lr float64) {
+// m and v are the moments of theta's coordinates.
+func (o *optimizer) adam(theta, g, m, v []float64, lr float64) {
 	t := float64(o.t)
 	c1, c2 := 1-math.Pow(o.beta1, t), 1-math.Pow(o.beta2, t)
 	c1next := 1 - math.Pow(o.beta1, t+1)
+	m, v = m[:len(g)], v[:len(g)]
 	for i, gi := range g {
-		o.m[i] = o.beta1*o.m[i] + (1-o.beta1)*gi
-		o.v[i] = o.beta2*o.v[i] + (1-o.beta2)*gi*gi
-		mhat := o.m[i] / c1
+		m[i] = o.beta1*m[i] + (1-o.beta1)*gi
+		v[i] = o.beta2*v[i] + (1-o.beta2)*gi*gi
+		mhat := m[i] / c1
 		if o.kind == NAdam {
-			mhat = o.beta1*o.m[i]/c1next + (1-o.beta1)*gi/c1
+			mhat = o.beta1*m[i]/c1next + (1-o.beta1)*gi/c1
 		}
-		theta[i] -= lr * mhat / (math.Sqrt(o.v[i]/c2) + o.eps)
+		theta[i] -= lr * mhat / (math.Sqrt(v[i]/c2) + o.eps)
 	}
 }

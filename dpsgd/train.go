@@ -11,6 +11,7 @@ import (
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/dpsgd/internal/grid"
 	"github.com/dpal-dev/dpal/model/nn"
 )
 
@@ -51,8 +52,21 @@ type Group struct {
 type Data struct {
 	// X holds the feature rows.
 	X [][]float64
+	// X32, if not nil, is X in float32 (nn.Rows32(X)), and X may then be
+	// nil. The steps read their batches in float32: given X only, Run
+	// converts it once at its start; converting once at load spares even
+	// that. It changes no privacy property: the conversion is per record.
+	X32 [][]float32
 	// Labels holds each row's class, 0 ≤ label < the model's classes.
 	Labels []int
+}
+
+// rows32 is d's rows in float32.
+func (d Data) rows32() [][]float32 {
+	if d.X32 != nil {
+		return d.X32
+	}
+	return nn.Rows32(d.X)
 }
 
 // Charge is one group's ledger entry for a run.
@@ -136,9 +150,12 @@ func (t *Trainer) Run(led *ledger.Ledger, r *rng.Rand, d Data, groups []Group, s
 		ahead, stop = t.noiseAhead(stream, steps)
 		defer stop()
 	}
-	rows, labels := make([][]float64, 0, int(2*b)+16), make([]int, 0, int(2*b)+16)
+	x := d.rows32()
+	idx := make([]int, 0, int(2*b)+16)
+	rows, labels := make([][]float32, 0, cap(idx)), make([]int, 0, cap(idx))
 	for s := range steps {
-		rows, labels = sample(sampR, d, groups, rows[:0], labels[:0])
+		idx = sample(sampR, groups, idx[:0])
+		rows, labels = gather(x, d.Labels, idx, rows[:0], labels[:0])
 		n := noiseSource{stream: stream}
 		if ahead != nil {
 			n = noiseSource{z: <-ahead}
@@ -162,10 +179,17 @@ func checkRun(d Data, groups []Group, steps int) (float64, error) {
 	if steps < 0 {
 		return 0, fmt.Errorf("dpsgd: steps must be >= 0, got %d", steps)
 	}
-	if len(d.Labels) != len(d.X) {
-		return 0, fmt.Errorf("dpsgd: %d rows but %d labels", len(d.X), len(d.Labels))
+	n := len(d.X)
+	if d.X32 != nil {
+		if d.X != nil && len(d.X) != len(d.X32) {
+			return 0, fmt.Errorf("dpsgd: %d rows in X but %d in X32", len(d.X), len(d.X32))
+		}
+		n = len(d.X32)
 	}
-	seen := make([]bool, len(d.X))
+	if len(d.Labels) != n {
+		return 0, fmt.Errorf("dpsgd: %d rows but %d labels", n, len(d.Labels))
+	}
+	seen := make([]bool, n)
 	names := map[string]bool{}
 	b := 0.0
 	for _, g := range groups {
@@ -177,8 +201,8 @@ func checkRun(d Data, groups []Group, steps int) (float64, error) {
 			return 0, fmt.Errorf("dpsgd: group %q: rate %v is not in [0, 1]", g.Name, g.Rate)
 		}
 		for _, i := range g.Records {
-			if i < 0 || i >= len(d.X) {
-				return 0, fmt.Errorf("dpsgd: group %q: record %d is outside the data (0..%d)", g.Name, i, len(d.X)-1)
+			if i < 0 || i >= n {
+				return 0, fmt.Errorf("dpsgd: group %q: record %d is outside the data (0..%d)", g.Name, i, n-1)
 			}
 			if seen[i] {
 				return 0, fmt.Errorf("dpsgd: record %d is in two groups (or twice in one): its loss would be undercharged", i)
@@ -220,7 +244,7 @@ func (t *Trainer) charge(led *ledger.Ledger, groups []Group, steps int) ([]Charg
 }
 
 // sample appends each group's records, each with its group's rate, to
-// rows and labels. Each record joins independently with probability exactly
+// idx. Each record joins independently with probability exactly
 // q, its group's rate: the Poisson sampling that the amplification bound of
 // account.SubsampledGaussian assumes.
 //
@@ -234,7 +258,7 @@ func (t *Trainer) charge(led *ledger.Ledger, groups []Group, steps int) ([]Charg
 // For q < 1/2 (t ≤ 127) a word whose eight bytes all exceed t is skipped
 // with one test (hasByteBelow), which is what makes this cheap: at
 // q = 256/60000 about 6 % of the words need a look at their bytes.
-func sample(r *rng.Rand, d Data, groups []Group, rows [][]float64, labels []int) ([][]float64, []int) {
+func sample(r *rng.Rand, groups []Group, idx []int) []int {
 	var words [sampleBlock]uint64
 	for _, g := range groups {
 		if g.Rate == 0 {
@@ -251,14 +275,22 @@ func sample(r *rng.Rand, d Data, groups []Group, rows [][]float64, labels []int)
 				}
 				for lane, i := range recs[8*k : min(8*k+8, len(recs))] {
 					if b := u >> (8 * lane) & 0xff; b < t || (b == t && mech.BernoulliFloat(r, f)) {
-						rows, labels = append(rows, d.X[i]), append(labels, d.Labels[i])
+						idx = append(idx, i)
 					}
 				}
 			}
 			recs = recs[min(len(recs), 8*n):]
 		}
 	}
-	return rows, labels
+	return idx
+}
+
+// gather appends the rows and labels of records idx to rows and labels.
+func gather(x [][]float32, labels []int, idx []int, rows [][]float32, labs []int) ([][]float32, []int) {
+	for _, i := range idx {
+		rows, labs = append(rows, x[i]), append(labs, labels[i])
+	}
+	return rows, labs
 }
 
 // sampleBlock is how many random words sample fetches at once.
@@ -321,46 +353,40 @@ func (t *Trainer) noiseAhead(stream *mech.NoiseStream, steps int) (<-chan []floa
 	return out, func() { close(done) }
 }
 
-// step releases one noisy gradient and applies it.
-func (t *Trainer) step(rows [][]float64, labels []int, b float64, z noiseSource, dropR *rng.Rand) error {
-	mean, err := t.noisyMean(rows, labels, b, z, dropR)
+// step releases one noisy gradient and applies it, chunk by chunk (noiseChunk
+// coordinates) in one pass over the float32 clipped sum, the noise and the
+// parameters, so that no gradient-sized vector is written and read back.
+// Each chunk is the mechanism and its scaling: the clipped sum rounded to
+// the noise's grid plus the noise, exactly GaussianVector.AddTo's output
+// (g·round(v/g) + g·Y, all exact in float64; v/g = v·(1/g) since g is a
+// power of two), then multiplied by 1/b, b the expected batch size; the
+// optimiser's update of the chunk is post-processing. A vector drawn ahead
+// is one of noiseAhead's three buffers; with a channel of one, the producer
+// never writes the one in use here. A non-finite coordinate stops the run
+// with an error, leaving the chunks before it updated (the model has
+// diverged either way).
+func (t *Trainer) step(rows [][]float32, labels []int, b float64, z noiseSource, dropR *rng.Rand) error {
+	sum, err := t.net.ClippedGrad32(rows, labels, t.cfg.Clip, dropR)
 	if err != nil {
 		return err
 	}
-	t.opt.step(t.net.Params(), mean)
-	t.steps++
-	return nil
-}
-
-// noisyMean is the mechanism of one step and its scaling, in one pass:
-// the clipped sum rounded to the noise's grid plus the noise, exactly
-// GaussianVector.AddTo's output (g·round(v/g) + g·Y, all exact in float64;
-// v/g = v·(1/g) since g is a power of two), then multiplied by 1/b, b the
-// expected batch size (post-processing). A vector drawn ahead is one of
-// noiseAhead's three buffers; with a channel of one, the producer never
-// writes the one in use here.
-func (t *Trainer) noisyMean(rows [][]float64, labels []int, b float64, z noiseSource, dropR *rng.Rand) ([]float64, error) {
-	sum, err := t.net.ClippedGrad(rows, labels, t.cfg.Clip, dropR)
-	if err != nil {
-		return nil, err
-	}
+	theta, lr := t.net.Params(), t.opt.begin()
 	g := t.noise.Granularity()
 	ig, ib := 1/g, 1/b
-	var chunk [noiseChunk]float64
+	var noise, mean [noiseChunk]float64
 	for lo := 0; lo < len(sum); lo += noiseChunk {
 		part := sum[lo:min(lo+noiseChunk, len(sum))]
-		zs := chunk[:len(part)]
+		zs, ms := noise[:len(part)], mean[:len(part)]
 		if z.z != nil {
 			zs = z.z[lo : lo+len(part)]
 		} else {
 			z.stream.Next(zs)
 		}
-		for i, v := range part {
-			if v-v != 0 { // NaN or ±Inf
-				return nil, fmt.Errorf("gradient coordinate %d is %v: the model diverged (lower the learning rate)", lo+i, v)
-			}
-			part[i] = (g*math.Round(v*ig) + zs[i]) * ib
+		if k := grid.NoisyMean(ms, part, zs, g, ig, ib); k >= 0 {
+			return fmt.Errorf("gradient coordinate %d is %v: the model diverged (lower the learning rate)", lo+k, part[k])
 		}
+		t.opt.update(theta[lo:lo+len(part)], ms, lo, lr)
 	}
-	return sum, nil
+	t.steps++
+	return nil
 }

@@ -44,9 +44,9 @@ func (c *conv) taps() int       { return c.k * c.k * c.in.c }
 func (c *conv) numParams() int  { return c.taps()*c.out + c.out }
 func (c *conv) sync()           { c.wt.sync() }
 
-func (c *conv) bind(p, g []float64) {
+func (c *conv) bind(p []float64, p32, g32 []float32) {
 	c.wt.rows, c.wt.cols = c.taps(), c.out
-	c.wt.bind(p, g)
+	c.wt.bind(p, p32, g32)
 }
 
 // initParams draws W and b uniformly in ±1/√fan_in (PyTorch's default).
@@ -157,7 +157,6 @@ func (c *conv) accumulate(cl []float64) {
 	gemm(true, false, 1, c.u, c.scale, 0, c.wt.gw())
 	clear(c.wt.gb())
 	addColSums(c.wt.gb(), c.scale)
-	c.wt.flush()
 }
 
 // maxPool takes the maximum over size×size windows at the given stride,

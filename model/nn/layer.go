@@ -11,14 +11,14 @@ import (
 // layer's output (one row per example) and returns it with respect to the
 // input. After backward, sqNorms adds each example's squared parameter-
 // gradient norm to acc, and accumulate adds Σ_i c_i ∇θ_i to the layer's
-// gradient. Buffers returned by forward and backward belong to the layer and
+// float32 gradient (which it overwrites). Buffers returned by forward and backward belong to the layer and
 // are valid until its next call.
 type layer interface {
 	outDim() int
 	numParams() int
-	// bind points the layer's parameters and gradient at slices of the
-	// Net's flat vectors (len numParams each).
-	bind(p, g []float64)
+	// bind points the layer's parameters, their float32 copy and its
+	// float32 gradient at slices of the Net's flat vectors (len numParams).
+	bind(p []float64, p32, g32 []float32)
 	initParams(r *rng.Rand)
 	// sync refreshes the float32 copy of the parameters.
 	sync()
@@ -31,12 +31,12 @@ type layer interface {
 // noParams is the parameter side of a layer that has none.
 type noParams struct{}
 
-func (noParams) numParams() int       { return 0 }
-func (noParams) bind(_, _ []float64)  {}
-func (noParams) sync()                {}
-func (noParams) initParams(*rng.Rand) {}
-func (noParams) sqNorms([]float64)    {}
-func (noParams) accumulate([]float64) {}
+func (noParams) numParams() int                       { return 0 }
+func (noParams) bind([]float64, []float32, []float32) {}
+func (noParams) sync()                                {}
+func (noParams) initParams(*rng.Rand)                 {}
+func (noParams) sqNorms([]float64)                    {}
+func (noParams) accumulate([]float64)                 {}
 func uniformInit(r *rng.Rand, w []float64, bound float64) {
 	for i := range w {
 		w[i] = bound * (2*r.Float64() - 1)
@@ -80,9 +80,9 @@ func (d *dense) outDim() int    { return d.out }
 func (d *dense) numParams() int { return d.in*d.out + d.out }
 func (d *dense) sync()          { d.wt.sync() }
 
-func (d *dense) bind(p, g []float64) {
+func (d *dense) bind(p []float64, p32, g32 []float32) {
 	d.wt.rows, d.wt.cols = d.in, d.out
-	d.wt.bind(p, g)
+	d.wt.bind(p, p32, g32)
 }
 
 // initParams draws W uniformly in ±1/√in (PyTorch's default for Linear);
@@ -140,7 +140,6 @@ func (d *dense) accumulate(c []float64) {
 	gemm(true, false, 1, d.x, d.scale, 0, d.wt.gw())
 	clear(d.wt.gb())
 	addColSums(d.wt.gb(), d.scale)
-	d.wt.flush()
 }
 
 // activation is an elementwise tanh or ReLU.

@@ -31,24 +31,8 @@ func gemm(ta, tb bool, alpha float32, a, b matrix, beta float32, c matrix) {
 	f32.Gemm(ta, tb, c.r, c.c, k, alpha, a.d, a.c, b.d, b.c, beta, c.d, c.c)
 }
 
-// sqNorm is ‖x‖², accumulated in float64 over four independent sums (one
-// chain of dependent additions would cost an add's latency per entry).
-func sqNorm(x []float32) float64 {
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		v := x[i : i+4 : i+4]
-		a, b, c, d := float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])
-		s0 += a * a
-		s1 += b * b
-		s2 += c * c
-		s3 += d * d
-	}
-	for _, v := range x[i:] {
-		s0 += float64(v) * float64(v)
-	}
-	return (s0 + s1) + (s2 + s3)
-}
+// sqNorm is ‖x‖², accumulated in float64.
+func sqNorm(x []float32) float64 { return f32.SqNorm(x) }
 
 // sqNorm64 is ‖x‖² of a float64 vector.
 func sqNorm64(x []float64) float64 {
@@ -60,18 +44,16 @@ func sqNorm64(x []float64) float64 {
 }
 
 // weights is a layer's parameter block: W (rows×cols, row-major) then cols
-// biases, as float64 master values and gradient (slices of the Net's flat
-// vectors), and the float32 copies, in the same layout, that the products
-// use.
+// biases, as float64 master values, their float32 copy that the products
+// use and the float32 gradient, all slices of the Net's flat vectors.
 type weights struct {
 	rows, cols int
-	p, g       []float64
+	p          []float64
 	p32, g32   []float32
 }
 
-func (w *weights) bind(p, g []float64) {
-	w.p, w.g = p, g
-	w.p32, w.g32 = make([]float32, len(p)), make([]float32, len(p))
+func (w *weights) bind(p []float64, p32, g32 []float32) {
+	w.p, w.p32, w.g32 = p, p32, g32
 }
 
 func (w *weights) size() int     { return w.rows * w.cols }
@@ -82,11 +64,3 @@ func (w *weights) gb() []float32 { return w.g32[w.size():] }
 
 // sync copies the parameters into the float32 copy.
 func (w *weights) sync() { f32.Convert(w.p32, w.p) }
-
-// flush adds the float32 gradient to the master gradient.
-func (w *weights) flush() {
-	g := w.g[:len(w.g32)]
-	for i, v := range w.g32 {
-		g[i] += float64(v)
-	}
-}

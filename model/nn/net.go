@@ -15,6 +15,8 @@ type Net struct {
 	layers []layer
 	params []float64
 	grad   []float64
+	p32    []float32 // the float32 copy of params the products use
+	g32    []float32 // the clipped sum, as the products leave it
 	x, gl  matrix
 	inSq   []float64 // each input row's squared norm
 	norms  []float64
@@ -42,10 +44,11 @@ func build(s Spec) (*Net, error) {
 	n := &Net{spec: s, layers: s.layers()}
 	total := s.NumParams()
 	n.params, n.grad = make([]float64, total), make([]float64, total)
+	n.p32, n.g32 = make([]float32, total), make([]float32, total)
 	off := 0
 	for _, l := range n.layers {
 		k := l.numParams()
-		l.bind(n.params[off:off+k], n.grad[off:off+k])
+		l.bind(n.params[off:off+k], n.p32[off:off+k], n.g32[off:off+k])
 		off += k
 	}
 	return n, nil
@@ -70,15 +73,20 @@ func (n *Net) binary() bool { return n.layers[len(n.layers)-1].outDim() == 1 }
 
 // checkBatch validates a batch before anything runs.
 func (n *Net) checkBatch(rows [][]float64, labels []int) error {
+	return checkRows(n.spec, rows, labels)
+}
+
+// checkRows validates a batch of float64 or float32 rows against s.
+func checkRows[T float32 | float64](s Spec, rows [][]T, labels []int) error {
 	if labels != nil && len(labels) != len(rows) {
 		return fmt.Errorf("nn: %d rows but %d labels", len(rows), len(labels))
 	}
 	for i, x := range rows {
-		if len(x) != n.spec.Inputs {
-			return fmt.Errorf("nn: row %d has %d features, model expects %d", i, len(x), n.spec.Inputs)
+		if len(x) != s.Inputs {
+			return fmt.Errorf("nn: row %d has %d features, model expects %d", i, len(x), s.Inputs)
 		}
-		if labels != nil && (labels[i] < 0 || labels[i] >= n.spec.Classes) {
-			return fmt.Errorf("nn: row %d has label %d, model has classes 0..%d", i, labels[i], n.spec.Classes-1)
+		if labels != nil && (labels[i] < 0 || labels[i] >= s.Classes) {
+			return fmt.Errorf("nn: row %d has label %d, model has classes 0..%d", i, labels[i], s.Classes-1)
 		}
 	}
 	return nil
@@ -88,13 +96,31 @@ func (n *Net) checkBatch(rows [][]float64, labels []int) error {
 // first refreshes the layers' float32 weights from the parameters, which
 // an optimiser may have changed since the last call.
 func (n *Net) forward(rows [][]float64, train bool, r *rng.Rand) matrix {
-	for _, l := range n.layers {
-		l.sync()
-	}
+	load(n, rows, f32.Convert)
+	return n.run(train, r)
+}
+
+// forward32 is forward for float32 rows.
+func (n *Net) forward32(rows [][]float32, train bool, r *rng.Rand) matrix {
+	load(n, rows, f32.Copy)
+	return n.run(train, r)
+}
+
+// load copies rows into n.x with conv (f32.Convert or f32.Copy) and their
+// squared norms, which conv returns, into n.inSq.
+func load[T float32 | float64](n *Net, rows [][]T, conv func([]float32, []T) float64) {
 	n.x = n.x.resize(len(rows), n.spec.Inputs)
 	n.inSq = resizeFloats(n.inSq, len(rows))
 	for i, x := range rows {
-		n.inSq[i] = f32.Convert(n.x.row(i), x)
+		n.inSq[i] = conv(n.x.row(i), x)
+	}
+}
+
+// run runs the batch loaded in n.x (with its rows' squared norms in
+// n.inSq) through every layer.
+func (n *Net) run(train bool, r *rng.Rand) matrix {
+	for _, l := range n.layers {
+		l.sync()
 	}
 	if d, ok := n.layers[0].(*dense); ok {
 		d.xSq = n.inSq
@@ -140,19 +166,81 @@ func (n *Net) backward(g matrix) {
 // any, draws from r. The returned slice is the Net's own gradient buffer,
 // valid until the next call; an empty batch gives zeros.
 func (n *Net) ClippedGrad(rows [][]float64, labels []int, clip float64, r *rng.Rand) ([]float64, error) {
-	if !(clip > 0) || math.IsInf(clip, 0) {
-		return nil, fmt.Errorf("nn: clipping norm must be finite and > 0, got %v", clip)
+	if err := checkClip(clip); err != nil {
+		return nil, err
 	}
 	if err := n.checkBatch(rows, labels); err != nil {
 		return nil, err
 	}
-	clear(n.grad)
-	if len(rows) == 0 {
-		return n.grad, nil
+	if len(rows) > 0 {
+		n.clippedSum(n.forward(rows, true, r), labels, clip)
+	} else {
+		clear(n.g32)
 	}
-	z := n.forward(rows, true, r)
+	widen(n.grad, n.g32)
+	return n.grad, nil
+}
+
+func checkClip(clip float64) error {
+	if !(clip > 0) || math.IsInf(clip, 0) {
+		return fmt.Errorf("nn: clipping norm must be finite and > 0, got %v", clip)
+	}
+	return nil
+}
+
+// widen sets dst to src in float64, turning −0 into +0 (as adding src to a
+// zeroed vector would).
+func widen(dst []float64, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = float64(v) + 0
+	}
+}
+
+// ClippedGrad32 is ClippedGrad for rows already in float32 (see Rows32),
+// with the sum in the float32 the products compute it in: for rows
+// x32 = Rows32(x), ClippedGrad(x …) is this one's values converted to
+// float64 (−0 as +0), up to the clipping factors, which here use the norms
+// of the float32 rows rather than of the float64 ones (a relative
+// difference below 1e-7). It spares a trainer that reads the sum once the
+// per-step conversion of its inputs and the passes that widen the sum.
+// The returned slice is the Net's own, valid until the next call.
+func (n *Net) ClippedGrad32(rows [][]float32, labels []int, clip float64, r *rng.Rand) ([]float32, error) {
+	if err := checkClip(clip); err != nil {
+		return nil, err
+	}
+	if err := checkRows(n.spec, rows, labels); err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		clear(n.g32)
+		return n.g32, nil
+	}
+	n.clippedSum(n.forward32(rows, true, r), labels, clip)
+	return n.g32, nil
+}
+
+// Rows32 returns rows in float32, in one allocation: the form ClippedGrad32
+// reads, converted once rather than at every pass.
+func Rows32(rows [][]float64) [][]float32 {
+	size := 0
+	for _, x := range rows {
+		size += len(x)
+	}
+	all, out := make([]float32, size), make([][]float32, len(rows))
+	for i, x := range rows {
+		out[i] = all[:len(x):len(x)]
+		f32.Convert(out[i], x)
+		all = all[len(x):]
+	}
+	return out
+}
+
+// clippedSum sets n.g32 to the clipped sum of the batch whose logits z
+// forward returned.
+func (n *Net) clippedSum(z matrix, labels []int, clip float64) {
 	n.backward(n.lossGrad(z, labels))
-	n.norms = resizeFloats(n.norms, len(rows))
+	n.norms = resizeFloats(n.norms, z.r)
 	clear(n.norms)
 	for _, l := range n.layers {
 		l.sqNorms(n.norms)
@@ -164,7 +252,6 @@ func (n *Net) ClippedGrad(rows [][]float64, labels []int, clip float64, r *rng.R
 	for _, l := range n.layers {
 		l.accumulate(n.norms)
 	}
-	return n.grad, nil
 }
 
 // clipFactor is min(1, clip/norm), 0 for a non-finite norm.
@@ -187,13 +274,13 @@ func (n *Net) PerExampleGrads(rows [][]float64, labels []int, r *rng.Rand) ([][]
 	}
 	out := make([][]float64, len(rows))
 	for i := range rows {
-		clear(n.grad)
 		z := n.forward(rows[i:i+1], true, r)
 		n.backward(n.lossGrad(z, labels[i:i+1]))
 		for _, l := range n.layers {
 			l.accumulate([]float64{1})
 		}
-		out[i] = append([]float64(nil), n.grad...)
+		out[i] = make([]float64, len(n.g32))
+		widen(out[i], n.g32)
 	}
 	return out, nil
 }

@@ -202,8 +202,50 @@ func TestEmptyBatchAndErrors(t *testing.T) {
 			if _, err := n.ClippedGrad(c.rows, c.labels, c.clip, nil); err == nil {
 				t.Error("accepted")
 			}
+			if _, err := n.ClippedGrad32(Rows32(c.rows), c.labels, c.clip, nil); err == nil {
+				t.Error("ClippedGrad32 accepted")
+			}
 		})
 	}
+	g32, err := n.ClippedGrad32(nil, nil, 1, nil)
+	if err != nil || sqNorm(g32) != 0 {
+		t.Errorf("ClippedGrad32, empty batch: %v, norm² %v", err, sqNorm(g32))
+	}
+}
+
+// TestClippedGrad32SameAsClippedGrad: on inputs exact in float32 (multiples
+// of 2^-8, like MNIST's pixel levels) the float32 path gives ClippedGrad's
+// sum bit for bit, on every route and architecture.
+func TestClippedGrad32SameAsClippedGrad(t *testing.T) {
+	forEachRoute(t, func(t *testing.T) {
+		for _, tc := range testSpecs {
+			t.Run(tc.name, func(t *testing.T) {
+				r := rng.Seeded(4)
+				n, _ := New(tc.spec, r)
+				randomise(n, r)
+				rows, labels := testBatch(r, tc.spec, 11)
+				for _, x := range rows {
+					for j, v := range x {
+						x[j] = math.Round(v*256) / 256
+					}
+				}
+				want, err := n.ClippedGrad(rows, labels, 0.5, rng.Seeded(1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append([]float64(nil), want...)
+				got, err := n.ClippedGrad32(Rows32(rows), labels, 0.5, rng.Seeded(1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k, v := range got {
+					if float64(v)+0 != want[k] {
+						t.Fatalf("parameter %d: %v, ClippedGrad %v", k, v, want[k])
+					}
+				}
+			})
+		}
+	})
 }
 
 func TestParseArch(t *testing.T) {

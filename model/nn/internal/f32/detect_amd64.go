@@ -6,26 +6,58 @@ import "golang.org/x/sys/cpu"
 
 // detect picks the AVX2+FMA kernels when the CPU (and OS) support them,
 // and the AVX-512 one for wide products where AVX-512F is there too.
-func detect() (gemmFunc, convertFunc, string) {
+func detect() (gemmFunc, convertFunc, copyFunc, sqNormFunc, string) {
 	switch {
 	case cpu.X86.HasAVX2 && cpu.X86.HasFMA && hasAVX512:
-		return blocked, convertSIMD, "avx512"
+		return blocked, convertSIMD, copySIMD, sqNormSIMD, "avx512"
 	case cpu.X86.HasAVX2 && cpu.X86.HasFMA:
-		return blocked, convertSIMD, "avx2"
+		return blocked, convertSIMD, copySIMD, sqNormSIMD, "avx2"
 	}
-	return nil, nil, ""
+	return nil, nil, nil, nil, ""
 }
 
-// convertSIMD is Convert's SIMD route: the assembly loop over whole groups
-// of eight, Go for the rest.
+// sqNormSIMD is SqNorm's SIMD route: the same four sums, four lanes at a
+// time, so the same bits.
+func sqNormSIMD(x []float32) float64 {
+	var s [4]float64
+	n := len(x) &^ 3
+	if n > 0 {
+		sqNormAVX(&s, &x[0], n)
+	}
+	return sqNormTail(s, x[n:])
+}
+
+// sqNormAVX adds x[4k+j]² to acc[j] for n floats (n a multiple of 4).
+//
+//go:noescape
+func sqNormAVX(acc *[4]float64, x *float32, n int)
+
+// copyAVX2 copies n float32s (n a multiple of 8) from src to dst and
+// returns their sum of squares in float64.
+//
+//go:noescape
+func copyAVX2(dst, src *float32, n int) float64
+
+// convertSIMD is Convert's SIMD route.
 func convertSIMD(dst []float32, src []float64) float64 {
+	return byEights(dst, src, convertAVX2, convertGo)
+}
+
+// copySIMD is Copy's SIMD route.
+func copySIMD(dst, src []float32) float64 {
+	return byEights(dst, src, copyAVX2, copyGo)
+}
+
+// byEights runs the assembly loop asm over src's whole groups of eight and
+// the Go loop tail over the rest, and adds their sums of squares.
+func byEights[T float32 | float64](dst []float32, src []T, asm func(*float32, *T, int) float64, tail func([]float32, []T) float64) float64 {
 	dst = dst[:len(src)]
 	n := len(src) &^ 7
 	s := 0.0
 	if n > 0 {
-		s = convertAVX2(&dst[0], &src[0], n)
+		s = asm(&dst[0], &src[0], n)
 	}
-	return s + convertGo(dst[n:], src[n:])
+	return s + tail(dst[n:], src[n:])
 }
 
 // kernel6x16 adds the product of a 6×k panel of A and a packed k×16 panel

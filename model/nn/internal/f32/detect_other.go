@@ -3,4 +3,6 @@
 package f32
 
 // detect finds no SIMD route on this architecture or under purego.
-func detect() (gemmFunc, convertFunc, string) { return nil, nil, "" }
+func detect() (gemmFunc, convertFunc, copyFunc, sqNormFunc, string) {
+	return nil, nil, nil, nil, ""
+}

@@ -62,6 +62,8 @@ type gemmFunc func(transA, transB bool, m, n, k int, alpha float32, a []float32,
 var (
 	simd        gemmFunc
 	simdConvert convertFunc
+	simdCopy    copyFunc
+	simdSqNorm  sqNormFunc
 	simdName    string
 )
 
@@ -99,13 +101,68 @@ func convertGo(dst []float32, src []float64) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
+// copyFunc is Copy's signature.
+type copyFunc func(dst, src []float32) float64
+
+// Copy sets dst[i] = src[i] (len(dst) ≥ len(src)) and returns Σ src[i]² in
+// float64: Convert for inputs already in float32.
+func Copy(dst, src []float32) float64 {
+	if simdCopy != nil {
+		return simdCopy(dst, src)
+	}
+	return copyGo(dst, src)
+}
+
+// copyGo is Copy in Go.
+func copyGo(dst, src []float32) float64 {
+	copy(dst[:len(src)], src)
+	return SqNorm(src)
+}
+
+// sqNormFunc is SqNorm's signature.
+type sqNormFunc func(x []float32) float64
+
+// SqNorm is ‖x‖², accumulated in float64 over four independent sums (one
+// chain of dependent additions would cost an add's latency per entry); the
+// SIMD route keeps the sums and their order, so both give the same bits.
+func SqNorm(x []float32) float64 {
+	if simdSqNorm != nil {
+		return simdSqNorm(x)
+	}
+	return sqNormGo(x)
+}
+
+// sqNormGo is SqNorm in Go.
+func sqNormGo(x []float32) float64 {
+	var s [4]float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		v := x[i : i+4 : i+4]
+		a, b, c, d := float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])
+		s[0] += a * a
+		s[1] += b * b
+		s[2] += c * c
+		s[3] += d * d
+	}
+	return sqNormTail(s, x[i:])
+}
+
+// sqNormTail adds the squares of the tail to the first sum and adds the
+// four sums up.
+func sqNormTail(s [4]float64, tail []float32) float64 {
+	for _, v := range tail {
+		s[0] += float64(v) * float64(v)
+	}
+	return (s[0] + s[1]) + (s[2] + s[3])
+}
+
 // SetSIMD turns the SIMD route off (false) or back on where available, and
 // returns whether it is on: for tests and benchmarks of both routes.
 func SetSIMD(on bool) bool {
 	if !on {
-		simd, simdConvert = nil, nil
+		simd, simdConvert, simdCopy, simdSqNorm = nil, nil, nil, nil
 	} else {
-		simd, simdConvert, simdName = detect()
+		simd, simdConvert, simdCopy, simdSqNorm, simdName = detect()
 	}
 	return simd != nil
 }

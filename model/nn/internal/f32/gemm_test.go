@@ -129,34 +129,67 @@ func TestSetSIMD(t *testing.T) {
 	}
 }
 
+// TestConvert checks Convert and Copy: the float32 values, nothing written
+// past len(src), and the sum of squares of src.
 func TestConvert(t *testing.T) {
 	defer SetSIMD(true)
 	r := rand.New(rand.NewPCG(3, 4))
+	copyVia := func(dst []float32, src []float64) float64 {
+		src32 := make([]float32, len(src))
+		for i, v := range src {
+			src32[i] = float32(v)
+			src[i] = float64(src32[i]) // the sum Copy returns is of these
+		}
+		return Copy(dst, src32)
+	}
 	for _, simd := range []bool{true, false} {
 		SetSIMD(simd)
 		for _, n := range []int{0, 1, 7, 8, 9, 16, 31, 784} {
-			t.Run(fmt.Sprintf("%s/%d", Route(), n), func(t *testing.T) {
-				src := make([]float64, n)
-				for i := range src {
-					src[i] = 4*r.Float64() - 2
-				}
-				dst := make([]float32, n+1)
-				dst[n] = 7 // beyond src: untouched
-				got := Convert(dst, src)
-				want := 0.0
-				for i, v := range src {
-					want += v * v
-					if dst[i] != float32(v) {
-						t.Fatalf("dst[%d] = %v, want %v", i, dst[i], float32(v))
+			for name, f := range map[string]func([]float32, []float64) float64{"Convert": Convert, "Copy": copyVia} {
+				t.Run(fmt.Sprintf("%s/%s/%d", name, Route(), n), func(t *testing.T) {
+					src := make([]float64, n)
+					for i := range src {
+						src[i] = 4*r.Float64() - 2
 					}
-				}
-				if dst[n] != 7 {
-					t.Fatal("Convert wrote past len(src)")
-				}
-				if math.Abs(got-want) > 1e-12*(1+want) {
-					t.Fatalf("Σ src² = %v, want %v", got, want)
-				}
-			})
+					dst := make([]float32, n+1)
+					dst[n] = 7 // beyond src: untouched
+					got := f(dst, src)
+					want := 0.0
+					for i, v := range src {
+						want += v * v
+						if dst[i] != float32(v) {
+							t.Fatalf("dst[%d] = %v, want %v", i, dst[i], float32(v))
+						}
+					}
+					if dst[n] != 7 {
+						t.Fatal("wrote past len(src)")
+					}
+					if math.Abs(got-want) > 1e-12*(1+want) {
+						t.Fatalf("Σ src² = %v, want %v", got, want)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestSqNorm: both routes give the same bits (same sums, same order) for
+// every tail length, close to the exact value.
+func TestSqNorm(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{0, 1, 3, 4, 5, 9, 256, 783} {
+		x := make([]float32, n)
+		want := 0.0
+		for i := range x {
+			x[i] = float32(math.Ldexp(2*r.Float64()-1, r.IntN(20)-10))
+			want += float64(x[i]) * float64(x[i])
+		}
+		got := SqNorm(x)
+		if g := sqNormGo(x); math.Float64bits(got) != math.Float64bits(g) {
+			t.Errorf("n = %d: SqNorm %v, Go route %v", n, got, g)
+		}
+		if math.Abs(got-want) > 1e-12*want {
+			t.Errorf("n = %d: SqNorm %v, want %v", n, got, want)
 		}
 	}
 }

@@ -101,6 +101,14 @@ store:
 	VZEROUPPER
 	RET
 
+// SUMSQ adds the eight float64 lanes of Y2:Y3 into X2's low lane
+// (convertAVX2 and copyAVX2 share this ending).
+#define SUMSQ \
+	VADDPD       Y3, Y2, Y2 \
+	VEXTRACTF128 $1, Y2, X3 \
+	VADDPD       X3, X2, X2 \
+	VHADDPD      X2, X2, X2
+
 // func convertAVX2(dst *float32, src *float64, n int) float64
 // Converts n float64s (n a multiple of 8) to float32 and returns their sum
 // of squares, accumulated in float64 over eight lanes.
@@ -128,11 +136,63 @@ loop8:
 	JMP         loop8
 
 done:
-	VADDPD       Y3, Y2, Y2
-	VEXTRACTF128 $1, Y2, X3
-	VADDPD       X3, X2, X2
-	VHADDPD      X2, X2, X2
-	VMOVSD       X2, ret+24(FP)
+	SUMSQ
+	VMOVSD     X2, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func copyAVX2(dst, src *float32, n int) float64
+// Copies n float32s (n a multiple of 8) and returns their sum of squares,
+// accumulated in float64 over eight lanes.
+TEXT ·copyAVX2(SB), NOSPLIT, $0-32
+	MOVQ   dst+0(FP), DI
+	MOVQ   src+8(FP), SI
+	MOVQ   n+16(FP), CX
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+
+copy8:
+	TESTQ        CX, CX
+	JEQ          copydone
+	VMOVUPS      (SI), Y0
+	VMOVUPS      Y0, (DI)
+	VCVTPS2PD    X0, Y4
+	VEXTRACTF128 $1, Y0, X1
+	VCVTPS2PD    X1, Y5
+	VFMADD231PD  Y4, Y4, Y2
+	VFMADD231PD  Y5, Y5, Y3
+	ADDQ         $32, SI
+	ADDQ         $32, DI
+	SUBQ         $8, CX
+	JMP          copy8
+
+copydone:
+	SUMSQ
+	VMOVSD     X2, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func sqNormAVX(acc *[4]float64, x *float32, n int)
+// Adds x[4k+j]² to acc[j] for n floats (n a multiple of 4), each square
+// and sum rounded on its own (no FMA), in the order of SqNorm's Go loop.
+TEXT ·sqNormAVX(SB), NOSPLIT, $0-24
+	MOVQ    acc+0(FP), DI
+	MOVQ    x+8(FP), SI
+	MOVQ    n+16(FP), CX
+	VMOVUPD (DI), Y2
+
+sq4:
+	TESTQ     CX, CX
+	JEQ       sqdone
+	VCVTPS2PD (SI), Y0
+	VMULPD    Y0, Y0, Y0
+	VADDPD    Y0, Y2, Y2
+	ADDQ      $16, SI
+	SUBQ      $4, CX
+	JMP       sq4
+
+sqdone:
+	VMOVUPD Y2, (DI)
 	VZEROUPPER
 	RET
 
