@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dpal-dev/dpal/data"
 )
 
 func TestTrainNonPrivate(t *testing.T) {
@@ -49,6 +51,36 @@ func TestTrainNonPrivate(t *testing.T) {
 			_, _, err := runCLI(t, "", append(args, c.flag, c.value)...)
 			if err == nil || !strings.Contains(err.Error(), c.flag) {
 				t.Errorf("accepted %s with --non-private (err %v)", c.flag, err)
+			}
+		})
+	}
+}
+
+// An MLP on an image set takes the MLP defaults; the CNN and tabular sets
+// keep theirs.
+func TestDefaultSettingsPerModel(t *testing.T) {
+	img := &data.Dataset{X: [][]float64{make([]float64, 784)}, ClassNames: make([]string, 10)}
+	tab := &data.Dataset{X: [][]float64{make([]float64, 5)}, ClassNames: make([]string, 5)}
+	for _, c := range []struct {
+		name, data, model string
+		set               *data.Dataset
+		eps               float64
+		batch             int
+		lr, clip, epochs  float64
+	}{
+		{"mnist cnn", "mnist", "", img, 3, 512, 0.5, 0.1, 30},
+		{"mnist cnn low ε", "mnist", "", img, 1, 512, 0.5, 0.1, 15},
+		{"mnist mlp", "mnist", "mlp:256", img, 3, 1024, 1, 1, 10},
+		{"fashion mlp", "fashion-mnist", "mlp:512,256", img, 1, 1024, 1, 1, 10},
+		{"kdd mlp keeps tabular defaults", "kdd99-5class", "mlp:64", tab, 3, 1024, 0.5, 1, 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := defaultSettings(c.data, c.set, [3]int{28, 28, 1}, c.eps, 1e-5, c.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.batch != c.batch || s.lr != c.lr || s.clip != c.clip || s.epochs != c.epochs {
+				t.Errorf("batch %d lr %v clip %v epochs %v, want %d %v %v %v", s.batch, s.lr, s.clip, s.epochs, c.batch, c.lr, c.clip, c.epochs)
 			}
 		})
 	}
