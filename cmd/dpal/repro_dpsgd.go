@@ -154,18 +154,14 @@ func reproDPSGDData(cmd *cobra.Command, name string, eps []float64, seeds int, s
 	var points []reproDPSGDPoint
 	for k := range runs {
 		private := k < len(eps)
-		e := 1.0 // the reference ignores ε; any valid value selects the ε ≥ 2 epochs below
+		e := 0.0
 		if private {
 			e = eps[k]
 		}
-		s, err := defaultSettings(name, train, image, e, sum.Delta, model)
+		s, err := reproDPSGDSettings(name, train, image, e, sum.Delta, model, scale)
 		if err != nil {
 			return nil, err
 		}
-		if !private {
-			s.epochs = trainDefaults[name].epochs
-		}
-		s.epochs *= scale
 		p, err := reproDPSGDSeeds(s, private, train, test, seeds, sum, bar)
 		if err != nil {
 			return nil, err
@@ -174,6 +170,18 @@ func reproDPSGDData(cmd *cobra.Command, name string, eps []float64, seeds int, s
 	}
 	sum.Points = append(sum.Points, points...)
 	return points, nil
+}
+
+// reproDPSGDSettings are the defaults for model on name at ε (0: the
+// non-private reference, which takes the ε ≥ 2 epoch count), epochs scaled.
+func reproDPSGDSettings(name string, train *data.Dataset, image [3]int, eps, delta float64, model string, scale float64) (trainSettings, error) {
+	e := eps
+	if e == 0 {
+		e = 8 // any valid ε ≥ 2: the reference ignores it
+	}
+	s, err := defaultSettings(name, train, image, e, delta, model)
+	s.epochs *= scale
+	return s, err
 }
 
 // reproDPSGDSeeds trains s from each seed and returns the mean ± std.

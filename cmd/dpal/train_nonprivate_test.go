@@ -85,3 +85,18 @@ func TestDefaultSettingsPerModel(t *testing.T) {
 		})
 	}
 }
+
+// The non-private reference of repro dpsgd trains for the epochs of the
+// model's own defaults at ε ≥ 2 (the MLP's 10 on MNIST, not the CNN's 30).
+func TestReproDPSGDReferenceEpochs(t *testing.T) {
+	img := &data.Dataset{X: [][]float64{make([]float64, 784)}, ClassNames: make([]string, 10)}
+	for _, c := range []struct {
+		model  string
+		epochs float64
+	}{{"mlp:256", 10 * 0.5}, {"", 30 * 0.5}} {
+		s, err := reproDPSGDSettings("mnist", img, [3]int{28, 28, 1}, 0, 1e-5, c.model, 0.5)
+		if err != nil || s.epochs != c.epochs {
+			t.Errorf("model %q: reference epochs %v (%v), want %v", c.model, s.epochs, err, c.epochs)
+		}
+	}
+}
