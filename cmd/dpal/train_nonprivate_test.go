@@ -71,7 +71,8 @@ func TestDefaultSettingsPerModel(t *testing.T) {
 		{"mnist cnn", "mnist", "", img, 3, 512, 0.5, 0.1, 30},
 		{"mnist cnn low ε", "mnist", "", img, 1, 512, 0.5, 0.1, 15},
 		{"mnist mlp", "mnist", "mlp:256", img, 3, 1024, 1, 1, 10},
-		{"fashion mlp", "fashion-mnist", "mlp:512,256", img, 1, 1024, 1, 1, 10},
+		{"fashion mlp", "fashion-mnist", "mlp:512,256", img, 2, 1024, 1, 1, 10},
+		{"mnist mlp low ε", "mnist", "mlp:256", img, 1, 256, 0.1, 1, 10},
 		{"kdd mlp keeps tabular defaults", "kdd99-5class", "mlp:64", tab, 3, 1024, 0.5, 1, 5},
 	} {
 		t.Run(c.name, func(t *testing.T) {
