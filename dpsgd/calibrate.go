@@ -23,17 +23,26 @@ type Plan struct {
 // side: account.CalibrateNoise) for which ⌈epochs·n/batch⌉ steps at rate
 // q = batch/n are (eps, delta)-DP under the RDP accountant.
 func Calibrate(eps, delta, epochs float64, batch, n int) (Plan, error) {
-	if n < 1 || batch < 1 || batch > n {
-		return Plan{}, fmt.Errorf("dpsgd: expected batch %d must be in [1, n=%d]", batch, n)
+	q, steps, err := Schedule(epochs, batch, n)
+	if err != nil {
+		return Plan{}, err
 	}
-	if !(epochs > 0) || math.IsInf(epochs, 0) {
-		return Plan{}, fmt.Errorf("dpsgd: epochs must be finite and > 0, got %v", epochs)
-	}
-	q := float64(batch) / float64(n)
-	steps := int(math.Ceil(epochs/q - 1e-9))
 	sigma, res, err := account.CalibrateNoise(account.Budget{Epsilon: eps, Delta: delta}, q, steps, account.Options{})
 	if err != nil {
 		return Plan{}, fmt.Errorf("dpsgd: %w", err)
 	}
 	return Plan{NoiseMultiplier: sigma, SampleRate: q, Steps: steps, Guarantee: res}, nil
+}
+
+// Schedule returns the Poisson rate q = batch/n and the ⌈epochs/q⌉ steps of
+// a run of epochs epochs at expected batch size batch over n records.
+func Schedule(epochs float64, batch, n int) (q float64, steps int, err error) {
+	if n < 1 || batch < 1 || batch > n {
+		return 0, 0, fmt.Errorf("dpsgd: expected batch %d must be in [1, n=%d]", batch, n)
+	}
+	if !(epochs > 0) || math.IsInf(epochs, 0) {
+		return 0, 0, fmt.Errorf("dpsgd: epochs must be finite and > 0, got %v", epochs)
+	}
+	q = float64(batch) / float64(n)
+	return q, int(math.Ceil(epochs/q - 1e-9)), nil
 }

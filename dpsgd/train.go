@@ -150,28 +150,43 @@ func (t *Trainer) Run(led *ledger.Ledger, r *rng.Rand, d Data, groups []Group, s
 		ahead, stop = t.noiseAhead(stream, steps)
 		defer stop()
 	}
+	err = loop(sampR, d, groups, steps, b, &res, func(s int, rows [][]float32, labels []int) error {
+		n := noiseSource{stream: stream}
+		if ahead != nil {
+			n = noiseSource{z: <-ahead}
+		}
+		if err := t.step(rows, labels, b, n, dropR); err != nil {
+			return fmt.Errorf("dpsgd: step %d: %w", s+1, err)
+		}
+		return nil
+	}, after)
+	res.Seconds = time.Since(start).Seconds()
+	return res, err
+}
+
+// loop is the part of a run that Trainer and NonPrivate share: each step
+// samples the groups' records, gathers their float32 rows and labels, and
+// hands them to step (with the step's index from 0); after, if not nil, is
+// called with the number of steps done, and its error stops the run.
+func loop(sampR *rng.Rand, d Data, groups []Group, steps int, b float64, res *RunResult,
+	step func(s int, rows [][]float32, labels []int) error, after func(done int) error) error {
 	x := d.rows32()
 	idx := make([]int, 0, int(2*b)+16)
 	rows, labels := make([][]float32, 0, cap(idx)), make([]int, 0, cap(idx))
 	for s := range steps {
 		idx = sample(sampR, groups, idx[:0])
 		rows, labels = gather(x, d.Labels, idx, rows[:0], labels[:0])
-		n := noiseSource{stream: stream}
-		if ahead != nil {
-			n = noiseSource{z: <-ahead}
-		}
-		if err := t.step(rows, labels, b, n, dropR); err != nil {
-			return res, fmt.Errorf("dpsgd: step %d: %w", s+1, err)
+		if err := step(s, rows, labels); err != nil {
+			return err
 		}
 		res.Steps = s + 1
 		if after != nil {
 			if err := after(s + 1); err != nil {
-				return res, err
+				return err
 			}
 		}
 	}
-	res.Seconds = time.Since(start).Seconds()
-	return res, nil
+	return nil
 }
 
 // checkRun validates a run and returns its expected batch size.

@@ -17,6 +17,8 @@ import (
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/dpsgd"
+	"github.com/dpal-dev/dpal/model/nn"
 	"github.com/dpal-dev/dpal/outfile"
 	"github.com/dpal-dev/dpal/progress"
 	"github.com/dpal-dev/dpal/repro/figure"
@@ -29,6 +31,10 @@ var reproDPSGDCmd = &cobra.Command{
 (δ = --delta) for --seeds seeds, and writes <out>/rows.csv (one row per run),
 <out>/summary.json (settings, seed, rows, mean ± std per ε) and
 <out>/<data>-accuracy.png/.csv (test accuracy vs ε, mean with a ±1 std band).
+--non-private (default on) also trains the same model without clipping or
+noise for each seed: a reference drawn as a horizontal line and written as
+rows with private=false. Those rows are NOT differentially private.
+--model overrides the dataset's default model (its defaults follow it).
 --epochs-scale shortens every run (σ is calibrated for the epochs run), for
 smoke tests and slow machines; the docs must say when it was below 1.`,
 	Args: cobra.NoArgs,
@@ -44,6 +50,8 @@ func init() {
 	f.String("epsilons", "0.5,1,2,3,5,8", "comma-separated target ε values")
 	f.Float64("delta", 1e-5, "target δ")
 	f.Int("seeds", 5, "runs per (data, ε)")
+	f.String("model", "", "logreg|mlp:W1[,W2[,W3]]|cnn (default per dataset)")
+	f.Bool("non-private", true, "also train the non-private reference (NOT DP) of the same shape, one run per seed")
 	f.Float64("epochs-scale", 1, "multiply every default epoch count by this (≤ 1 for quick runs)")
 	f.String("out", "repro-dpsgd", "output directory")
 	f.Uint64("seed", 0, "base seed; run k uses seed+k (default: drawn at random and reported)")
@@ -53,6 +61,7 @@ func init() {
 
 // reproDPSGDRow is one training run.
 type reproDPSGDRow struct {
+	Private         bool      `json:"private"` // false: the non-private reference (Epsilon 0, NOT DP)
 	Dataset         string    `json:"dataset"`
 	Model           string    `json:"model"`
 	Epsilon         float64   `json:"epsilon"`
@@ -67,6 +76,7 @@ type reproDPSGDRow struct {
 
 // reproDPSGDPoint is the mean ± std over seeds at one (data, ε).
 type reproDPSGDPoint struct {
+	Private bool    `json:"private"` // false: the non-private reference (Epsilon 0, NOT DP)
 	Dataset string  `json:"dataset"`
 	Epsilon float64 `json:"epsilon"`
 	Mean    float64 `json:"mean_accuracy"`
@@ -126,85 +136,167 @@ func runReproDPSGD(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-// reproDPSGDData runs every (ε, seed) on one dataset.
+// reproDPSGDData runs every (ε, seed) on one dataset, then the
+// non-private reference when asked.
 func reproDPSGDData(cmd *cobra.Command, name string, eps []float64, seeds int, scale float64, sum *reproDPSGDSummary) ([]reproDPSGDPoint, error) {
 	train, test, image, err := loadTrainData(cmd, name)
 	if err != nil {
 		return nil, err
 	}
-	bar := progress.New(progressOut(cmd), len(eps)*seeds, "repro dpsgd "+name)
+	model, _ := cmd.Flags().GetString("model")
+	ref, _ := cmd.Flags().GetBool("non-private")
+	runs := len(eps)
+	if ref {
+		runs++
+	}
+	bar := progress.New(progressOut(cmd), runs*seeds, "repro dpsgd "+name)
 	defer bar.Finish()
 	var points []reproDPSGDPoint
-	for _, e := range eps {
-		s, err := defaultSettings(name, train, image, e, sum.Delta, "")
+	for k := range runs {
+		private := k < len(eps)
+		e := 0.0
+		if private {
+			e = eps[k]
+		}
+		s, err := reproDPSGDSettings(name, train, image, e, sum.Delta, model, scale)
 		if err != nil {
 			return nil, err
 		}
-		s.epochs *= scale
-		var accs []float64
-		for k := range seeds {
-			row, err := reproDPSGDRun(s, train, test, sum.Seed+uint64(k))
-			if err != nil {
-				return nil, fmt.Errorf("%s at ε=%v, seed %d: %w", name, e, sum.Seed+uint64(k), err)
-			}
-			sum.Rows = append(sum.Rows, row)
-			accs = append(accs, row.TestAccuracy)
-			bar.Add(1)
+		p, err := reproDPSGDSeeds(s, private, train, test, seeds, sum, bar)
+		if err != nil {
+			return nil, err
 		}
-		mean, std := stat.MeanStdDev(accs, nil)
-		if len(accs) < 2 {
-			std = 0
-		}
-		points = append(points, reproDPSGDPoint{Dataset: name, Epsilon: e, Mean: mean, Std: std, Runs: len(accs)})
+		points = append(points, p)
 	}
 	sum.Points = append(sum.Points, points...)
 	return points, nil
 }
 
-// reproDPSGDRun trains once from seed, charged to a fresh ledger.
-func reproDPSGDRun(s trainSettings, train, test *data.Dataset, seed uint64) (reproDPSGDRow, error) {
-	plan, err := s.calibrate(train.Len())
-	if err != nil {
-		return reproDPSGDRow{}, err
+// reproDPSGDSettings are the defaults for model on name at ε (0: the
+// non-private reference, which takes the ε ≥ 2 epoch count), epochs scaled.
+func reproDPSGDSettings(name string, train *data.Dataset, image [3]int, eps, delta float64, model string, scale float64) (trainSettings, error) {
+	e := eps
+	if e == 0 {
+		e = 8 // any valid ε ≥ 2: the reference ignores it
 	}
-	led, err := ledger.New(account.Budget{Epsilon: s.eps, Delta: s.delta})
-	if err != nil {
-		return reproDPSGDRow{}, err
+	s, err := defaultSettings(name, train, image, e, delta, model)
+	s.epochs *= scale
+	return s, err
+}
+
+// reproDPSGDSeeds trains s from each seed and returns the mean ± std.
+func reproDPSGDSeeds(s trainSettings, private bool, train, test *data.Dataset, seeds int, sum *reproDPSGDSummary, bar *progress.Bar) (reproDPSGDPoint, error) {
+	var accs []float64
+	for k := range seeds {
+		seed := sum.Seed + uint64(k)
+		row, err := reproDPSGDRun(s, private, train, test, seed)
+		if err != nil {
+			what := fmt.Sprintf("ε=%v", s.eps)
+			if !private {
+				what = "the non-private reference"
+			}
+			return reproDPSGDPoint{}, fmt.Errorf("%s at %s, seed %d: %w", s.dataset, what, seed, err)
+		}
+		sum.Rows = append(sum.Rows, row)
+		accs = append(accs, row.TestAccuracy)
+		bar.Add(1)
 	}
+	mean, std := stat.MeanStdDev(accs, nil)
+	if len(accs) < 2 {
+		std = 0
+	}
+	p := reproDPSGDPoint{Private: private, Dataset: s.dataset, Mean: mean, Std: std, Runs: len(accs)}
+	if private {
+		p.Epsilon = s.eps
+	}
+	return p, nil
+}
+
+// reproDPSGDRun trains once from seed: privately, charged to a fresh
+// ledger, or (private false) the non-private reference, charged nothing.
+func reproDPSGDRun(s trainSettings, private bool, train, test *data.Dataset, seed uint64) (reproDPSGDRow, error) {
 	r := rng.Seeded(seed)
-	net, tr, err := s.newTrainer(r)
-	if err != nil {
-		return reproDPSGDRow{}, err
-	}
+	var (
+		plan dpsgd.Plan
+		net  *nn.Net
+		err  error
+	)
 	start := time.Now()
-	if _, err := s.run(tr, led, r, plan, train, "train:"+s.dataset, nil); err != nil {
+	if private {
+		plan, net, err = reproDPSGDPrivate(&s, train, r)
+	} else {
+		plan, net, err = reproDPSGDReference(&s, train, r)
+	}
+	if err != nil {
 		return reproDPSGDRow{}, err
 	}
 	pred, err := net.Classify(test.X)
 	if err != nil {
 		return reproDPSGDRow{}, err
 	}
-	row := reproDPSGDRow{Dataset: s.dataset, Model: s.spec.String(), Epsilon: s.eps, Seed: seed, Epochs: s.epochs,
+	row := reproDPSGDRow{Private: private, Dataset: s.dataset, Model: s.spec.String(), Seed: seed, Epochs: s.epochs,
 		Steps: plan.Steps, NoiseMultiplier: plan.NoiseMultiplier, Seconds: time.Since(start).Seconds()}
+	if private {
+		row.Epsilon = s.eps
+	}
 	row.TestAccuracy, row.TestRecall = accuracyRecall(pred, test.Class, len(train.ClassNames))
 	return row, nil
 }
 
+func reproDPSGDPrivate(s *trainSettings, train *data.Dataset, r *rng.Rand) (dpsgd.Plan, *nn.Net, error) {
+	plan, err := s.calibrate(train.Len())
+	if err != nil {
+		return plan, nil, err
+	}
+	led, err := ledger.New(account.Budget{Epsilon: s.eps, Delta: s.delta})
+	if err != nil {
+		return plan, nil, err
+	}
+	net, tr, err := s.newTrainer(r)
+	if err != nil {
+		return plan, nil, err
+	}
+	_, err = s.run(tr, led, r, plan, train, "train:"+s.dataset, nil)
+	return plan, net, err
+}
+
+func reproDPSGDReference(s *trainSettings, train *data.Dataset, r *rng.Rand) (dpsgd.Plan, *nn.Net, error) {
+	plan, err := s.referencePlan(train.Len())
+	if err != nil {
+		return plan, nil, err
+	}
+	net, tr, err := s.newReference(r)
+	if err != nil {
+		return plan, nil, err
+	}
+	_, err = s.runReference(tr, r, plan, train, nil)
+	return plan, net, err
+}
+
 func writeReproDPSGDFigure(out, name string, points []reproDPSGDPoint) error {
-	ser := figure.Series{Name: name, Points: true}
+	ser := figure.Series{Name: name + " DP-SGD", Points: true}
+	var lines []figure.HLine
 	for _, p := range points {
+		if !p.Private {
+			lines = append(lines, figure.HLine{Name: fmt.Sprintf("non-private reference (NOT DP) %.4f", p.Mean), Y: p.Mean})
+			continue
+		}
 		ser.X, ser.Y = append(ser.X, p.Epsilon), append(ser.Y, p.Mean)
 		ser.Lo, ser.Hi = append(ser.Lo, p.Mean-p.Std), append(ser.Hi, p.Mean+p.Std)
 	}
 	pl := figure.Plot{Title: "DP-SGD test accuracy vs ε (" + name + ")", XLabel: "ε (δ fixed)", YLabel: "test accuracy",
-		Series: []figure.Series{ser}}
+		Series: []figure.Series{ser}, HLines: lines}
 	return pl.Save(filepath.Join(out, name+"-accuracy"))
 }
 
 func writeReproDPSGDRows(out string, rows []reproDPSGDRow) error {
 	table := [][]string{{"dataset", "model", "epsilon", "seed", "epochs", "steps", "noise_multiplier", "test_accuracy", "seconds"}}
 	for _, r := range rows {
-		table = append(table, []string{r.Dataset, r.Model, accountFloat(r.Epsilon), strconv.FormatUint(r.Seed, 10), accountFloat(r.Epochs),
+		eps := accountFloat(r.Epsilon)
+		if !r.Private {
+			eps = "non-private"
+		}
+		table = append(table, []string{r.Dataset, r.Model, eps, strconv.FormatUint(r.Seed, 10), accountFloat(r.Epochs),
 			strconv.Itoa(r.Steps), accountFloat(r.NoiseMultiplier), accountFloat(r.TestAccuracy), accountFloat(r.Seconds)})
 	}
 	return figure.WriteCSV(filepath.Join(out, "rows.csv"), table)
@@ -215,7 +307,11 @@ func printReproDPSGD(w io.Writer, sum *reproDPSGDSummary, out string) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "data\tε\truns\ttest accuracy")
 	for _, p := range sum.Points {
-		fmt.Fprintf(tw, "%s\t%g\t%d\t%.4f ± %.4f\n", p.Dataset, p.Epsilon, p.Runs, p.Mean, p.Std)
+		eps := strconv.FormatFloat(p.Epsilon, 'g', -1, 64)
+		if !p.Private {
+			eps = "non-private (NOT DP)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.4f ± %.4f\n", p.Dataset, eps, p.Runs, p.Mean, p.Std)
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "files in %s\n", out)

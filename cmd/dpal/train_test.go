@@ -118,8 +118,25 @@ func TestReproDPSGDCSV(t *testing.T) {
 	}
 	var sum reproDPSGDSummary
 	b, _ := os.ReadFile(filepath.Join(out, "summary.json"))
-	if err := json.Unmarshal(b, &sum); err != nil || len(sum.Rows) != 4 || len(sum.Points) != 2 || sum.Seed != 9 {
-		t.Errorf("summary %+v, %v\n%s", sum, err, stdout)
+	if err := json.Unmarshal(b, &sum); err != nil || len(sum.Rows) != 6 || len(sum.Points) != 3 || sum.Seed != 9 {
+		t.Fatalf("summary %+v, %v\n%s", sum, err, stdout)
+	}
+	// The last point is the non-private reference, labelled as such.
+	if ref := sum.Points[2]; ref.Private || ref.Epsilon != 0 || ref.Runs != 2 || ref.Mean < 0.9 || !sum.Points[0].Private {
+		t.Errorf("reference point %+v", ref)
+	}
+	rows, _ := os.ReadFile(filepath.Join(out, "rows.csv"))
+	if !strings.Contains(string(rows), "non-private") || !strings.Contains(stdout, "NOT DP") {
+		t.Errorf("the reference is not labelled:\n%s\n%s", rows, stdout)
+	}
+	out2 := t.TempDir()
+	if _, _, err := runCLI(t, "", "repro", "dpsgd", "--data", "csv", "--file", file, "--epsilons", "4", "--model", "mlp:8",
+		"--seeds", "1", "--epochs-scale", "0.2", "--seed", "9", "--non-private=false", "--out", out2); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(filepath.Join(out2, "summary.json"))
+	if err := json.Unmarshal(b, &sum); err != nil || len(sum.Rows) != 1 || sum.Rows[0].Model != "mlp:8" || !sum.Rows[0].Private {
+		t.Errorf("--model mlp:8 --non-private=false: %+v, %v", sum.Rows, err)
 	}
 	if _, _, err := runCLI(t, "", "repro", "dpsgd", "--data", "csv", "--file", file, "--epsilons", "x"); err == nil {
 		t.Error("bad --epsilons accepted")
