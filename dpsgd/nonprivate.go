@@ -20,6 +20,7 @@ type NonPrivate struct {
 	net   *nn.Net
 	opt   *optimizer
 	steps int
+	g     []float64 // the step's gradient over b, reused across steps
 }
 
 // NewNonPrivate returns a non-private trainer for net; cfg's
@@ -66,7 +67,10 @@ func (t *NonPrivate) step(rows [][]float32, labels []int, b float64, dropR *rng.
 	if err != nil {
 		return err
 	}
-	g := make([]float64, len(sum))
+	if len(t.g) != len(sum) {
+		t.g = make([]float64, len(sum))
+	}
+	g := t.g
 	for i, v := range sum {
 		x := float64(v)
 		if math.IsNaN(x) || math.IsInf(x, 0) {
