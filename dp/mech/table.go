@@ -60,6 +60,7 @@ type tableGauss struct {
 	offMask      uint64                // 2^min(wBits, offsetBits) − 1
 	oneWord      bool                  // wBits ≤ offsetBits: fill's fast path applies
 	fast         [tableSize]uint64     // item j | alias[j]<<32 (buildFast)
+	lanes        [tableSize]uint64     // j | alias[j]<<16 | prob[j]<<32, for fillAVX512
 	subShift     uint                  // offset >> subShift is the quarter of a bulk block
 	sub          [4 * tableSize]uint32 // per item and quarter: ⌊2^16·ρ_low⌋ | (⌈2^16·ρ_high⌉ − 1)<<16
 	weight       [tableSize]uint64     // slow paths only from here on
@@ -309,6 +310,7 @@ func (g *tableGauss) buildFast() {
 	g.oneWord = g.wBits <= offsetBits
 	for j := range uint64(tableSize) {
 		g.fast[j] = j | uint64(g.alias[j])<<32
+		g.lanes[j] = j | uint64(g.alias[j])<<16 | uint64(g.prob[j])<<32
 	}
 	g.buildSub()
 }
@@ -328,11 +330,12 @@ func (g *tableGauss) buildFast() {
 // sampleBits would and draws any extra bits through b.
 // TestTableGaussFastPath checks fastWord against fromWord word by word,
 // and TestTableGaussFillReference fill against fastWord and fromWord.
-// Words left in q stay for the next call.
+// Words left in q stay for the next call. On CPUs with AVX-512 the loop
+// is fillVector instead, which gives the same values from the same words.
 func (g *tableGauss) fill(b *bitbuf, q *wordQueue, dst []float64, step float64, add bool) {
 	if !g.oneWord {
 		for i := range dst {
-			x := step * float64(g.sampleBits(b))
+			x := float64(step * float64(g.sampleBits(b)))
 			if add {
 				x += dst[i]
 			}
@@ -340,6 +343,19 @@ func (g *tableGauss) fill(b *bitbuf, q *wordQueue, dst []float64, step float64, 
 		}
 		return
 	}
+	if fillAVX {
+		op := fillSet
+		if add {
+			op = fillAdd
+		}
+		g.fillVector(b, q, dst, step, op, 0)
+		return
+	}
+	g.fillGo(b, q, dst, step, add)
+}
+
+// fillGo is fill's loop in Go (g.oneWord only).
+func (g *tableGauss) fillGo(b *bitbuf, q *wordQueue, dst []float64, step float64, add bool) {
 	for i := 0; i < len(dst); {
 		if q.k == wordBlock {
 			b.r.Fill(q.w[:])
@@ -364,7 +380,9 @@ func (g *tableGauss) fill(b *bitbuf, q *wordQueue, dst []float64, step float64, 
 					continue
 				}
 			}
-			y := step * float64(x)
+			// The conversion keeps the product a rounding of its own (no
+			// fused multiply-add), as in fillAVX512.
+			y := float64(step * float64(x))
 			if add {
 				y += dst[i]
 			}
@@ -374,6 +392,59 @@ func (g *tableGauss) fill(b *bitbuf, q *wordQueue, dst []float64, step float64, 
 				return
 			}
 		}
+	}
+}
+
+// What fillVector does with dst[i], given the draw's value y = step·X:
+// set it to y, add y to it, or (fillRound) replace it by
+// y + grid·round(dst[i]/grid), AddTo's rounding to the grid and its noise
+// in one pass.
+const (
+	fillSet = iota
+	fillAdd
+	fillRound
+)
+
+// fillVector is fill's loop (g.oneWord only) for CPUs with AVX-512, and
+// with op = fillRound AddTo's too. fillAVX512 runs the common path eight
+// words at a time: fillGo's fast path (fastWord) in every lane, the
+// accepted lanes' values stored in order (compressed). It stops at the
+// first word that fillGo would pass to fromWord, at the end of
+// q's block, or when dst is full, so that the words it consumes are
+// exactly those the scalar loop would consume; the scalar loop (fillGo)
+// then places the next value from that word on, so the slow paths, and
+// the order in which they draw further bits from b.r relative to q's
+// refills, stay its own. So fill's output, the words left in q and b's state
+// are the scalar loop's, bit for bit: TestTableGaussFillVector compares
+// the two routes over many σ², lengths and chunkings, and
+// FuzzTableGaussFillVector over random ones. The arithmetic of a value
+// is the same sequence of float64 operations, each rounded on its own
+// (the division by a power of two grid is the multiplication by its exact
+// inverse, and round half away from zero is t + trunc(2(v − t)) with
+// t = trunc(v), both exact).
+func (g *tableGauss) fillVector(b *bitbuf, q *wordQueue, dst []float64, step float64, op int, grid float64) {
+	var inv float64
+	if op == fillRound {
+		inv = 1 / grid
+	}
+	for i := 0; i < len(dst); {
+		if q.k == wordBlock {
+			b.r.Fill(q.w[:])
+			q.k = 0
+		}
+		words, outs := fillAVX512(&g.lanes, &g.sub, g.offMask, uint64(g.subShift), uint64(g.wBits),
+			q.w[q.k:], dst[i:], step, grid, inv, op)
+		q.k += words
+		if i += outs; i == len(dst) || q.k == wordBlock {
+			continue
+		}
+		// q.w[q.k] needs the slow path: the Go loop places the next value
+		// (AddTo's rounding first, in fillRound).
+		if op == fillRound {
+			dst[i] = float64(grid * math.Round(dst[i]*inv))
+		}
+		g.fillGo(b, q, dst[i:i+1], step, op != fillSet)
+		i++
 	}
 }
 

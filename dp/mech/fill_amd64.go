@@ -1,0 +1,18 @@
+//go:build !purego
+
+package mech
+
+import "golang.org/x/sys/cpu"
+
+// fillAVX turns on fillVector, fill's loop in AVX-512 (F, DQ for the
+// int64 → float64 conversion and byte masks, BMI1/2 for the lane masks).
+var fillAVX = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasBMI1 && cpu.X86.HasBMI2 && cpu.X86.HasPOPCNT
+
+// fillAVX512 runs fill's common path over the words w, eight at a time,
+// writing the accepted values to dst by op (see fillVector). It returns
+// how many words it consumed and values it wrote; it stops at the end of
+// w, when dst is full, or before a word that fastWord does not decide.
+//
+//go:noescape
+func fillAVX512(lanes *[tableSize]uint64, sub *[4 * tableSize]uint32, offMask, subShift, wBits uint64,
+	w []uint64, dst []float64, step, grid, inv float64, op int) (words, outs int)
