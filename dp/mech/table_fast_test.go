@@ -217,18 +217,6 @@ func fillFrom(g *tableGauss, r *rng.Rand, dst []float64, step float64) {
 	g.fill(&bitbuf{r: r.Bulk()}, newWordQueue(), dst, step, false)
 }
 
-// BenchmarkTableGaussFill is the cost per coordinate of DP-SGD's noise
-// (σ ≈ 2.3·10^6 grid steps, the MLP of BenchmarkNoise).
-func BenchmarkTableGaussFill(b *testing.B) {
-	g, _ := newTableGauss(2310000*2310000, 1)
-	v := make([]float64, 4096)
-	bb, q := bitbuf{r: rng.Seeded(1).Bulk()}, newWordQueue()
-	for b.Loop() {
-		g.fill(&bb, q, v, 1, false)
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(v)), "ns/draw")
-}
-
 // Noise is AddTo's release on the zero vector, on both paths, and AddTo
 // of v is g·round(v/g) plus that noise under the same seed.
 func TestGaussianVectorNoise(t *testing.T) {
