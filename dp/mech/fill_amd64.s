@@ -2,13 +2,13 @@
 
 #include "textflag.h"
 
-// func fillAVX512(lanes *[1024]uint64, sub *[4096]uint32, offMask, subShift, wBits uint64,
+// func fillAVX512(lanes *[1024]uint32, sub *[4096]uint32, offMask, subShift, wBits uint64,
 //	w []uint64, dst []float64, step, grid, inv float64, op int) (words, outs int)
 //
 // Eight words u per group, one per lane, as fastWord computes them:
 //
-//	j = u>>54, coin = u>>38 & 0xffff, e = lanes[j] (j | alias<<16 | prob<<32),
-//	item = (coin >= prob ? e>>16 : e) & 0x3ff, off = u & offMask,
+//	j = u>>54, coin = u>>38 & 0xffff, e = lanes[j] (alias[j] | prob[j]<<10),
+//	item = coin >= e>>10 ? e & 0x3ff : j, off = u & offMask,
 //	s = sub[item<<2 | off>>subShift], n = item<<wBits | off, v16 = u>>22 & 0xffff,
 //	accept: v16 < s&0xffff and n != 0; reject: v16 > s>>16; else slow,
 //	X = n, negated when bit 21 of u is set.
@@ -62,21 +62,22 @@ group:
 	VMOVDQU64.Z (SI), K1, Z0        // u
 
 	// item: bucket j, or its alias when coin >= prob[j].
-	VPSRLQ     $54, Z0, Z1
+	VPSRLQ     $54, Z0, Z1          // j
 	VPSRLQ     $38, Z0, Z2
 	VPANDQ     Z28, Z2, Z2          // coin
 	KMOVB      K1, K2
-	VPXORQ     Z3, Z3, Z3
-	VPGATHERQQ (AX)(Z1*8), K2, Z3   // j | alias<<16 | prob<<32
-	VPSRLQ     $32, Z3, Z4          // prob
+	VPXORD     Y3, Y3, Y3
+	VPGATHERQD (AX)(Z1*4), K2, Y3   // alias | prob<<10
+	VPMOVZXDQ  Y3, Z3
+	VPSRLQ     $10, Z3, Z4          // prob
 	VPCMPUQ    $5, Z4, Z2, K1, K3   // coin >= prob
-	VPSRLQ     $16, Z3, K3, Z3
-	VPANDQ     Z26, Z3, Z3          // item
+	VPANDQ     Z26, Z3, Z3          // alias
+	VMOVDQA64  Z3, K3, Z1           // item
 
 	// The quarter block's squeezes s and the proposal n.
 	VPANDQ     Z31, Z0, Z6          // off
 	VPSRLQ     X30, Z6, Z7
-	VPSLLQ     $2, Z3, Z8
+	VPSLLQ     $2, Z1, Z8
 	VPORQ      Z7, Z8, Z8           // item<<2 | off>>subShift
 	KMOVB      K1, K2
 	VPXORD     Y9, Y9, Y9
@@ -84,7 +85,7 @@ group:
 	VPMOVZXDQ  Y9, Z9
 	VPANDQ     Z28, Z9, Z10         // low squeeze
 	VPSRLQ     $16, Z9, Z11         // high squeeze − 1
-	VPSLLQ     X29, Z3, Z12
+	VPSLLQ     X29, Z1, Z12
 	VPORQ      Z6, Z12, Z12         // n
 	VPSRLQ     $22, Z0, Z13
 	VPANDQ     Z28, Z13, Z13        // v16

@@ -60,7 +60,7 @@ type tableGauss struct {
 	offMask      uint64                // 2^min(wBits, offsetBits) − 1
 	oneWord      bool                  // wBits ≤ offsetBits: fill's fast path applies
 	fast         [tableSize]uint64     // item j | alias[j]<<32 (buildFast)
-	lanes        [tableSize]uint64     // j | alias[j]<<16 | prob[j]<<32, for fillAVX512
+	lanes        [tableSize]uint32     // alias[j] | prob[j]<<10, for fillAVX512
 	subShift     uint                  // offset >> subShift is the quarter of a bulk block
 	sub          [4 * tableSize]uint32 // per item and quarter: ⌊2^16·ρ_low⌋ | (⌈2^16·ρ_high⌉ − 1)<<16
 	weight       [tableSize]uint64     // slow paths only from here on
@@ -310,7 +310,7 @@ func (g *tableGauss) buildFast() {
 	g.oneWord = g.wBits <= offsetBits
 	for j := range uint64(tableSize) {
 		g.fast[j] = j | uint64(g.alias[j])<<32
-		g.lanes[j] = j | uint64(g.alias[j])<<16 | uint64(g.prob[j])<<32
+		g.lanes[j] = uint32(g.alias[j]) | g.prob[j]<<10
 	}
 	g.buildSub()
 }

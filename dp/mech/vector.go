@@ -276,14 +276,29 @@ func (m *GaussianVector) AddTo(r *rng.Rand, v []float64) error {
 	if err := checkVector(v, m.dim, m.g); err != nil {
 		return fmt.Errorf("gaussian vector: %w", err)
 	}
-	for i, x := range v {
-		v[i] = m.g * math.Round(x/m.g)
-	}
 	// g·round(v/g) + g·Y = g·(round(v/g) + Y) exactly: both sides are the
 	// float64 rounding of the same real, scaled by a power of two.
 	s := m.noiseStream(r)
+	if s.roundsInFill() {
+		// The same values in one pass over v (fillVector's fillRound).
+		m.dg.tab.fillVector(&s.b, s.q, v, m.g, fillRound, m.g)
+		return nil
+	}
+	for i, x := range v {
+		v[i] = m.g * math.Round(x/m.g)
+	}
 	s.next(v, true)
 	return nil
+}
+
+// roundsInFill says whether AddTo can leave the rounding of v to the
+// grid to the AVX-512 fill (fillRound): a bulk stream on the table's fast
+// path, with a grid step whose inverse is exact (a power of two, as
+// granularity gives, well inside float64's exponent range), so that v·(1/g)
+// is v/g.
+func (s *NoiseStream) roundsInFill() bool {
+	_, e := math.Frexp(s.m.g)
+	return s.bulk && fillAVX && s.m.dg.tab.oneWord && s.m.g == math.Ldexp(1, e-1) && e > -1000 && e < 1000
 }
 
 // Noise sets dst to the noise alone, g·Y: AddTo's release on the zero
