@@ -2,39 +2,49 @@ package mech
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/dpal-dev/dpal/dp/rng"
 )
 
 // benchRoutes runs f once per route of fill: the Go loop, and AVX-512
-// where the CPU has it, so that one run compares them.
-func benchRoutes(b *testing.B, f func(b *testing.B)) {
+// where the CPU has it, so that one run compares them. f gets the
+// thread's CPU time at its start (threadCPU), for reportPerDraw.
+func benchRoutes(b *testing.B, f func(b *testing.B, cpu0 int64)) {
 	routes := []string{"go"}
 	if fillAVX {
 		routes = append(routes, "avx512")
 	}
 	for _, route := range routes {
-		b.Run(route, func(b *testing.B) { withFillAVX(route == "avx512", func() { f(b) }) })
+		b.Run(route, func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			withFillAVX(route == "avx512", func() { f(b, threadCPU()) })
+		})
 	}
 }
 
-// reportPerDraw adds the ns per noise coordinate.
-func reportPerDraw(b *testing.B, draws int) {
+// reportPerDraw adds the wall and the CPU (thread) ns per noise
+// coordinate; the CPU time counts from cpu0, so includes f's setup.
+func reportPerDraw(b *testing.B, draws int, cpu0 int64) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*draws), "ns/draw")
+	if cpu1 := threadCPU(); cpu0 >= 0 && cpu1 >= 0 {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N*draws), "cpu-ns/draw")
+	}
 }
 
 // BenchmarkTableGaussFill is the cost per coordinate of DP-SGD's noise
 // (σ ≈ 2.3·10^6 grid steps, the MLP of BenchmarkNoise).
 func BenchmarkTableGaussFill(b *testing.B) {
 	g, _ := newTableGauss(2310000*2310000, 1)
-	benchRoutes(b, func(b *testing.B) {
+	benchRoutes(b, func(b *testing.B, cpu0 int64) {
 		v := make([]float64, 4096)
 		bb, q := bitbuf{r: rng.Seeded(1).Bulk()}, newWordQueue()
 		for b.Loop() {
 			g.fill(&bb, q, v, 1, false)
 		}
-		reportPerDraw(b, len(v))
+		reportPerDraw(b, len(v), cpu0)
 	})
 }
 
@@ -50,11 +60,11 @@ func benchVector(b *testing.B, release func(m *GaussianVector, r *rng.Rand, v []
 		v := make([]float64, d)
 		r := rng.Seeded(1)
 		b.Run(fmt.Sprintf("dim=%d", d), func(b *testing.B) {
-			benchRoutes(b, func(b *testing.B) {
+			benchRoutes(b, func(b *testing.B, cpu0 int64) {
 				for b.Loop() {
 					release(m, r, v)
 				}
-				reportPerDraw(b, d)
+				reportPerDraw(b, d, cpu0)
 			})
 		})
 	}
@@ -77,12 +87,12 @@ func BenchmarkGaussianVectorAddTo(b *testing.B) {
 // BenchmarkNoiseStreamNext is one stream drawn in 4096-coordinate chunks.
 func BenchmarkNoiseStreamNext(b *testing.B) {
 	m, _ := NewGaussianVector(1.1, 1, 203530)
-	benchRoutes(b, func(b *testing.B) {
+	benchRoutes(b, func(b *testing.B, cpu0 int64) {
 		s := m.NewNoiseStream(rng.Seeded(1))
 		v := make([]float64, 4096)
 		for b.Loop() {
 			s.Next(v)
 		}
-		reportPerDraw(b, len(v))
+		reportPerDraw(b, len(v), cpu0)
 	})
 }
