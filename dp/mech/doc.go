@@ -43,6 +43,17 @@
 // chunks of any size, so DP-SGD can draw them just in time (one core) or a
 // step ahead (more cores) and release the same values.
 //
+// On CPUs with AVX-512 (and without the purego build tag) that common path
+// runs eight words at a time in Go assembly (fillAVX512, fill_amd64.s):
+// the same decision procedure in every lane, the accepted values stored
+// compressed in order, and every word the common path does not decide
+// handed back to the Go loop before any later word is used, so the values,
+// the words consumed and the state left behind are the Go loop's, bit for
+// bit (TestTableGaussFillVector, FuzzTableGaussFillVector,
+// TestGaussianVectorAddToRoutes). GaussianVector.AddTo's rounding of v to
+// the grid happens in the same pass. BenchmarkTableGaussFill and its
+// neighbours in fill_bench_test.go time both routes in one run.
+//
 // # Real-valued mechanisms on a grid
 //
 // Laplace, Gaussian, the selection mechanisms and the vector mechanisms never

@@ -4,9 +4,11 @@ package mech
 
 import "golang.org/x/sys/cpu"
 
-// fillAVX turns on fillVector, fill's loop in AVX-512 (F, DQ for the
-// int64 → float64 conversion and byte masks, BMI1/2 for the lane masks).
-var fillAVX = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasBMI1 && cpu.X86.HasBMI2 && cpu.X86.HasPOPCNT
+// fillAVX turns on fillVector, fill's loop in AVX-512 (F; DQ for the
+// int64 → float64 conversion and byte masks; VL for EVEX on 256-bit
+// registers; BMI1/2 and POPCNT for the lane masks).
+var fillAVX = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL &&
+	cpu.X86.HasBMI1 && cpu.X86.HasBMI2 && cpu.X86.HasPOPCNT
 
 // fillAVX512 runs fill's common path over the words w, eight at a time,
 // writing the accepted values to dst by op (see fillVector). It returns
