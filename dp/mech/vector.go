@@ -276,14 +276,25 @@ func (m *GaussianVector) AddTo(r *rng.Rand, v []float64) error {
 	if err := checkVector(v, m.dim, m.g); err != nil {
 		return fmt.Errorf("gaussian vector: %w", err)
 	}
-	for i, x := range v {
-		v[i] = m.g * math.Round(x/m.g)
-	}
+	m.roundTo(v, v)
 	// g·round(v/g) + g·Y = g·(round(v/g) + Y) exactly: both sides are the
 	// float64 rounding of the same real, scaled by a power of two.
 	s := m.noiseStream(r)
 	s.next(v, true)
 	return nil
+}
+
+// roundTo sets dst to src rounded to the grid, g·round(src/g), for src
+// that passed checkVector. x·(1/g) is x/g exactly (g is a power of two),
+// and ties go to even, where the hardware rounds in one instruction; any
+// rounding to a grid point moves a coordinate by at most g/2, which is all
+// the guarantee uses.
+func (m *GaussianVector) roundTo(dst, src []float64) {
+	inv := 1 / m.g
+	dst = dst[:len(src)]
+	for i, x := range src {
+		dst[i] = m.g * math.RoundToEven(x*inv)
+	}
 }
 
 // Noise sets dst to the noise alone, g·Y: AddTo's release on the zero
