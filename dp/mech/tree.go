@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"slices"
 
+	"gonum.org/v1/gonum/floats"
+
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/vec"
@@ -281,19 +283,11 @@ func (t *Tree) checkAtom(w []float64) error {
 	return nil
 }
 
-func addTo(dst, src []float64) {
-	dst = dst[:len(src)] // one bounds check, not one per k
-	for k, x := range src {
-		dst[k] += x
-	}
-}
+// addTo and subFrom use gonum's vector kernels (SSE2 assembly on amd64,
+// the same sums as a scalar loop).
+func addTo(dst, src []float64) { floats.Add(dst, src) }
 
-func subFrom(dst, src []float64) {
-	dst = dst[:len(src)]
-	for k, x := range src {
-		dst[k] -= x
-	}
-}
+func subFrom(dst, src []float64) { floats.Sub(dst, src) }
 
 // Steps is the declared number of leaves T.
 func (t *Tree) Steps() int { return t.steps }
@@ -352,11 +346,9 @@ func PackOuter(dst, v []float64, c float64) {
 	for i, a := range v {
 		dst[k] = c * a * a
 		k++
-		ca := c * math.Sqrt2 * a
-		for _, b := range v[i+1:] {
-			dst[k] = ca * b
-			k++
-		}
+		row := dst[k : k+len(v)-i-1]
+		floats.ScaleTo(row, c*math.Sqrt2*a, v[i+1:])
+		k += len(row)
 	}
 }
 
@@ -366,11 +358,8 @@ func addOuter(dst, v []float64, c float64) {
 	for i, a := range v {
 		dst[k] += c * a * a
 		k++
-		ca := c * math.Sqrt2 * a
 		row := dst[k : k+len(v)-i-1]
-		for j, b := range v[i+1:] {
-			row[j] += ca * b
-		}
+		floats.AddScaled(row, c*math.Sqrt2*a, v[i+1:])
 		k += len(row)
 	}
 }
