@@ -44,7 +44,14 @@ const cgTol = 1e-9
 //
 // With the floor certified inactive, Mx = u is solved by conjugate
 // gradients warm-started at the previous solution (M's condition number is
-// at most (tα + λ_max(V))/(tα/2), so few iterations are needed), to cgTol.
+// at most (tα + λ_max(V))/(tα/2), so few iterations are needed), to cgTol,
+// multiplying by M straight from V's packed form. A Cholesky factor of a
+// recent M as preconditioner does not pay here: the tree noise that
+// changes every round moves M too much (measured at d = 90, T = 5000: a
+// factor refreshed every 16 rounds still needed 8.0 iterations per solve
+// over the last 80 % of the rounds, where plain CG averages 10.8 over the
+// run; docs/repro-ocp.md, Benchmark), and each iteration would add two
+// triangular solves to the multiplication.
 type quadSolver struct {
 	cost    Cost
 	d       int
