@@ -50,7 +50,8 @@ const cgTol = 1e-9
 // changes every round moves M too much (measured at d = 90, T = 5000: a
 // factor refreshed every 16 rounds still needed 8.0 iterations per solve
 // over the last 80 % of the rounds, where plain CG averages 10.8 over the
-// run; docs/repro-ocp.md, Benchmark), and each iteration would add two
+// run; at T = 10⁵ with a factor every 64 rounds, 4.5 against 5.4;
+// docs/repro-ocp.md, Benchmark), and each iteration would add two
 // triangular solves to the multiplication.
 type quadSolver struct {
 	cost    Cost
