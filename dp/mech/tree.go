@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"slices"
 
 	"gonum.org/v1/gonum/floats"
 
@@ -234,8 +233,9 @@ const treeChunk = 512
 // checkRange checks that the node Flush is about to release at level i
 // lies within the grid's range, the check AddTo makes, by a bound instead
 // of a pass: each coordinate is at most the node's norm, at most
-// (atoms)·bound up to a relative n·2⁻⁵² of float64 summation, so the pass
-// is needed only for nodes of about 2^40 atoms or more.
+// n·bound for its n atoms, up to a relative n·2⁻⁵² of float64 summation
+// (below the 10⁻⁶ allowed for n < 2^30). The pass runs only beyond that
+// count, or when n·bound reaches the range (about 2^40 atoms).
 func (t *Tree) checkRange(i int) error {
 	n := t.atoms
 	for j := range i {
@@ -244,7 +244,10 @@ func (t *Tree) checkRange(i int) error {
 	if float64(n)*t.bound*(1+1e-6) <= maxGridIndex*t.noise.g && n < 1<<30 {
 		return nil
 	}
-	node := slices.Clone(t.pending)
+	node := make([]float64, t.dim)
+	if t.atoms > 0 {
+		copy(node, t.pending) // stale while no atom is pending
+	}
 	for j := range i {
 		addTo(node, t.exact[j])
 	}

@@ -319,3 +319,19 @@ func TestTreeFlushRange(t *testing.T) {
 		})
 	}
 }
+
+// An empty leaf's stale buffer takes no part in the range check's pass.
+func TestTreeFlushRangeEmptyLeaf(t *testing.T) {
+	tr, err := NewTree(4, 2, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rng.Seeded(1)
+	if _, err := tr.Add(r, []float64{0.5, 0}); err != nil {
+		t.Fatal(err)
+	}
+	tr.pending[0], tr.count[0] = 1e300, 1<<30 // stale buffer; force the pass
+	if _, err := tr.Flush(r); err != nil {
+		t.Fatalf("empty leaf refused: %v", err)
+	}
+}
