@@ -37,20 +37,33 @@ const cgTol = 1e-9
 //     becomes ref with that low.
 //  3. Else the floor is active: an eigendecomposition of M gives the
 //     floored solution exactly, and V becomes ref with low = λ_min(V).
+//     While Weyl's inequality shows λ_min(V) < −tα/2 from an
+//     eigendecomposition's ref, the solver goes to it directly, without
+//     the Cholesky attempts that would fail. This only picks the path:
+//     the eigendecomposition is exact whether the floor binds or not.
 //
 // With the floor certified inactive, Mx = u is solved by conjugate
 // gradients warm-started at the previous solution (M's condition number is
-// at most (tα + λ_max(V))/(tα/2), so few iterations are needed), to cgTol.
+// at most (tα + λ_max(V))/(tα/2), so few iterations are needed), to cgTol,
+// multiplying by M straight from V's packed form. A Cholesky factor of a
+// recent M as preconditioner does not pay here: the tree noise that
+// changes every round moves M too much (measured at d = 90, T = 5000: a
+// factor refreshed every 16 rounds still needed 8.0 iterations per solve
+// over the last 80 % of the rounds, where plain CG averages 10.8 over the
+// run; at T = 10⁵ with a factor every 64 rounds, 4.5 against 5.4;
+// docs/repro-ocp.md, Benchmark), and each iteration would add two
+// triangular solves to the multiplication.
 type quadSolver struct {
 	cost    Cost
 	d       int
-	full    []float64 // M, row-major
-	work    []float64 // M − (3tα/4)I, then its Cholesky factor
+	work    []float64 // scratch d×d: M − (3tα/4)I, then its Cholesky factor; M for eigenSolve
 	y       []float64 // M_f⁻¹u unprojected: the warm start
 	x       []float64 // released: y projected onto the ball
 	r, p, q []float64 // conjugate-gradient vectors
+	w       []float64 // mul's scratch
 	ref     []float64 // packed V of the last factorisation; nil before it
 	low     float64   // a lower bound on λ_min(ref)
+	high    float64   // an upper bound on λ_min(ref) (+Inf when unknown)
 	eig     mat.EigenSym
 	stats   SolverStats
 }
@@ -67,44 +80,36 @@ type SolverStats struct {
 
 func newQuadSolver(cost Cost) *quadSolver {
 	d := cost.Dim
-	return &quadSolver{cost: cost, d: d, full: make([]float64, d*d), work: make([]float64, d*d),
+	return &quadSolver{cost: cost, d: d, work: make([]float64, d*d),
 		y: make([]float64, d), x: make([]float64, d),
-		r: make([]float64, d), p: make([]float64, d), q: make([]float64, d)}
+		r: make([]float64, d), p: make([]float64, d), q: make([]float64, d), w: make([]float64, d)}
 }
 
 // solve sets x to the iterate for M = tαI + V (V packed) and u.
 func (s *quadSolver) solve(t int, packed, u []float64) error {
 	ta := float64(t) * s.cost.Alpha
 	s.stats.Solves++
+	// Weyl: |λ_min(V) − λ_min(ref)| ≤ ‖V − ref‖_F.
+	dist := math.Inf(1)
+	if s.ref != nil {
+		dist = distance(packed, s.ref) * (1 + 1e-12)
+	}
 	switch {
-	case s.certified(ta, packed):
+	case s.low-dist >= -ta/2:
 		s.stats.Certified++
+	case s.high+dist < -ta/2:
+		return s.eigenSolve(ta, packed, u) // the floor is certainly active
 	case s.cholesky(ta, packed, ta/4), s.cholesky(ta, packed, 0):
 		s.stats.Cholesky++
 	default:
 		return s.eigenSolve(ta, packed, u)
 	}
-	s.unpack(s.full, packed, ta)
-	if !s.conjugateGradients(ta, u) {
+	if !s.conjugateGradients(ta, packed, u) {
 		return s.eigenSolve(ta, packed, u) // not reached for a certified M; kept as a guard
 	}
 	copy(s.x, s.y)
 	vec.ProjectBall(s.x, s.bound())
 	return nil
-}
-
-// certified reports whether λ_min(V) ≥ −tα/2 follows from the last
-// factorisation by Weyl's inequality.
-func (s *quadSolver) certified(ta float64, packed []float64) bool {
-	if s.ref == nil {
-		return false
-	}
-	var dist float64
-	for k, v := range packed {
-		e := v - s.ref[k]
-		dist += e * e
-	}
-	return s.low-math.Sqrt(dist)*(1+1e-12) >= -ta/2
 }
 
 // cholesky reports whether M − (tα/2 + margin)I = V + (tα/2 − margin)I is
@@ -116,7 +121,7 @@ func (s *quadSolver) cholesky(ta float64, packed []float64, margin float64) bool
 	if _, ok := lapack64.Potrf(a); !ok {
 		return false
 	}
-	s.setRef(packed, margin-ta/2-s.safety(ta, packed))
+	s.setRef(packed, margin-ta/2-s.safety(ta, packed), math.Inf(1))
 	return true
 }
 
@@ -124,12 +129,13 @@ func (s *quadSolver) cholesky(ta float64, packed []float64, margin float64) bool
 // the reference with its smallest eigenvalue.
 func (s *quadSolver) eigenSolve(ta float64, packed, u []float64) error {
 	s.stats.Eigen++
-	s.unpack(s.full, packed, ta)
-	if !s.eig.Factorize(mat.NewSymDense(s.d, s.full), true) {
+	s.unpack(s.work, packed, ta)
+	if !s.eig.Factorize(mat.NewSymDense(s.d, s.work), true) {
 		return fmt.Errorf("ftl: eigendecomposition failed at t = %v", ta/s.cost.Alpha)
 	}
 	vals := s.eig.Values(nil)
-	s.setRef(packed, vals[0]-ta-s.safety(ta, packed))
+	safety := s.safety(ta, packed)
+	s.setRef(packed, vals[0]-ta-safety, vals[0]-ta+safety)
 	if vals[0] < ta/2 {
 		s.stats.Floors++
 	}
@@ -152,12 +158,13 @@ func (s *quadSolver) safety(ta float64, packed []float64) float64 {
 	return 1e-10 * (ta*math.Sqrt(float64(s.d)) + vec.Norm(packed))
 }
 
-func (s *quadSolver) setRef(packed []float64, low float64) {
+// setRef makes packed the reference, with low ≤ λ_min(ref) ≤ high.
+func (s *quadSolver) setRef(packed []float64, low, high float64) {
 	if s.ref == nil {
 		s.ref = make([]float64, len(packed))
 	}
 	copy(s.ref, packed)
-	s.low = low
+	s.low, s.high = low, high
 }
 
 // unpack writes V + shift·I into dst (d×d, row-major).
@@ -168,19 +175,52 @@ func (s *quadSolver) unpack(dst, packed []float64, shift float64) {
 	}
 }
 
-// mul sets dst = M·v.
-func (s *quadSolver) mul(dst, v []float64) {
-	for i := range dst {
-		dst[i] = floats.Dot(s.full[i*s.d:(i+1)*s.d], v)
+// distance is ‖a − b‖₂, summed in four lanes (one would wait on the
+// latency of each addition).
+func distance(a, b []float64) float64 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float64
+	k := 0
+	for ; k+4 <= len(a); k += 4 {
+		e0, e1, e2, e3 := a[k]-b[k], a[k+1]-b[k+1], a[k+2]-b[k+2], a[k+3]-b[k+3]
+		s0 += e0 * e0
+		s1 += e1 * e1
+		s2 += e2 * e2
+		s3 += e3 * e3
+	}
+	for ; k < len(a); k++ {
+		e := a[k] - b[k]
+		s0 += e * e
+	}
+	return math.Sqrt((s0 + s1) + (s2 + s3))
+}
+
+// mul sets dst = M·x for M = tαI + V, straight from V's packed form (no
+// d×d copy): V's off-diagonal entry (i, j) is packed as √2·V_ij, so row i
+// of the packed upper triangle, against w = x/√2, gives both its
+// contribution to dst_i and, transposed, to dst_j for j > i.
+func (s *quadSolver) mul(dst []float64, ta float64, packed, x []float64) {
+	w := s.w
+	for i, xi := range x {
+		w[i] = xi * (1 / math.Sqrt2)
+		dst[i] = 0
+	}
+	k := 0
+	for i, xi := range x {
+		row := packed[k+1 : k+s.d-i]
+		dst[i] += (ta+packed[k])*xi + floats.Dot(row, w[i+1:])
+		floats.AddScaled(dst[i+1:], w[i], row)
+		k += s.d - i
 	}
 }
 
-// conjugateGradients solves M y = u from the current y to cgTol; it
-// reports false if that takes more than 4d iterations.
-func (s *quadSolver) conjugateGradients(ta float64, u []float64) bool {
+// conjugateGradients solves M y = u (M = tαI + V, V packed) from the
+// current y to cgTol; it reports false if that takes more than 4d
+// iterations.
+func (s *quadSolver) conjugateGradients(ta float64, packed, u []float64) bool {
 	tol := cgTol * ta / 2
 	for range 3 { // restarts from the true residual, should rounding stall one
-		s.mul(s.q, s.y)
+		s.mul(s.q, ta, packed, s.y)
 		floats.SubTo(s.r, u, s.q)
 		rr := floats.Dot(s.r, s.r)
 		if math.Sqrt(rr) <= tol*floats.Norm(s.y, 2) {
@@ -189,7 +229,7 @@ func (s *quadSolver) conjugateGradients(ta float64, u []float64) bool {
 		copy(s.p, s.r)
 		for range 4 * s.d {
 			s.stats.CGIterations++
-			s.mul(s.q, s.p)
+			s.mul(s.q, ta, packed, s.p)
 			step := rr / floats.Dot(s.p, s.q)
 			floats.AddScaled(s.y, step, s.p)
 			floats.AddScaled(s.r, -step, s.q)

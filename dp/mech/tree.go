@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/bits"
 
+	"gonum.org/v1/gonum/floats"
+
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/vec"
@@ -27,7 +29,9 @@ import (
 // at t at level tz(t) (t = 2^i·odd), i.e. left children and the root.
 // Each noisy node is B̂ = g·(round(B/g) + Y), Y a vector of exact discrete
 // Gaussians (GaussianVector with clipping norm 2R and noise multiplier z),
-// so no floating-point noise reaches the output.
+// so no floating-point noise reaches the output. The nodes' Y are
+// consecutive vectors of one NoiseStream (for as long as Flush gets the
+// same r), which are independent: the law is that of a fresh draw per node.
 //
 // Guarantee: an atom lies under at most Levels() = ⌈log₂T⌉+1 released
 // nodes (one per level), so the whole output is one Gaussian mechanism with
@@ -42,12 +46,15 @@ type Tree struct {
 	steps, levels, dim int
 	bound              float64
 	noise              *GaussianVector // nil: exact sums (tests only)
+	stream             *NoiseStream    // the nodes' noise, one stream while r stays the same
+	src                *rng.Rand       // the r stream draws from
 	t                  int             // leaves closed
 	atoms              int             // atoms accumulated since the pending leaf opened
-	pending            []float64
-	exact              [][]float64 // exact[i]: exact sum of the last node completed at level i
-	noisy              [][]float64 // noisy[i]: its released (noisy) value
-	prefix             []float64   // Σ noisy[i] over the 1-bits i of t
+	pending            []float64       // the pending leaf's sum; stale while atoms = 0
+	exact              [][]float64     // exact[i]: exact sum of the last node completed at level i
+	count              []int           // count[i]: the number of atoms in exact[i]
+	noisy              [][]float64     // noisy[i]: its released (noisy) value
+	prefix             []float64       // Σ noisy[i] over the 1-bits i of t
 }
 
 // TreeLevels is the number of levels of the tree over steps leaves,
@@ -85,7 +92,8 @@ func newTree(steps, dim int, bound float64) (*Tree, error) {
 		return nil, fmt.Errorf("tree: %w", err)
 	}
 	levels := TreeLevels(steps)
-	t := &Tree{steps: steps, levels: levels, dim: dim, bound: bound, prefix: make([]float64, dim)}
+	t := &Tree{steps: steps, levels: levels, dim: dim, bound: bound, prefix: make([]float64, dim),
+		pending: make([]float64, dim), count: make([]int, levels)}
 	t.exact, t.noisy = make([][]float64, levels), make([][]float64, levels)
 	for i := range levels {
 		t.exact[i], t.noisy[i] = make([]float64, dim), make([]float64, dim)
@@ -121,10 +129,11 @@ func (t *Tree) Accumulate(w []float64) error {
 	if err := t.check(w); err != nil {
 		return err
 	}
-	if t.pending == nil {
-		t.pending = make([]float64, t.dim)
+	if t.atoms == 0 {
+		copy(t.pending, w)
+	} else {
+		addTo(t.pending, w)
 	}
-	addTo(t.pending, w)
 	t.atoms++
 	return nil
 }
@@ -157,20 +166,10 @@ func (t *Tree) AccumulateOuter(v []float64, c float64) error {
 	if n := math.Abs(c) * nv * nv; n > t.bound {
 		return fmt.Errorf("tree: atom %d has norm %v above the bound %v", step, n, t.bound)
 	}
-	if t.pending == nil {
-		t.pending = make([]float64, t.dim)
-	}
-	p := t.pending
-	k := 0
-	for i, a := range v {
-		p[k] += c * a * a
-		k++
-		ca := c * math.Sqrt2 * a
-		row := p[k : k+len(v)-i-1]
-		for j, b := range v[i+1:] {
-			row[j] += ca * b
-		}
-		k += len(row)
+	if t.atoms == 0 {
+		PackOuter(t.pending, v, c)
+	} else {
+		addOuter(t.pending, v, c)
 	}
 	t.atoms++
 	return nil
@@ -182,31 +181,77 @@ func (t *Tree) Flush(r *rng.Rand) ([]float64, error) {
 	if t.t >= t.steps {
 		return nil, fmt.Errorf("tree: leaf %d is beyond the declared T = %d", t.t+1, t.steps)
 	}
+	i := bits.TrailingZeros(uint(t.t + 1))
+	if t.noise != nil {
+		if err := t.checkRange(i); err != nil {
+			return nil, fmt.Errorf("tree leaf %d: %w", t.t+1, err)
+		}
+		if t.stream == nil || t.src != r {
+			t.stream, t.src = t.noise.NewNoiseStream(r), r
+		}
+	}
 	t.t++
-	i := bits.TrailingZeros(uint(t.t))
-	// The node ending at t at level i is the union of the nodes completed
-	// at levels < i (which no prefix needs any more) and the leaf.
-	node := t.exact[i]
-	if t.pending == nil {
-		clear(node)
-	} else {
-		copy(node, t.pending)
+	if t.atoms == 0 {
 		clear(t.pending)
+	}
+	// The node ending at t at level i is the union of the nodes completed
+	// at levels < i (which no prefix needs any more) and the leaf: the
+	// leaf's buffer becomes the node's, and the old one the next leaf's.
+	node := t.pending
+	t.pending, t.exact[i] = t.exact[i], node
+	t.count[i] = t.atoms
+	for j := range i {
+		t.count[i] += t.count[j]
+	}
+	t.atoms = 0
+	// One pass in chunks that stay in cache: the node's sum, its noisy
+	// value g·(round(B/g) + Y) and the prefix update, Ŵ_t = Ŵ_{t−1} −
+	// Σ_{j<i} B̂_j + B̂_i (the 1-bits below i of t−1 are cleared in t).
+	out := t.noisy[i]
+	for lo := 0; lo < t.dim; lo += treeChunk {
+		hi := min(lo+treeChunk, t.dim)
+		b, o, p := node[lo:hi], out[lo:hi], t.prefix[lo:hi]
+		for j := range i {
+			addTo(b, t.exact[j][lo:hi])
+			subFrom(p, t.noisy[j][lo:hi])
+		}
+		if t.noise == nil {
+			copy(o, b)
+		} else {
+			t.noise.roundTo(o, b)
+			t.stream.next(o, true)
+		}
+		addTo(p, o)
+	}
+	return t.prefix, nil
+}
+
+// treeChunk is the number of coordinates Flush treats at a time: its four
+// vectors' chunks (4 KB each) stay in the L1 cache.
+const treeChunk = 512
+
+// checkRange checks that the node Flush is about to release at level i
+// lies within the grid's range, the check AddTo makes, by a bound instead
+// of a pass: each coordinate is at most the node's norm, at most
+// n·bound for its n atoms, up to a relative n·2⁻⁵² of float64 summation
+// (below the 10⁻⁶ allowed for n < 2^30). The pass runs only beyond that
+// count, or when n·bound reaches the range (about 2^40 atoms).
+func (t *Tree) checkRange(i int) error {
+	n := t.atoms
+	for j := range i {
+		n += t.count[j]
+	}
+	if float64(n)*t.bound*(1+1e-6) <= maxGridIndex*t.noise.g && n < 1<<30 {
+		return nil
+	}
+	node := make([]float64, t.dim)
+	if t.atoms > 0 {
+		copy(node, t.pending) // stale while no atom is pending
 	}
 	for j := range i {
 		addTo(node, t.exact[j])
-		subFrom(t.prefix, t.noisy[j])
 	}
-	out := t.noisy[i]
-	copy(out, node)
-	if t.noise != nil {
-		if err := t.noise.AddTo(r, out); err != nil {
-			return nil, fmt.Errorf("tree leaf %d: %w", t.t, err)
-		}
-	}
-	t.atoms = 0
-	addTo(t.prefix, out)
-	return t.prefix, nil
+	return checkVector(node, t.dim, t.noise.g)
 }
 
 // check validates an atom against the declared bounds.
@@ -215,39 +260,37 @@ func (t *Tree) check(w []float64) error {
 	if step > t.steps {
 		return fmt.Errorf("tree: atom %d is beyond the declared T = %d", step, t.steps)
 	}
-	if t.atoms > 0 {
-		return t.checkAtom(fmt.Sprintf("leaf %d atom %d", step, t.atoms+1), w)
-	}
-	return t.checkAtom(fmt.Sprintf("atom %d", step), w)
-}
-
-// checkAtom validates w, naming it what in errors.
-func (t *Tree) checkAtom(what string, w []float64) error {
-	if len(w) != t.dim {
-		return fmt.Errorf("tree: %s has dimension %d, want %d", what, len(w), t.dim)
-	}
-	for k, x := range w {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return fmt.Errorf("tree: %s: coordinate %d is %v", what, k, x)
+	if err := t.checkAtom(w); err != nil {
+		if t.atoms > 0 {
+			return fmt.Errorf("tree: leaf %d atom %d%w", step, t.atoms+1, err)
 		}
-	}
-	if n := vec.Norm(w); n > t.bound {
-		return fmt.Errorf("tree: %s has norm %v above the bound %v", what, n, t.bound)
+		return fmt.Errorf("tree: atom %d%w", step, err)
 	}
 	return nil
 }
 
-func addTo(dst, src []float64) {
-	for k, x := range src {
-		dst[k] += x
+// checkAtom validates w; its error continues a sentence that names the
+// atom (formatted only on failure: Accumulate runs once per record).
+func (t *Tree) checkAtom(w []float64) error {
+	if len(w) != t.dim {
+		return fmt.Errorf(" has dimension %d, want %d", len(w), t.dim)
 	}
+	for k, x := range w {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf(": coordinate %d is %v", k, x)
+		}
+	}
+	if n := vec.Norm(w); n > t.bound {
+		return fmt.Errorf(" has norm %v above the bound %v", n, t.bound)
+	}
+	return nil
 }
 
-func subFrom(dst, src []float64) {
-	for k, x := range src {
-		dst[k] -= x
-	}
-}
+// addTo and subFrom use gonum's vector kernels (SSE2 assembly on amd64,
+// the same sums as a scalar loop).
+func addTo(dst, src []float64) { floats.Add(dst, src) }
+
+func subFrom(dst, src []float64) { floats.Sub(dst, src) }
 
 // Steps is the declared number of leaves T.
 func (t *Tree) Steps() int { return t.steps }
@@ -306,11 +349,21 @@ func PackOuter(dst, v []float64, c float64) {
 	for i, a := range v {
 		dst[k] = c * a * a
 		k++
-		ca := c * math.Sqrt2 * a
-		for _, b := range v[i+1:] {
-			dst[k] = ca * b
-			k++
-		}
+		row := dst[k : k+len(v)-i-1]
+		floats.ScaleTo(row, c*math.Sqrt2*a, v[i+1:])
+		k += len(row)
+	}
+}
+
+// addOuter adds c·v vᵀ, packed as by PackOuter, to dst.
+func addOuter(dst, v []float64, c float64) {
+	k := 0
+	for i, a := range v {
+		dst[k] += c * a * a
+		k++
+		row := dst[k : k+len(v)-i-1]
+		floats.AddScaled(row, c*math.Sqrt2*a, v[i+1:])
+		k += len(row)
 	}
 }
 

@@ -290,3 +290,48 @@ func (t *Tree) reset() {
 	t.t, t.atoms = 0, 0
 	clear(t.prefix)
 }
+
+// Flush checks a node against the grid's range by its atom count; past the
+// count where that bound is too loose it checks the node itself, and a
+// node out of range is refused before anything changes.
+func TestTreeFlushRange(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		value float64
+		ok    bool
+	}{{"in range", 0.5, true}, {"out of range", 1e300, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			tr, err := NewTree(4, 2, 1, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.Accumulate([]float64{0.5, 0}); err != nil {
+				t.Fatal(err)
+			}
+			tr.pending[0], tr.atoms = c.value, 1<<30 // as if after 2^30 atoms
+			_, err = tr.Flush(rng.Seeded(1))
+			if (err == nil) != c.ok {
+				t.Fatalf("Flush error %v, want ok = %v", err, c.ok)
+			}
+			if !c.ok && tr.Len() != 0 {
+				t.Errorf("a refused Flush closed leaf %d", tr.Len())
+			}
+		})
+	}
+}
+
+// An empty leaf's stale buffer takes no part in the range check's pass.
+func TestTreeFlushRangeEmptyLeaf(t *testing.T) {
+	tr, err := NewTree(4, 2, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rng.Seeded(1)
+	if _, err := tr.Add(r, []float64{0.5, 0}); err != nil {
+		t.Fatal(err)
+	}
+	tr.pending[0], tr.count[0] = 1e300, 1<<30 // stale buffer; force the pass
+	if _, err := tr.Flush(r); err != nil {
+		t.Fatalf("empty leaf refused: %v", err)
+	}
+}

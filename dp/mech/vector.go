@@ -284,9 +284,7 @@ func (m *GaussianVector) AddTo(r *rng.Rand, v []float64) error {
 		m.dg.tab.fillVector(&s.b, s.q, v, m.g, fillRound, m.g)
 		return nil
 	}
-	for i, x := range v {
-		v[i] = m.g * math.Round(x/m.g)
-	}
+	m.roundTo(v, v)
 	s.next(v, true)
 	return nil
 }
@@ -299,6 +297,18 @@ func (m *GaussianVector) AddTo(r *rng.Rand, v []float64) error {
 func (s *NoiseStream) roundsInFill() bool {
 	_, e := math.Frexp(s.m.g)
 	return s.bulk && fillAVX && s.m.dg.tab.oneWord && s.m.g == math.Ldexp(1, e-1) && e > -1000 && e < 1000
+}
+
+// roundTo sets dst to src rounded to the grid, g·round(src/g) with ties
+// away from zero: the one rounding rule of every vector release (AddTo's
+// Go route, the AVX-512 fill's fillRound, the tree's nodes). Any rounding
+// to a grid point moves a coordinate by at most g/2, which is all the
+// guarantee uses; one rule keeps the routes bit-identical.
+func (m *GaussianVector) roundTo(dst, src []float64) {
+	dst = dst[:len(src)]
+	for i, x := range src {
+		dst[i] = m.g * math.Round(x/m.g)
+	}
 }
 
 // Noise sets dst to the noise alone, g·Y: AddTo's release on the zero
