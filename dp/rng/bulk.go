@@ -141,9 +141,9 @@ func (s *aesSource) fill(dst []uint64) {
 	}
 }
 
-// ctrChunk is the granule of keystream.next, in bytes: the 16 blocks of
+// ctrChunk is the granule of keystream.next, in bytes: the 32 blocks of
 // one iteration of ctrVAES.
-const ctrChunk = 256
+const ctrChunk = 512
 
 // keystream is AES-256-CTR's keystream under one key, from the zero
 // counter block on.
@@ -172,7 +172,7 @@ func (c *stdCTR) next(b []byte) {
 // erase drops the stream; crypto/aes keeps its round keys out of reach.
 func (c *stdCTR) erase() { c.s = nil }
 
-// vaesCTR is the same keystream from ctrVAES (assembly, 16 blocks per
+// vaesCTR is the same keystream from ctrVAES (assembly, 32 blocks per
 // iteration with VAES on 512-bit registers) and a key schedule by
 // expandKey256 (AESKEYGENASSIST).
 type vaesCTR struct {
@@ -180,7 +180,7 @@ type vaesCTR struct {
 	// n is the next block's counter. cipher.NewCTR's counter is the
 	// 128-bit big-endian block from the zero IV; its high half stays zero
 	// because a key encrypts at most rekeyWords/2 + ctrChunk/16 blocks
-	// (2^19 + 16) before the stream is rekeyed, so n never nears 2^64.
+	// (2^19 + 32) before the stream is rekeyed, so n never nears 2^64.
 	n uint64
 }
 

@@ -16,8 +16,8 @@ var vaesOK = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VAES 
 func expandKey256(key *[32]byte, rk *[240]byte)
 
 // ctrVAES writes the keystream blocks ctr, ctr+1, … (big-endian 128-bit
-// counters, high half zero) under the round keys rk over dst, 16 blocks
-// (256 bytes) at a time; len(dst) must be a multiple of 256.
+// counters, high half zero) under the round keys rk over dst, 32 blocks
+// (512 bytes) at a time; len(dst) must be a multiple of 512.
 //
 //go:noescape
 func ctrVAES(rk *[240]byte, ctr uint64, dst []byte)

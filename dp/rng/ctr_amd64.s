@@ -80,24 +80,39 @@ GLOBL four<>(SB), RODATA|NOPTR, $16
 	VAESENC k, Z20, Z20 \
 	VAESENC k, Z21, Z21 \
 	VAESENC k, Z22, Z22 \
-	VAESENC k, Z23, Z23
+	VAESENC k, Z23, Z23 \
+	VAESENC k, Z24, Z24 \
+	VAESENC k, Z25, Z25 \
+	VAESENC k, Z26, Z26 \
+	VAESENC k, Z27, Z27
+
+// NEXT(z): z ← the big-endian blocks of the counters in Z16, which then
+// advance by 4.
+#define NEXT(z) \
+	VPSHUFB Z15, Z16, z \
+	VPADDQ  Z17, Z16, Z16 \
+	VPXORQ  Z0, z, z
+
+#define LAST(z) \
+	VAESENCLAST Z14, z, z
 
 // func ctrVAES(rk *[240]byte, ctr uint64, dst []byte)
 //
-// Writes len(dst)/256 chunks of 16 keystream blocks, E(ctr), E(ctr+1), …,
+// Writes len(dst)/512 chunks of 32 keystream blocks, E(ctr), E(ctr+1), …,
 // each block E(n) the encryption of n as a big-endian 128-bit counter whose
 // high 64 bits are zero. The low qword of each counter lane is advanced by
 // VPADDQ, so modulo 2^64; the caller never lets it wrap (see vaesCTR).
 //
 // Registers: Z0–Z14 the round keys in every lane, Z15 bswap128, Z16 the
-// counters ctr..ctr+3 (little-endian lanes), Z17/Z18/Z19/Z24 the lane
-// steps 4/8/12/16, Z20–Z23 the 16 blocks in flight.
+// next counters n..n+3 (little-endian 128-bit lanes), Z17 4 in every
+// lane, Z20–Z27 the 32 blocks in flight (eight registers cover VAESENC's
+// latency).
 TEXT ·ctrVAES(SB), NOSPLIT, $0-40
 	MOVQ rk+0(FP), SI
 	MOVQ ctr+8(FP), AX
 	MOVQ dst_base+16(FP), DI
 	MOVQ dst_len+24(FP), CX
-	SHRQ $8, CX
+	SHRQ $9, CX
 	JEQ  done
 
 	VBROADCASTI32X4 0(SI), Z0
@@ -121,24 +136,16 @@ TEXT ·ctrVAES(SB), NOSPLIT, $0-40
 	VSHUFI64X2      $0, Z16, Z16, Z16        // every lane
 	VPADDQ          laneCtr<>(SB), Z16, Z16  // lane k: ctr+k
 	VBROADCASTI32X4 four<>(SB), Z17
-	VPADDQ          Z17, Z17, Z18
-	VPADDQ          Z17, Z18, Z19
-	VPADDQ          Z18, Z18, Z24
 
 loop:
-	VPSHUFB Z15, Z16, Z20
-	VPADDQ  Z17, Z16, Z21
-	VPSHUFB Z15, Z21, Z21
-	VPADDQ  Z18, Z16, Z22
-	VPSHUFB Z15, Z22, Z22
-	VPADDQ  Z19, Z16, Z23
-	VPSHUFB Z15, Z23, Z23
-	VPADDQ  Z24, Z16, Z16
-
-	VPXORQ Z0, Z20, Z20
-	VPXORQ Z0, Z21, Z21
-	VPXORQ Z0, Z22, Z22
-	VPXORQ Z0, Z23, Z23
+	NEXT(Z20)
+	NEXT(Z21)
+	NEXT(Z22)
+	NEXT(Z23)
+	NEXT(Z24)
+	NEXT(Z25)
+	NEXT(Z26)
+	NEXT(Z27)
 	ROUND(Z1)
 	ROUND(Z2)
 	ROUND(Z3)
@@ -152,16 +159,24 @@ loop:
 	ROUND(Z11)
 	ROUND(Z12)
 	ROUND(Z13)
-	VAESENCLAST Z14, Z20, Z20
-	VAESENCLAST Z14, Z21, Z21
-	VAESENCLAST Z14, Z22, Z22
-	VAESENCLAST Z14, Z23, Z23
+	LAST(Z20)
+	LAST(Z21)
+	LAST(Z22)
+	LAST(Z23)
+	LAST(Z24)
+	LAST(Z25)
+	LAST(Z26)
+	LAST(Z27)
 
 	VMOVDQU64 Z20, 0(DI)
 	VMOVDQU64 Z21, 64(DI)
 	VMOVDQU64 Z22, 128(DI)
 	VMOVDQU64 Z23, 192(DI)
-	ADDQ      $256, DI
+	VMOVDQU64 Z24, 256(DI)
+	VMOVDQU64 Z25, 320(DI)
+	VMOVDQU64 Z26, 384(DI)
+	VMOVDQU64 Z27, 448(DI)
+	ADDQ      $512, DI
 	DECQ      CX
 	JNE       loop
 
