@@ -5,7 +5,9 @@
 // explicitly (the CLI's --seed), and reports its seed so that every output
 // it affects can record it. Bulk derives from either a faster child stream
 // (AES-256-CTR, secure or seeded like its parent) for samplers that spend
-// millions of words per call; Fill hands out words a block at a time.
+// millions of words per call; Fill hands out words a block at a time. Its
+// keystream runs in VAES assembly on AVX-512 CPUs and through crypto/aes
+// elsewhere, the same words on either route (see Bulk).
 package rng
 
 import (
