@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/dpal-dev/dpal/internal/par"
 )
 
 // Tile and block sizes: a kernel's 6×16 (AVX2) or 6×64 (AVX-512) tile of
@@ -37,7 +39,7 @@ func kernel(nr, k int, a *float32, ars, aps int, b, c *float32, ldc int) {
 }
 
 // parallelFlops is the smallest product (2mnk) split over the cores: below
-// it a goroutine's start costs more than it saves.
+// it handing out tasks costs more than it saves.
 const parallelFlops = 1 << 22
 
 // blocked is Gemm's SIMD route.
@@ -53,44 +55,64 @@ func blocked(transA, transB bool, m, n, k int, alpha float32, a []float32, lda i
 	if hasAVX512 && n >= wideN {
 		nr = 64
 	}
-	workers := runtime.GOMAXPROCS(0)
-	if workers == 1 || 2*m*n*k < parallelFlops {
+	if runtime.GOMAXPROCS(0) == 1 || 2*m*n*k < parallelFlops {
 		serial(nr, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 		return
 	}
-	// Split the longer side of C into one strip per core, in whole tiles;
-	// each strip packs its own blocks.
-	var wg sync.WaitGroup
-	split := func(total, unit int, run func(lo, hi int)) {
-		tiles := (total + unit - 1) / unit
-		workers = min(workers, tiles)
-		for w := range workers {
-			lo, hi := w*tiles/workers*unit, min((w+1)*tiles/workers*unit, total)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				run(lo, hi)
-			}()
+	parallel(nr, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+}
+
+// rowTask is the number of rows of C one task of a parallel product
+// covers (a multiple of mr, at most mc): 48 rows of the MLP's 256 columns
+// at kc = 256 are 6.3 MFLOP, ≈ 70 µs, long enough to amortise handing the
+// task out and short enough to balance two cores when one of them is also
+// drawing noise.
+const rowTask = 48
+
+// parallel is serial spread over the cores with par.For. For each kc-deep
+// slice of the product, op(B)'s panels are packed once into a shared
+// buffer (one task per panel), and then each task packs its own rows of
+// op(A) and multiplies them by every panel. A product with too few rows
+// for that is split by panels of B instead, each task packing the few rows
+// of A itself. Every entry of C is summed exactly as serial sums it (the
+// same kc blocks in the same order, each a kernel's FMA chain from zero),
+// so the result does not depend on the number of cores or on which
+// goroutine ran which task.
+func parallel(nr int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	shared := pool.Get().(*buffers)
+	defer pool.Put(shared)
+	byRows := m >= 4*rowTask
+	for jc := 0; jc < n; jc += nc {
+		nb := min(nc, n-jc)
+		panels := (nb + nr - 1) / nr
+		for pc := 0; pc < k; pc += kc {
+			kb := min(kc, k-pc)
+			bp := grow(shared.b, kb*panels*nr)
+			shared.b = bp
+			par.For(panels, func(p int) {
+				packB(nr, transB, kb, min(nr, nb-p*nr), b, ldb, pc, jc+p*nr, bp[p*nr*kb:])
+			})
+			rows := func(ic, mb, j0, j1 int) {
+				buf := pool.Get().(*buffers)
+				defer pool.Put(buf)
+				blk := buf.block(transA, n, mb, kb, alpha, a, lda, ic, pc)
+				blk.c, blk.ldc = c[ic*ldc+jc+j0*nr:], ldc
+				blk.run(nr, mb, min(j1*nr, nb)-j0*nr, bp[j0*nr*kb:])
+			}
+			if byRows {
+				par.For((m+rowTask-1)/rowTask, func(t int) {
+					ic := t * rowTask
+					rows(ic, min(rowTask, m-ic), 0, panels)
+				})
+				continue
+			}
+			par.For(panels, func(p int) {
+				for ic := 0; ic < m; ic += mc {
+					rows(ic, min(mc, m-ic), p, p+1)
+				}
+			})
 		}
 	}
-	if n >= m {
-		split(n, nr, func(lo, hi int) {
-			bo := lo
-			if transB {
-				bo = lo * ldb
-			}
-			serial(nr, transA, transB, m, hi-lo, k, alpha, a, lda, b[bo:], ldb, c[lo:], ldc)
-		})
-	} else {
-		split(m, mr, func(lo, hi int) {
-			ao := lo * lda
-			if transA {
-				ao = lo
-			}
-			serial(nr, transA, transB, hi-lo, n, k, alpha, a[ao:], lda, b, ldb, c[lo*ldc:], ldc)
-		})
-	}
-	wg.Wait()
 }
 
 // scale sets C = β·C (zero for β = 0, whatever C held).
@@ -134,7 +156,6 @@ const narrow = 48
 func serial(nr int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	buf := pool.Get().(*buffers)
 	defer pool.Put(buf)
-	inPlace := n <= narrow && alpha == 1
 	for jc := 0; jc < n; jc += nc {
 		nb := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
@@ -143,27 +164,36 @@ func serial(nr int, transA, transB bool, m, n, k int, alpha float32, a []float32
 			packB(nr, transB, kb, nb, b, ldb, pc, jc, buf.b)
 			for ic := 0; ic < m; ic += mc {
 				mb := min(mc, m-ic)
-				blk := block{kb: kb, c: c[ic*ldc+jc:], ldc: ldc}
-				if inPlace {
-					if transA {
-						blk.a, blk.ars, blk.aps = a[pc*lda+ic:], 1, lda
-					} else {
-						blk.a, blk.ars, blk.aps = a[ic*lda+pc:], lda, 1
-					}
-					if h := mb % mr; h > 0 { // the last rows are packed
-						buf.edge = grow(buf.edge, kb*mr)
-						packA(transA, h, kb, a, lda, ic+mb-h, pc, alpha, buf.edge)
-						blk.edge = buf.edge
-					}
-				} else {
-					buf.a = grow(buf.a, kb*roundUp(mb, mr))
-					packA(transA, mb, kb, a, lda, ic, pc, alpha, buf.a)
-					blk.a, blk.ars, blk.aps, blk.packed = buf.a, 1, mr, true
-				}
+				blk := buf.block(transA, n, mb, kb, alpha, a, lda, ic, pc)
+				blk.c, blk.ldc = c[ic*ldc+jc:], ldc
 				blk.run(nr, mb, nb, buf.b)
 			}
 		}
 	}
+}
+
+// block returns the mb×kb block of α·op(A) at (ic, pc), packed into
+// buf.a, or read in place when C is narrow (n columns in all) and α = 1,
+// with its last rows packed into buf.edge; the caller sets the block's C.
+func (buf *buffers) block(transA bool, n, mb, kb int, alpha float32, a []float32, lda, ic, pc int) block {
+	blk := block{kb: kb}
+	if n > narrow || alpha != 1 {
+		buf.a = grow(buf.a, kb*roundUp(mb, mr))
+		packA(transA, mb, kb, a, lda, ic, pc, alpha, buf.a)
+		blk.a, blk.ars, blk.aps, blk.packed = buf.a, 1, mr, true
+		return blk
+	}
+	if transA {
+		blk.a, blk.ars, blk.aps = a[pc*lda+ic:], 1, lda
+	} else {
+		blk.a, blk.ars, blk.aps = a[ic*lda+pc:], lda, 1
+	}
+	if h := mb % mr; h > 0 { // the last rows are packed
+		buf.edge = grow(buf.edge, kb*mr)
+		packA(transA, h, kb, a, lda, ic+mb-h, pc, alpha, buf.edge)
+		blk.edge = buf.edge
+	}
+	return blk
 }
 
 // packB copies op(B)[pc:pc+kb, jc:jc+nb] into panels of nr columns, each
