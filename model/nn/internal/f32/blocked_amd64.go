@@ -71,13 +71,13 @@ const rowTask = 48
 
 // parallel is serial spread over the cores with par.For. For each kc-deep
 // slice of the product, op(B)'s panels are packed once into a shared
-// buffer (one task per panel), and then each task packs its own rows of
-// op(A) and multiplies them by every panel. A product with too few rows
-// for that is split by panels of B instead, each task packing the few rows
-// of A itself. Every entry of C is summed exactly as serial sums it (the
-// same kc blocks in the same order, each a kernel's FMA chain from zero),
-// so the result does not depend on the number of cores or on which
-// goroutine ran which task.
+// buffer (one task per panel), and then each task multiplies its own rows
+// of op(A) (rowTask of them, read in place or packed by the task) by every
+// panel. A product with too few rows for that is split by panels of B
+// instead. Every entry of C is summed exactly as serial sums it (the same
+// kc blocks in the same order, each a kernel's FMA chain from zero), so the
+// result does not depend on the number of cores or on which goroutine ran
+// which task.
 func parallel(nr int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	shared := pool.Get().(*buffers)
 	defer pool.Put(shared)
@@ -95,7 +95,7 @@ func parallel(nr int, transA, transB bool, m, n, k int, alpha float32, a []float
 			rows := func(ic, mb, j0, j1 int) {
 				buf := pool.Get().(*buffers)
 				defer pool.Put(buf)
-				blk := buf.block(transA, n, mb, kb, alpha, a, lda, ic, pc)
+				blk := buf.block(transA, mb, kb, alpha, a, lda, ic, pc)
 				blk.c, blk.ldc = c[ic*ldc+jc+j0*nr:], ldc
 				blk.run(nr, mb, min(j1*nr, nb)-j0*nr, bp[j0*nr*kb:])
 			}
@@ -146,11 +146,6 @@ func grow(s []float32, n int) []float32 {
 
 func roundUp(x, unit int) int { return (x + unit - 1) / unit * unit }
 
-// narrow is the widest C whose A is read in place rather than packed: A's
-// block would be used for so few panels of B that packing it costs more
-// than it saves.
-const narrow = 48
-
 // serial adds α·op(A)·op(B) to C on the calling goroutine, with the
 // kernel of width nr.
 func serial(nr int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
@@ -164,7 +159,7 @@ func serial(nr int, transA, transB bool, m, n, k int, alpha float32, a []float32
 			packB(nr, transB, kb, nb, b, ldb, pc, jc, buf.b)
 			for ic := 0; ic < m; ic += mc {
 				mb := min(mc, m-ic)
-				blk := buf.block(transA, n, mb, kb, alpha, a, lda, ic, pc)
+				blk := buf.block(transA, mb, kb, alpha, a, lda, ic, pc)
 				blk.c, blk.ldc = c[ic*ldc+jc:], ldc
 				blk.run(nr, mb, nb, buf.b)
 			}
@@ -172,12 +167,16 @@ func serial(nr int, transA, transB bool, m, n, k int, alpha float32, a []float32
 	}
 }
 
-// block returns the mb×kb block of α·op(A) at (ic, pc), packed into
-// buf.a, or read in place when C is narrow (n columns in all) and α = 1,
-// with its last rows packed into buf.edge; the caller sets the block's C.
-func (buf *buffers) block(transA bool, n, mb, kb int, alpha float32, a []float32, lda, ic, pc int) block {
+// block returns the mb×kb block of α·op(A) at (ic, pc): read in place for
+// α = 1, with its last mb mod 6 rows packed into buf.edge, else packed
+// into buf.a with α applied. The caller sets the block's C. Reading A in
+// place costs the kernel nothing measurable at dpal's shapes (its six rows
+// or columns are six short streams from L2, as the packed panels would
+// be), and spares the packing: 18 % of the CPU time of the MLP's forward
+// product and 33 % of its weight gradient's (docs/dpsgd.md).
+func (buf *buffers) block(transA bool, mb, kb int, alpha float32, a []float32, lda, ic, pc int) block {
 	blk := block{kb: kb}
-	if n > narrow || alpha != 1 {
+	if alpha != 1 {
 		buf.a = grow(buf.a, kb*roundUp(mb, mr))
 		packA(transA, mb, kb, a, lda, ic, pc, alpha, buf.a)
 		blk.a, blk.ars, blk.aps, blk.packed = buf.a, 1, mr, true

@@ -207,7 +207,7 @@ func TestGemmSameOnAnyCoreCount(t *testing.T) {
 		{70, 200, 300, false, false},  // few rows: split by panels of B
 		{256, 256, 784, false, false}, // the MLP's forward product
 		{784, 256, 256, true, false},  // the MLP's weight gradient
-		{200, 30, 700, false, true},   // narrow C: A read in place
+		{200, 30, 700, false, true},   // narrow C, B transposed
 	} {
 		t.Run(fmt.Sprintf("%dx%dx%d", c.m, c.n, c.k), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(5, 6))
