@@ -62,18 +62,29 @@ func blocked(transA, transB bool, m, n, k int, alpha float32, a []float32, lda i
 	parallel(nr, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 }
 
-// rowTask is the number of rows of C one task of a parallel product
-// covers (a multiple of mr, at most mc): 48 rows of the MLP's 256 columns
-// at kc = 256 are 6.3 MFLOP, ≈ 70 µs, long enough to amortise handing the
-// task out and short enough to balance two cores when one of them is also
-// drawing noise.
-const rowTask = 48
+// rowTask is the fewest rows of C one task of a parallel product covers
+// (a multiple of mr): 48 rows of the MLP's 256 columns at kc = 256 are 6.3
+// MFLOP, ≈ 70 µs, long enough to amortise handing the task out and short
+// enough to balance two cores when one of them is also drawing noise.
+// Narrow or shallow products (a convolution's 16 columns at k = 64) take
+// more rows per task, enough for taskFlops.
+const (
+	rowTask   = 48
+	taskFlops = 1 << 21
+)
+
+// taskRows is the rows per task of a parallel product whose C is nb wide,
+// kb deep per slice: at least rowTask and taskFlops, in whole 6-row panels.
+func taskRows(nb, kb int) int {
+	rows := max(rowTask, taskFlops/(2*nb*kb))
+	return roundUp(rows, mr)
+}
 
 // parallel is serial spread over the cores with par.For. For each kc-deep
 // slice of the product, op(B)'s panels are packed once into a shared
 // buffer (one task per panel), and then each task multiplies its own rows
-// of op(A) (rowTask of them, read in place or packed by the task) by every
-// panel. A product with too few rows for that is split by panels of B
+// of op(A) (taskRows of them, mc at a time, read in place or packed by the
+// task) by every panel. A product with too few rows for that is split by panels of B
 // instead. Every entry of C is summed exactly as serial sums it (the same
 // kc blocks in the same order, each a kernel's FMA chain from zero), so the
 // result does not depend on the number of cores or on which goroutine ran
@@ -100,9 +111,11 @@ func parallel(nr int, transA, transB bool, m, n, k int, alpha float32, a []float
 				blk.run(nr, mb, min(j1*nr, nb)-j0*nr, bp[j0*nr*kb:])
 			}
 			if byRows {
-				par.For((m+rowTask-1)/rowTask, func(t int) {
-					ic := t * rowTask
-					rows(ic, min(rowTask, m-ic), 0, panels)
+				per := taskRows(nb, kb)
+				par.Chunks(m, per, func(lo, hi int) {
+					for ic := lo; ic < hi; ic += mc {
+						rows(ic, min(mc, hi-ic), 0, panels)
+					}
 				})
 				continue
 			}

@@ -208,6 +208,7 @@ func TestGemmSameOnAnyCoreCount(t *testing.T) {
 		{256, 256, 784, false, false}, // the MLP's forward product
 		{784, 256, 256, true, false},  // the MLP's weight gradient
 		{200, 30, 700, false, true},   // narrow C, B transposed
+		{3000, 16, 64, false, false},  // a convolution's: tasks of many mc blocks
 	} {
 		t.Run(fmt.Sprintf("%dx%dx%d", c.m, c.n, c.k), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(5, 6))
