@@ -63,68 +63,71 @@ func blocked(transA, transB bool, m, n, k int, alpha float32, a []float32, lda i
 }
 
 // rowTask is the fewest rows of C one task of a parallel product covers
-// (a multiple of mr): 48 rows of the MLP's 256 columns at kc = 256 are 6.3
-// MFLOP, ≈ 70 µs, long enough to amortise handing the task out and short
-// enough to balance two cores when one of them is also drawing noise.
-// Narrow or shallow products (a convolution's 16 columns at k = 64) take
-// more rows per task, enough for taskFlops.
+// (a multiple of mr): 24 rows of the MLP's forward product (256 columns,
+// k = 784) are 9.6 MFLOP, ≈ 100 µs, long enough to amortise handing the
+// task out and short enough that the last task leaves a core idle for
+// little. Narrow or shallow products (a convolution's 16 columns at
+// k = 64) take more rows per task, enough for taskFlops.
 const (
-	rowTask   = 48
-	taskFlops = 1 << 21
+	rowTask   = 24
+	taskFlops = 1 << 22
 )
 
-// taskRows is the rows per task of a parallel product whose C is nb wide,
-// kb deep per slice: at least rowTask and taskFlops, in whole 6-row panels.
-func taskRows(nb, kb int) int {
-	rows := max(rowTask, taskFlops/(2*nb*kb))
-	return roundUp(rows, mr)
+// taskRows is the rows per task of a parallel product whose C is nb wide
+// and k deep: at least rowTask and taskFlops, in whole 6-row panels.
+func taskRows(nb, k int) int {
+	return roundUp(max(rowTask, taskFlops/(2*nb*k)), mr)
 }
 
-// parallel is serial spread over the cores with par.For. For each kc-deep
-// slice of the product, op(B)'s panels are packed once into a shared
-// buffer (one task per panel), and then each task multiplies its own rows
-// of op(A) (taskRows of them, mc at a time, read in place or packed by the
-// task) by every panel. A product with too few rows for that is split by panels of B
-// instead. Every entry of C is summed exactly as serial sums it (the same
-// kc blocks in the same order, each a kernel's FMA chain from zero), so the
-// result does not depend on the number of cores or on which goroutine ran
-// which task.
+// parallel is serial spread over the cores with par.For, in two rounds of
+// tasks: first op(B) is packed into a shared buffer, all its kc-deep slices
+// at once (one task per slice and panel); then each task multiplies its own
+// rows of op(A) (taskRows of them, read in place or packed by the task) by
+// every panel, slice after slice. A product with too few rows for that is
+// split by panels of B instead. Every entry of C is summed exactly as
+// serial sums it (the same kc slices in the same order, each a kernel's
+// FMA chain from zero, then added to C), so the result does not depend on
+// the number of cores or on which goroutine ran which task.
 func parallel(nr int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	shared := pool.Get().(*buffers)
 	defer pool.Put(shared)
-	byRows := m >= 4*rowTask
+	slices := (k + kc - 1) / kc
 	for jc := 0; jc < n; jc += nc {
 		nb := min(nc, n-jc)
 		panels := (nb + nr - 1) / nr
-		for pc := 0; pc < k; pc += kc {
+		bp := grow(shared.b, k*panels*nr)
+		shared.b = bp
+		// packed is slice pc of op(B), kb deep: its panels, kb·nr floats each.
+		packed := func(pc, kb int) []float32 { return bp[pc*panels*nr:][:kb*panels*nr] }
+		par.For(slices*panels, func(t int) {
+			pc, p := t/panels*kc, t%panels
 			kb := min(kc, k-pc)
-			bp := grow(shared.b, kb*panels*nr)
-			shared.b = bp
-			par.For(panels, func(p int) {
-				packB(nr, transB, kb, min(nr, nb-p*nr), b, ldb, pc, jc+p*nr, bp[p*nr*kb:])
-			})
-			rows := func(ic, mb, j0, j1 int) {
-				buf := pool.Get().(*buffers)
-				defer pool.Put(buf)
+			packB(nr, transB, kb, min(nr, nb-p*nr), b, ldb, pc, jc+p*nr, packed(pc, kb)[p*nr*kb:])
+		})
+		// rows multiplies rows ic… (mb ≤ mc of them) by panels j0…j1−1.
+		rows := func(ic, mb, j0, j1 int) {
+			buf := pool.Get().(*buffers)
+			defer pool.Put(buf)
+			for pc := 0; pc < k; pc += kc {
+				kb := min(kc, k-pc)
 				blk := buf.block(transA, mb, kb, alpha, a, lda, ic, pc)
 				blk.c, blk.ldc = c[ic*ldc+jc+j0*nr:], ldc
-				blk.run(nr, mb, min(j1*nr, nb)-j0*nr, bp[j0*nr*kb:])
+				blk.run(nr, mb, min(j1*nr, nb)-j0*nr, packed(pc, kb)[j0*nr*kb:])
 			}
-			if byRows {
-				per := taskRows(nb, kb)
-				par.Chunks(m, per, func(lo, hi int) {
-					for ic := lo; ic < hi; ic += mc {
-						rows(ic, min(mc, hi-ic), 0, panels)
-					}
-				})
-				continue
-			}
-			par.For(panels, func(p int) {
-				for ic := 0; ic < m; ic += mc {
-					rows(ic, min(mc, m-ic), p, p+1)
+		}
+		if m >= 4*rowTask {
+			par.Chunks(m, taskRows(nb, k), func(lo, hi int) {
+				for ic := lo; ic < hi; ic += mc {
+					rows(ic, min(mc, hi-ic), 0, panels)
 				}
 			})
+			continue
 		}
+		par.For(panels, func(p int) {
+			for ic := 0; ic < m; ic += mc {
+				rows(ic, min(mc, m-ic), p, p+1)
+			}
+		})
 	}
 }
 
