@@ -55,7 +55,7 @@ func blocked(transA, transB bool, m, n, k int, alpha float32, a []float32, lda i
 	if hasAVX512 && n >= wideN {
 		nr = 64
 	}
-	if runtime.GOMAXPROCS(0) == 1 || 2*m*n*k < parallelFlops {
+	if runtime.GOMAXPROCS(0) == 1 || 2*m*n*k < parallelFlops || (!byRows(m) && n <= nr) {
 		serial(nr, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 		return
 	}
@@ -73,6 +73,10 @@ const (
 	taskFlops = 1 << 22
 )
 
+// byRows reports whether a parallel product with m rows is split by rows
+// of C (at least two tasks) rather than by panels of B.
+func byRows(m int) bool { return m >= 2*rowTask }
+
 // taskRows is the rows per task of a parallel product whose C is nb wide
 // and k deep: at least rowTask and taskFlops, in whole 6-row panels.
 func taskRows(nb, k int) int {
@@ -83,8 +87,10 @@ func taskRows(nb, k int) int {
 // tasks: first op(B) is packed into a shared buffer, all its kc-deep slices
 // at once (one task per slice and panel); then each task multiplies its own
 // rows of op(A) (taskRows of them, read in place or packed by the task) by
-// every panel, slice after slice. A product with too few rows for that is
-// split by panels of B instead. Every entry of C is summed exactly as
+// every panel, slice after slice (a convolution's first weight gradient,
+// 64 rows deep in examples × positions, gets three tasks). A product with
+// too few rows for two tasks is split by panels of B instead, or stays on
+// one core if it has one panel. Every entry of C is summed exactly as
 // serial sums it (the same kc slices in the same order, each a kernel's
 // FMA chain from zero, then added to C), so the result does not depend on
 // the number of cores or on which goroutine ran which task.
@@ -115,7 +121,7 @@ func parallel(nr int, transA, transB bool, m, n, k int, alpha float32, a []float
 				blk.run(nr, mb, min(j1*nr, nb)-j0*nr, packed(pc, kb)[j0*nr*kb:])
 			}
 		}
-		if m >= 4*rowTask {
+		if byRows(m) {
 			par.Chunks(m, taskRows(nb, k), func(lo, hi int) {
 				for ic := lo; ic < hi; ic += mc {
 					rows(ic, min(mc, hi-ic), 0, panels)

@@ -209,6 +209,7 @@ func TestGemmSameOnAnyCoreCount(t *testing.T) {
 		{784, 256, 256, true, false},  // the MLP's weight gradient
 		{200, 30, 700, false, true},   // narrow C, B transposed
 		{3000, 16, 64, false, false},  // a convolution's: tasks of many mc blocks
+		{64, 16, 5000, true, false},   // a convolution's weight gradient: 3 row tasks
 	} {
 		t.Run(fmt.Sprintf("%dx%dx%d", c.m, c.n, c.k), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(5, 6))
