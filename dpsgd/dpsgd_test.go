@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dpal-dev/dpal/dp/account"
@@ -205,9 +206,11 @@ func TestRunRejects(t *testing.T) {
 	}
 }
 
-// Under a seed the run does not depend on the number of cores: the MLP's
-// GEMMs are large enough for gonum to split them across workers, and the
-// CNN spreads its per-example work over the cores.
+// Under a seed the run does not depend on the number of cores: on two the
+// MLP's products are split into tasks over rows of C (two kc blocks deep),
+// the inputs are copied and the parameters converted in pieces, the noise
+// is drawn a step ahead and the noisy update runs in chunks on both cores;
+// the CNN spreads its per-example work over the cores.
 func TestSeededRunIndependentOfCores(t *testing.T) {
 	for _, spec := range []nn.Spec{
 		{Arch: nn.MLP, Inputs: 300, Classes: 2, Hidden: []int{256}, Activation: nn.ReLU, Dropout: 0.1},
@@ -217,14 +220,7 @@ func TestSeededRunIndependentOfCores(t *testing.T) {
 			run := func(procs int) []float64 {
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 				r := rng.Seeded(5)
-				d := Data{}
-				for i := range 400 {
-					x := make([]float64, 300)
-					for j := range x {
-						x[j] = r.Float64()
-					}
-					d.X, d.Labels = append(d.X, x), append(d.Labels, i%2)
-				}
+				d := uniformData(r, 400, 300)
 				net, _ := nn.New(spec, r)
 				tr, _ := New(net, Config{NoiseMultiplier: 1, Clip: 1, LR: 0.1, Optimizer: Adam})
 				if _, err := tr.Run(newLedger(t, 100), r, d, []Group{{Name: "all", Records: all(400), Rate: 0.8}}, 3, nil); err != nil {
@@ -236,6 +232,52 @@ func TestSeededRunIndependentOfCores(t *testing.T) {
 				t.Error("seeded run differs between 1 and 2 cores")
 			}
 		})
+	}
+}
+
+// uniformData is n records of dim features uniform in [0, 1), labelled
+// alternately 0 and 1.
+func uniformData(r *rng.Rand, n, dim int) Data {
+	d := Data{}
+	for i := range n {
+		x := make([]float64, dim)
+		for j := range x {
+			x[j] = r.Float64()
+		}
+		d.X, d.Labels = append(d.X, x), append(d.Labels, i%2)
+	}
+	return d
+}
+
+// A diverged model (a NaN parameter) stops the run with an error naming
+// the first non-finite coordinate, and leaves the same parameters on any
+// number of cores.
+func TestDivergedRunIndependentOfCores(t *testing.T) {
+	spec := nn.Spec{Arch: nn.MLP, Inputs: 300, Classes: 2, Hidden: []int{256}, Activation: nn.ReLU}
+	run := func(procs int) ([]uint64, error) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		r := rng.Seeded(6)
+		d := uniformData(r, 300, 300)
+		net, _ := nn.New(spec, r)
+		net.Params()[len(net.Params())-1] = math.NaN() // the last output bias
+		tr, _ := New(net, Config{NoiseMultiplier: 1, Clip: 1, LR: 0.1})
+		_, err := tr.Run(newLedger(t, 100), r, d, []Group{{Name: "all", Records: all(300), Rate: 0.9}}, 2, nil)
+		bits := make([]uint64, net.NumParams())
+		for i, v := range net.Params() {
+			bits[i] = math.Float64bits(v)
+		}
+		return bits, err
+	}
+	one, err1 := run(1)
+	two, err2 := run(2)
+	if err1 == nil || !strings.Contains(err1.Error(), "diverged") {
+		t.Fatalf("one core: error %v, want a diverged model", err1)
+	}
+	if err2 == nil || err1.Error() != err2.Error() {
+		t.Errorf("errors differ: %v on one core, %v on two", err1, err2)
+	}
+	if !slices.Equal(one, two) {
+		t.Error("parameters after the failed step differ between 1 and 2 cores")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/dpal-dev/dpal/dp/account"
@@ -12,6 +13,7 @@ import (
 	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/dpsgd/internal/grid"
+	"github.com/dpal-dev/dpal/internal/par"
 	"github.com/dpal-dev/dpal/model/nn"
 )
 
@@ -375,11 +377,13 @@ func (t *Trainer) noiseAhead(stream *mech.NoiseStream, steps int) (<-chan []floa
 // the noise's grid plus the noise, exactly GaussianVector.AddTo's output
 // (g·round(v/g) + g·Y, all exact in float64; v/g = v·(1/g) since g is a
 // power of two), then multiplied by 1/b, b the expected batch size; the
-// optimiser's update of the chunk is post-processing. A vector drawn ahead
-// is one of noiseAhead's three buffers; with a channel of one, the producer
-// never writes the one in use here. A non-finite coordinate stops the run
-// with an error, leaving the chunks before it updated (the model has
-// diverged either way).
+// optimiser's update of the chunk is post-processing. With the noise drawn
+// ahead the chunks are independent and spread over the cores, each noisy
+// mean written over its own noise (one of noiseAhead's three buffers; with
+// a channel of one, the producer never writes the one in use here). A
+// non-finite coordinate of the sum stops the run with an error naming the
+// first one; its chunk is not updated, the others are (on any number of
+// cores alike; the model has diverged either way).
 func (t *Trainer) step(rows [][]float32, labels []int, b float64, z noiseSource, dropR *rng.Rand) error {
 	sum, err := t.net.ClippedGrad32(rows, labels, t.cfg.Clip, dropR)
 	if err != nil {
@@ -388,20 +392,46 @@ func (t *Trainer) step(rows [][]float32, labels []int, b float64, z noiseSource,
 	theta, lr := t.net.Params(), t.opt.begin()
 	g := t.noise.Granularity()
 	ig, ib := 1/g, 1/b
-	var noise, mean [noiseChunk]float64
-	for lo := 0; lo < len(sum); lo += noiseChunk {
-		part := sum[lo:min(lo+noiseChunk, len(sum))]
-		zs, ms := noise[:len(part)], mean[:len(part)]
-		if z.z != nil {
-			zs = z.z[lo : lo+len(part)]
-		} else {
-			z.stream.Next(zs)
+	var bad firstBad
+	release := func(lo, hi int, zs, mean []float64) {
+		if k := grid.NoisyMean(mean, sum[lo:hi], zs, g, ig, ib); k >= 0 {
+			bad.note(lo + k)
+			return
 		}
-		if k := grid.NoisyMean(ms, part, zs, g, ig, ib); k >= 0 {
-			return fmt.Errorf("gradient coordinate %d is %v: the model diverged (lower the learning rate)", lo+k, part[k])
+		t.opt.update(theta[lo:hi], mean, lo, lr)
+	}
+	if z.z != nil {
+		par.Chunks(len(sum), noiseChunk, func(lo, hi int) {
+			release(lo, hi, z.z[lo:hi], z.z[lo:hi])
+		})
+	} else {
+		var noise, mean [noiseChunk]float64
+		for lo := 0; lo < len(sum); lo += noiseChunk {
+			hi := min(lo+noiseChunk, len(sum))
+			z.stream.Next(noise[:hi-lo])
+			release(lo, hi, noise[:hi-lo], mean[:hi-lo])
 		}
-		t.opt.update(theta[lo:lo+len(part)], ms, lo, lr)
+	}
+	if k := bad.first(); k >= 0 {
+		return fmt.Errorf("gradient coordinate %d is %v: the model diverged (lower the learning rate)", k, sum[k])
 	}
 	t.steps++
 	return nil
 }
+
+// firstBad is the lowest index noted by concurrent chunks, −1 for none.
+type firstBad struct{ k atomic.Int64 }
+
+func (f *firstBad) note(k int) {
+	for {
+		old := f.k.Load()
+		if old != 0 && old-1 <= int64(k) {
+			return
+		}
+		if f.k.CompareAndSwap(old, int64(k)+1) {
+			return
+		}
+	}
+}
+
+func (f *firstBad) first() int { return int(f.k.Load()) - 1 }

@@ -42,7 +42,6 @@ func (c *conv) outDim() int     { return c.outShape().size() }
 func (c *conv) positions() int  { return c.oh * c.ow }
 func (c *conv) taps() int       { return c.k * c.k * c.in.c }
 func (c *conv) numParams() int  { return c.taps()*c.out + c.out }
-func (c *conv) sync()           { c.wt.sync() }
 
 func (c *conv) bind(p []float64, p32, g32 []float32) {
 	c.wt.rows, c.wt.cols = c.taps(), c.out

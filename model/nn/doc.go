@@ -31,9 +31,15 @@
 // `-tags openblas` and CGO_LDFLAGS=-lopenblas, in the system's OpenBLAS
 // (gonum.org/v1/netlib's cgo binding). go install needs no cgo. A seeded run
 // repeats exactly on the same route whatever the core count (the SIMD
-// route splits C into strips, each entry summed in the same order), but not
-// across routes: fused multiply-adds round differently. Fix
-// OPENBLAS_NUM_THREADS when an OpenBLAS run must repeat exactly.
+// route splits C into tasks of whole rows or panels, each entry summed in
+// the same order), but not across routes: fused multiply-adds round
+// differently. Fix OPENBLAS_NUM_THREADS when an OpenBLAS run must repeat
+// exactly.
+//
+// Cores: besides the products, the copy of a batch's rows and the float32
+// refresh of the parameters are spread over the cores in fixed pieces
+// (internal/par hands them to whichever core is free); each piece is
+// computed alone, so the results do not depend on the core count.
 //
 // A Net is not safe for concurrent use: it keeps its batch buffers.
 package nn

@@ -20,8 +20,6 @@ type layer interface {
 	// float32 gradient at slices of the Net's flat vectors (len numParams).
 	bind(p []float64, p32, g32 []float32)
 	initParams(r *rng.Rand)
-	// sync refreshes the float32 copy of the parameters.
-	sync()
 	forward(x matrix, train bool, r *rng.Rand) matrix
 	backward(g matrix, needIn bool) matrix
 	sqNorms(acc []float64)
@@ -33,7 +31,6 @@ type noParams struct{}
 
 func (noParams) numParams() int                       { return 0 }
 func (noParams) bind([]float64, []float32, []float32) {}
-func (noParams) sync()                                {}
 func (noParams) initParams(*rng.Rand)                 {}
 func (noParams) sqNorms([]float64)                    {}
 func (noParams) accumulate([]float64)                 {}
@@ -78,7 +75,6 @@ type dense struct {
 
 func (d *dense) outDim() int    { return d.out }
 func (d *dense) numParams() int { return d.in*d.out + d.out }
-func (d *dense) sync()          { d.wt.sync() }
 
 func (d *dense) bind(p []float64, p32, g32 []float32) {
 	d.wt.rows, d.wt.cols = d.in, d.out

@@ -61,6 +61,3 @@ func (w *weights) w() matrix     { return matrix{w.rows, w.cols, w.p32[:w.size()
 func (w *weights) b() []float32  { return w.p32[w.size():] }
 func (w *weights) gw() matrix    { return matrix{w.rows, w.cols, w.g32[:w.size()]} }
 func (w *weights) gb() []float32 { return w.g32[w.size():] }
-
-// sync copies the parameters into the float32 copy.
-func (w *weights) sync() { f32.Convert(w.p32, w.p) }

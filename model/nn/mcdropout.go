@@ -30,9 +30,7 @@ func (n *Net) PredictDropout(rows [][]float64, passes int, r *rng.Rand) ([][]flo
 	p := make([]float64, max(n.spec.Classes, 2))
 	for lo := 0; lo < len(rows); lo += predictChunk {
 		hi := min(lo+predictChunk, len(rows))
-		for _, l := range n.layers {
-			l.sync()
-		}
+		n.sync()
 		n.x = n.x.resize(hi-lo, n.spec.Inputs)
 		for i, x := range rows[lo:hi] {
 			xi := n.x.row(i)

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/internal/par"
 	"github.com/dpal-dev/dpal/model/nn/internal/f32"
 )
 
@@ -106,22 +107,40 @@ func (n *Net) forward32(rows [][]float32, train bool, r *rng.Rand) matrix {
 	return n.run(train, r)
 }
 
+// Chunk sizes of the passes spread over the cores (internal/par): each
+// piece is a few microseconds of work, enough to amortise handing it out.
+const (
+	loadRows   = 16    // rows copied (from scattered records) per piece
+	syncParams = 16384 // parameters converted to float32 per piece
+)
+
 // load copies rows into n.x with conv (f32.Convert or f32.Copy) and their
-// squared norms, which conv returns, into n.inSq.
+// squared norms, which conv returns, into n.inSq. The rows are a sample of
+// records scattered in memory, so the copy waits on cache misses: spread
+// over the cores it overlaps more of them. Every row is its own task, so
+// the result does not depend on the core count.
 func load[T float32 | float64](n *Net, rows [][]T, conv func([]float32, []T) float64) {
 	n.x = n.x.resize(len(rows), n.spec.Inputs)
 	n.inSq = resizeFloats(n.inSq, len(rows))
-	for i, x := range rows {
-		n.inSq[i] = conv(n.x.row(i), x)
-	}
+	par.Chunks(len(rows), loadRows, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			n.inSq[i] = conv(n.x.row(i), rows[i])
+		}
+	})
+}
+
+// sync refreshes the float32 copy of the parameters that the products
+// read, which an optimiser may have changed since the last pass.
+func (n *Net) sync() {
+	par.Chunks(len(n.params), syncParams, func(lo, hi int) {
+		f32.Convert(n.p32[lo:hi], n.params[lo:hi])
+	})
 }
 
 // run runs the batch loaded in n.x (with its rows' squared norms in
 // n.inSq) through every layer.
 func (n *Net) run(train bool, r *rng.Rand) matrix {
-	for _, l := range n.layers {
-		l.sync()
-	}
+	n.sync()
 	if d, ok := n.layers[0].(*dense); ok {
 		d.xSq = n.inSq
 	}

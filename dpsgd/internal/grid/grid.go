@@ -15,7 +15,8 @@ import "math"
 
 // NoisyMean sets out[i] = (g·round(sum[i]·ig) + z[i])·ib for every i
 // (len(out) and len(z) ≥ len(sum)), where ig = 1/g is exact (g a power of
-// two) and round is math.Round. It returns the index of a non-finite
+// two) and round is math.Round. out may be z itself: each z[i] is read
+// before out[i] is written. It returns the index of a non-finite
 // sum[i], or −1 when all are finite; out is then unspecified.
 func NoisyMean(out []float64, sum []float32, z []float64, g, ig, ib float64) int {
 	n := 0

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/dpal-dev/dpal/internal/par"
 )
 
 // Tile and block sizes: a kernel's 6×16 (AVX2) or 6×64 (AVX-512) tile of
@@ -37,7 +39,7 @@ func kernel(nr, k int, a *float32, ars, aps int, b, c *float32, ldc int) {
 }
 
 // parallelFlops is the smallest product (2mnk) split over the cores: below
-// it a goroutine's start costs more than it saves.
+// it handing out tasks costs more than it saves.
 const parallelFlops = 1 << 22
 
 // blocked is Gemm's SIMD route.
@@ -53,44 +55,86 @@ func blocked(transA, transB bool, m, n, k int, alpha float32, a []float32, lda i
 	if hasAVX512 && n >= wideN {
 		nr = 64
 	}
-	workers := runtime.GOMAXPROCS(0)
-	if workers == 1 || 2*m*n*k < parallelFlops {
+	if runtime.GOMAXPROCS(0) == 1 || 2*m*n*k < parallelFlops || (!byRows(m) && n <= nr) {
 		serial(nr, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
 		return
 	}
-	// Split the longer side of C into one strip per core, in whole tiles;
-	// each strip packs its own blocks.
-	var wg sync.WaitGroup
-	split := func(total, unit int, run func(lo, hi int)) {
-		tiles := (total + unit - 1) / unit
-		workers = min(workers, tiles)
-		for w := range workers {
-			lo, hi := w*tiles/workers*unit, min((w+1)*tiles/workers*unit, total)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				run(lo, hi)
-			}()
+	parallel(nr, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+}
+
+// rowTask is the fewest rows of C one task of a parallel product covers
+// (a multiple of mr): 24 rows of the MLP's forward product (256 columns,
+// k = 784) are 9.6 MFLOP, ≈ 100 µs, long enough to amortise handing the
+// task out and short enough that the last task leaves a core idle for
+// little. Narrow or shallow products (a convolution's 16 columns at
+// k = 64) take more rows per task, enough for taskFlops.
+const (
+	rowTask   = 24
+	taskFlops = 1 << 22
+)
+
+// byRows reports whether a parallel product with m rows is split by rows
+// of C (at least two tasks) rather than by panels of B.
+func byRows(m int) bool { return m >= 2*rowTask }
+
+// taskRows is the rows per task of a parallel product whose C is nb wide
+// and k deep: at least rowTask and taskFlops, in whole 6-row panels.
+func taskRows(nb, k int) int {
+	return roundUp(max(rowTask, taskFlops/(2*nb*k)), mr)
+}
+
+// parallel is serial spread over the cores with par.For, in two rounds of
+// tasks: first op(B) is packed into a shared buffer, all its kc-deep slices
+// at once (one task per slice and panel); then each task multiplies its own
+// rows of op(A) (taskRows of them, read in place or packed by the task) by
+// every panel, slice after slice (a convolution's first weight gradient,
+// 64 rows deep in examples × positions, gets three tasks). A product with
+// too few rows for two tasks is split by panels of B instead, or stays on
+// one core if it has one panel. Every entry of C is summed exactly as
+// serial sums it (the same kc slices in the same order, each a kernel's
+// FMA chain from zero, then added to C), so the result does not depend on
+// the number of cores or on which goroutine ran which task.
+func parallel(nr int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	shared := pool.Get().(*buffers)
+	defer pool.Put(shared)
+	slices := (k + kc - 1) / kc
+	for jc := 0; jc < n; jc += nc {
+		nb := min(nc, n-jc)
+		panels := (nb + nr - 1) / nr
+		bp := grow(shared.b, k*panels*nr)
+		shared.b = bp
+		// packed is slice pc of op(B), kb deep: its panels, kb·nr floats each.
+		packed := func(pc, kb int) []float32 { return bp[pc*panels*nr:][:kb*panels*nr] }
+		par.For(slices*panels, func(t int) {
+			pc, p := t/panels*kc, t%panels
+			kb := min(kc, k-pc)
+			packB(nr, transB, kb, min(nr, nb-p*nr), b, ldb, pc, jc+p*nr, packed(pc, kb)[p*nr*kb:])
+		})
+		// rows multiplies rows ic… (mb ≤ mc of them) by panels j0…j1−1.
+		rows := func(ic, mb, j0, j1 int) {
+			buf := pool.Get().(*buffers)
+			defer pool.Put(buf)
+			for pc := 0; pc < k; pc += kc {
+				kb := min(kc, k-pc)
+				blk := buf.block(transA, mb, kb, alpha, a, lda, ic, pc)
+				blk.c, blk.ldc = c[ic*ldc+jc+j0*nr:], ldc
+				blk.run(nr, mb, min(j1*nr, nb)-j0*nr, packed(pc, kb)[j0*nr*kb:])
+			}
 		}
-	}
-	if n >= m {
-		split(n, nr, func(lo, hi int) {
-			bo := lo
-			if transB {
-				bo = lo * ldb
+		if byRows(m) {
+			par.Chunks(m, taskRows(nb, k), func(lo, hi int) {
+				for ic := lo; ic < hi; ic += mc {
+					rows(ic, min(mc, hi-ic), 0, panels)
+				}
+			})
+			continue
+		}
+		par.For(panels, func(p int) {
+			for ic := 0; ic < m; ic += mc {
+				rows(ic, min(mc, m-ic), p, p+1)
 			}
-			serial(nr, transA, transB, m, hi-lo, k, alpha, a, lda, b[bo:], ldb, c[lo:], ldc)
-		})
-	} else {
-		split(m, mr, func(lo, hi int) {
-			ao := lo * lda
-			if transA {
-				ao = lo
-			}
-			serial(nr, transA, transB, hi-lo, n, k, alpha, a[ao:], lda, b, ldb, c[lo*ldc:], ldc)
 		})
 	}
-	wg.Wait()
 }
 
 // scale sets C = β·C (zero for β = 0, whatever C held).
@@ -124,17 +168,11 @@ func grow(s []float32, n int) []float32 {
 
 func roundUp(x, unit int) int { return (x + unit - 1) / unit * unit }
 
-// narrow is the widest C whose A is read in place rather than packed: A's
-// block would be used for so few panels of B that packing it costs more
-// than it saves.
-const narrow = 48
-
 // serial adds α·op(A)·op(B) to C on the calling goroutine, with the
 // kernel of width nr.
 func serial(nr int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 	buf := pool.Get().(*buffers)
 	defer pool.Put(buf)
-	inPlace := n <= narrow && alpha == 1
 	for jc := 0; jc < n; jc += nc {
 		nb := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
@@ -143,27 +181,40 @@ func serial(nr int, transA, transB bool, m, n, k int, alpha float32, a []float32
 			packB(nr, transB, kb, nb, b, ldb, pc, jc, buf.b)
 			for ic := 0; ic < m; ic += mc {
 				mb := min(mc, m-ic)
-				blk := block{kb: kb, c: c[ic*ldc+jc:], ldc: ldc}
-				if inPlace {
-					if transA {
-						blk.a, blk.ars, blk.aps = a[pc*lda+ic:], 1, lda
-					} else {
-						blk.a, blk.ars, blk.aps = a[ic*lda+pc:], lda, 1
-					}
-					if h := mb % mr; h > 0 { // the last rows are packed
-						buf.edge = grow(buf.edge, kb*mr)
-						packA(transA, h, kb, a, lda, ic+mb-h, pc, alpha, buf.edge)
-						blk.edge = buf.edge
-					}
-				} else {
-					buf.a = grow(buf.a, kb*roundUp(mb, mr))
-					packA(transA, mb, kb, a, lda, ic, pc, alpha, buf.a)
-					blk.a, blk.ars, blk.aps, blk.packed = buf.a, 1, mr, true
-				}
+				blk := buf.block(transA, mb, kb, alpha, a, lda, ic, pc)
+				blk.c, blk.ldc = c[ic*ldc+jc:], ldc
 				blk.run(nr, mb, nb, buf.b)
 			}
 		}
 	}
+}
+
+// block returns the mb×kb block of α·op(A) at (ic, pc): read in place for
+// α = 1, with its last mb mod 6 rows packed into buf.edge, else packed
+// into buf.a with α applied. The caller sets the block's C. Reading A in
+// place costs the kernel nothing measurable at dpal's shapes (its six rows
+// or columns are six short streams from L2, as the packed panels would
+// be), and spares the packing: 18 % of the CPU time of the MLP's forward
+// product and 33 % of its weight gradient's (docs/dpsgd.md).
+func (buf *buffers) block(transA bool, mb, kb int, alpha float32, a []float32, lda, ic, pc int) block {
+	blk := block{kb: kb}
+	if alpha != 1 {
+		buf.a = grow(buf.a, kb*roundUp(mb, mr))
+		packA(transA, mb, kb, a, lda, ic, pc, alpha, buf.a)
+		blk.a, blk.ars, blk.aps, blk.packed = buf.a, 1, mr, true
+		return blk
+	}
+	if transA {
+		blk.a, blk.ars, blk.aps = a[pc*lda+ic:], 1, lda
+	} else {
+		blk.a, blk.ars, blk.aps = a[ic*lda+pc:], lda, 1
+	}
+	if h := mb % mr; h > 0 { // the last rows are packed
+		buf.edge = grow(buf.edge, kb*mr)
+		packA(transA, h, kb, a, lda, ic+mb-h, pc, alpha, buf.edge)
+		blk.edge = buf.edge
+	}
+	return blk
 }
 
 // packB copies op(B)[pc:pc+kb, jc:jc+nb] into panels of nr columns, each

@@ -7,15 +7,21 @@
 // openblas tag).
 //
 // The SIMD route follows the BLIS/GotoBLAS design (Goto & van de Geijn
-// 2008; Van Zee & van de Geijn 2015): op(B) is packed into kc×nr panels and
-// op(A) into 6×kc panels in Go, in blocks sized for the L1 and L2 caches,
-// and an assembly micro-kernel multiplies one 6×nr tile of C held in
-// registers: 6×16 in twelve YMM registers (AVX2), or, for products at least
-// 128 columns wide on CPUs with AVX-512F, 6×64 in twenty-four ZMM
-// registers. Packing absorbs the transposes and α, so each kernel is the
-// same for every case. A panel of A is read in place instead when C is at
-// most three panels wide (logistic regression's 10 classes, a convolution's
-// 16 or 32 channels), where packing it would cost more than it saves.
+// 2008; Van Zee & van de Geijn 2015): op(B) is packed into kc×nr panels in
+// Go, in blocks sized for the L1 and L2 caches, and an assembly
+// micro-kernel multiplies one 6×nr tile of C held in registers: 6×16 in
+// twelve YMM registers (AVX2), or, for products at least 128 columns wide
+// on CPUs with AVX-512F, 6×64 in twenty-four ZMM registers. The kernel
+// reads A through a row and a k stride, so A is read in place (either
+// orientation) and packed into 6×kc panels only to apply an α ≠ 1 or for
+// the last mb mod 6 rows of a block: at dpal's shapes packing A cost more
+// than it saved.
+//
+// Products of at least 2^22 flops are spread over the cores (package
+// internal/par): B's panels packed once and shared, then tasks of 48 rows
+// of C handed to whichever core is free; each entry of C is summed in the
+// same order whatever the split, so the bits do not depend on the core
+// count.
 //
 // Convert turns a batch's float64 inputs into float32 and returns their
 // squared norm in the same pass (VCVTPD2PS and a float64 FMA per four

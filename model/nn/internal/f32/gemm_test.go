@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -195,22 +196,44 @@ func TestSqNorm(t *testing.T) {
 }
 
 // TestGemmSameOnAnyCoreCount checks that splitting C over the cores leaves
-// every entry bit-for-bit as one core computes it (seeded runs repeat).
+// every entry bit-for-bit as one core computes it (seeded runs repeat), for
+// a product split by panels of B and for ones split by rows of C, with
+// several kc blocks (k > 256) and a ragged last task.
 func TestGemmSameOnAnyCoreCount(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	const m, n, k = 70, 200, 300 // above parallelFlops, n split into strips
-	a, b := randMatrix(r, m, k, k), randMatrix(r, k, n, n)
-	run := func(procs int) []float32 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-		c := make([]float32, m*n)
-		Gemm(false, false, m, n, k, 1, a, k, b, n, 0, c, n)
-		return c
-	}
-	one, four := run(1), run(4)
-	for i := range one {
-		if one[i] != four[i] {
-			t.Fatalf("C[%d]: %v on one core, %v on four", i, one[i], four[i])
-		}
+	for _, c := range []struct {
+		m, n, k int
+		tA, tB  bool
+	}{
+		{70, 200, 300, false, false},  // few rows: split by panels of B
+		{256, 256, 784, false, false}, // the MLP's forward product
+		{784, 256, 256, true, false},  // the MLP's weight gradient
+		{200, 30, 700, false, true},   // narrow C, B transposed
+		{3000, 16, 64, false, false},  // a convolution's: tasks of many mc blocks
+		{64, 16, 5000, true, false},   // a convolution's weight gradient: 3 row tasks
+	} {
+		t.Run(fmt.Sprintf("%dx%dx%d", c.m, c.n, c.k), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(5, 6))
+			ra, ca, rb, cb := c.m, c.k, c.k, c.n
+			if c.tA {
+				ra, ca = ca, ra
+			}
+			if c.tB {
+				rb, cb = cb, rb
+			}
+			a, b := randMatrix(r, ra, ca, ca), randMatrix(r, rb, cb, cb)
+			run := func(procs int) []float32 {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				out := make([]float32, c.m*c.n)
+				Gemm(c.tA, c.tB, c.m, c.n, c.k, 1, a, ca, b, cb, 0, out, c.n)
+				return out
+			}
+			one := run(1)
+			for _, procs := range []int{2, 4} {
+				if got := run(procs); !slices.Equal(one, got) {
+					t.Fatalf("C differs between one core and %d", procs)
+				}
+			}
+		})
 	}
 }
 
