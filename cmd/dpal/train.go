@@ -32,13 +32,16 @@ type trainDefault struct {
 	lrLo             float64
 }
 
-// trainDefaults: MNIST and Fashion-MNIST use the Papernot / Tramèr–Boneh CNN
-// setting of issue 10's feasibility run (batch 512, C 0.1, momentum 0.9,
-// lr 0.5; 30 epochs at ε = 3, 15 at ε = 1); the tabular sets a logistic
-// regression.
+// trainDefaults: MNIST and Fashion-MNIST use the Papernot / Tramèr–Boneh CNN.
+// MNIST keeps the setting of issue 10's feasibility run (batch 512, C 0.1,
+// momentum 0.9, lr 0.5; 30 epochs at ε = 3, 15 at ε = 1). Fashion-MNIST
+// takes Tramèr & Boneh's published Fashion-MNIST setting at ε ≥ 2 (batch
+// 2048, lr 4, 40 epochs; docs/repro-dpsgd.md: it beat batch 512, lr 0.5,
+// 30 epochs by about two points at ε = 3) and keeps the old one below,
+// where it was not measured. The tabular sets a logistic regression.
 var trainDefaults = map[string]trainDefault{
 	"mnist":         {model: "cnn", optimizer: dpsgd.Momentum, lr: 0.5, clip: 0.1, batch: 512, epochs: 30, epochsLo: 15},
-	"fashion-mnist": {model: "cnn", optimizer: dpsgd.Momentum, lr: 0.5, clip: 0.1, batch: 512, epochs: 30, epochsLo: 15},
+	"fashion-mnist": {model: "cnn", optimizer: dpsgd.Momentum, lr: 4, clip: 0.1, batch: 2048, epochs: 40, epochsLo: 15, batchLo: 512, lrLo: 0.5},
 	"kdd99-5class":  {model: "logreg", optimizer: dpsgd.Momentum, lr: 0.5, clip: 1, batch: 1024, epochs: 5, epochsLo: 5},
 	"csv":           {model: "logreg", optimizer: dpsgd.Momentum, lr: 0.5, clip: 1, batch: 256, epochs: 10, epochsLo: 10},
 	"libsvm":        {model: "logreg", optimizer: dpsgd.Momentum, lr: 0.5, clip: 1, batch: 256, epochs: 10, epochsLo: 10},
@@ -70,8 +73,9 @@ the whole run to the ledger, then trains with Poisson sampling at rate
 batch/n, per-example clipping to --clip and exact discrete-Gaussian noise.
 After each epoch it prints the ε of the steps so far and the test accuracy.
 Defaults (model, optimizer, lr, clip, batch, epochs) are tuned per dataset:
-mnist and fashion-mnist train the tanh CNN (batch 512, C 0.1, momentum,
-lr 0.5, 30 epochs at ε ≥ 2, 15 below), and with --model mlp:… use C 1,
+mnist and fashion-mnist train the tanh CNN (C 0.1, momentum; mnist batch
+512, lr 0.5, 30 epochs at ε ≥ 2, 15 below; fashion-mnist batch 2048, lr 4,
+40 epochs at ε ≥ 2, mnist's setting below), and with --model mlp:… use C 1,
 momentum, 10 epochs, batch 1024 and lr 1 at ε ≥ 2, batch 256 and lr 0.1
 below; kdd99-5class, csv and libsvm a
 logistic regression (batch 1024 or 256, C 1, momentum, lr 0.5).
