@@ -72,6 +72,8 @@ func TestDefaultSettingsPerModel(t *testing.T) {
 	}{
 		{"mnist cnn", "mnist", "", img, 3, 512, 0.5, 0.1, 30, ""},
 		{"mnist cnn low ε", "mnist", "", img, 1, 512, 0.5, 0.1, 15, ""},
+		{"fashion cnn", "fashion-mnist", "", img, 3, 2048, 4, 0.1, 40, ""},
+		{"fashion cnn low ε", "fashion-mnist", "", img, 1, 512, 0.5, 0.1, 15, ""},
 		{"mnist mlp", "mnist", "mlp:256", img, 3, 4096, 1, 1, 40, nn.Tanh},
 		{"fashion mlp", "fashion-mnist", "mlp:512,256", img, 2, 1024, 1, 1, 10, nn.ReLU},
 		{"mnist mlp low ε", "mnist", "mlp:256", img, 1, 256, 0.1, 1, 10, nn.Tanh},
