@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package online
+
+// symPacked is symPackedGo: no assembly route on this architecture or
+// under purego.
+var symPacked = symPackedGo
