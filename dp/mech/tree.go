@@ -218,8 +218,8 @@ func (t *Tree) Flush(r *rng.Rand) ([]float64, error) {
 		if t.noise == nil {
 			copy(o, b)
 		} else {
-			t.noise.roundTo(o, b)
-			t.stream.next(o, true)
+			copy(o, b)
+			t.stream.roundAdd(o)
 		}
 		addTo(p, o)
 	}
