@@ -178,9 +178,12 @@ func (s *quadSolver) unpack(dst, packed []float64, shift float64) {
 	}
 }
 
-// distance is ‖a − b‖₂, summed in four lanes (one would wait on the
+// distance is ‖a − b‖₂ (sqDist).
+func distance(a, b []float64) float64 { return math.Sqrt(sqDist(a, b)) }
+
+// sqDistGo is Σ (a_k − b_k)², summed in four lanes (one would wait on the
 // latency of each addition).
-func distance(a, b []float64) float64 {
+func sqDistGo(a, b []float64) float64 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float64
 	k := 0
@@ -195,7 +198,7 @@ func distance(a, b []float64) float64 {
 		e := a[k] - b[k]
 		s0 += e * e
 	}
-	return math.Sqrt((s0 + s1) + (s2 + s3))
+	return (s0 + s1) + (s2 + s3)
 }
 
 // symPackedGo adds V's off-diagonal part times x to dst (len d), V packed,
@@ -236,7 +239,7 @@ func (s *quadSolver) conjugateGradients(ta float64, packed, u []float64) bool {
 		s.mulPacked(s.q, ta, packed, s.y)
 		floats.SubTo(s.r, u, s.q)
 		rr := floats.Dot(s.r, s.r)
-		if math.Sqrt(rr) <= tol*floats.Norm(s.y, 2) {
+		if math.Sqrt(rr) <= tol*norm(s.y) {
 			return true
 		}
 		copy(s.p, s.r)
@@ -247,7 +250,7 @@ func (s *quadSolver) conjugateGradients(ta float64, packed, u []float64) bool {
 			floats.AddScaled(s.y, step, s.p)
 			floats.AddScaled(s.r, -step, s.q)
 			next := floats.Dot(s.r, s.r)
-			if math.Sqrt(next) <= tol*floats.Norm(s.y, 2) {
+			if math.Sqrt(next) <= tol*norm(s.y) {
 				break
 			}
 			floats.AddScaledTo(s.p, s.r, next/rr, s.p)
@@ -255,6 +258,17 @@ func (s *quadSolver) conjugateGradients(ta float64, packed, u []float64) bool {
 		}
 	}
 	return false
+}
+
+// norm is ‖x‖₂ as √⟨x, x⟩ (gonum's Norm rescales every entry against
+// overflow, which costs a division each), falling back to floats.Norm
+// should ⟨x, x⟩ overflow; an underflow only makes the stopping test
+// stricter.
+func norm(x []float64) float64 {
+	if n := math.Sqrt(floats.Dot(x, x)); !math.IsInf(n, 0) {
+		return n
+	}
+	return floats.Norm(x, 2)
 }
 
 // bound is R·B/α ≥ ‖u_t‖/(tα), the norm of every exact iterate.

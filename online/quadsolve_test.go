@@ -91,3 +91,18 @@ func TestSymPackedRoutes(t *testing.T) {
 		})
 	}
 }
+
+// The squared distance's assembly route agrees with the Go one to rounding.
+func TestSqDistRoutes(t *testing.T) {
+	r := rng.Seeded(4)
+	for _, n := range []int{0, 1, 3, 15, 16, 17, 33, 4095} {
+		a, b := make([]float64, n), make([]float64, n)
+		for k := range a {
+			a[k], b[k] = r.NormFloat64(), r.NormFloat64()
+		}
+		got, want := sqDist(a, b), sqDistGo(a, b)
+		if math.Abs(got-want) > 1e-13*(1+want) {
+			t.Fatalf("n=%d: %v, want %v", n, got, want)
+		}
+	}
+}

@@ -11,11 +11,26 @@ import "golang.org/x/sys/cpu"
 // differently, so results differ from symPackedGo at rounding level.
 var symPacked = symPackedGo
 
+// sqDist is Σ (a_k − b_k)² (len(b) ≥ len(a)): with AVX2 and FMA one
+// assembly loop (sqDistFMA) in sixteen lanes, else sqDistGo.
+var sqDist = sqDistGo
+
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		symPacked = symPackedAVX
+		symPacked, sqDist = symPackedAVX, sqDistAVX
 	}
 }
+
+func sqDistAVX(a, b []float64) float64 {
+	if len(a) == 0 {
+		return 0
+	}
+	b = b[:len(a)]
+	return sqDistFMA(&a[0], &b[0], len(a))
+}
+
+//go:noescape
+func sqDistFMA(a, b *float64, n int) float64
 
 func symPackedAVX(dst, packed, w []float64) {
 	d := len(dst)

@@ -82,3 +82,60 @@ sum:
 end:
 	VZEROUPPER
 	RET
+
+// func sqDistFMA(a, b *float64, n int) float64
+// Returns Σ (a[k] − b[k])² over n entries: four 4-lane accumulators, then
+// a scalar tail.
+TEXT ·sqDistFMA(SB), NOSPLIT, $0-32
+	MOVQ   a+0(FP), SI
+	MOVQ   b+8(FP), DI
+	MOVQ   n+16(FP), CX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	XORQ   AX, AX
+	MOVQ   CX, BX
+	ANDQ   $-16, BX
+
+dloop16:
+	CMPQ        AX, BX
+	JGE         dtail
+	VMOVUPD     (SI)(AX*8), Y4
+	VMOVUPD     32(SI)(AX*8), Y5
+	VMOVUPD     64(SI)(AX*8), Y6
+	VMOVUPD     96(SI)(AX*8), Y7
+	VSUBPD      (DI)(AX*8), Y4, Y4
+	VSUBPD      32(DI)(AX*8), Y5, Y5
+	VSUBPD      64(DI)(AX*8), Y6, Y6
+	VSUBPD      96(DI)(AX*8), Y7, Y7
+	VFMADD231PD Y4, Y4, Y0
+	VFMADD231PD Y5, Y5, Y1
+	VFMADD231PD Y6, Y6, Y2
+	VFMADD231PD Y7, Y7, Y3
+	ADDQ        $16, AX
+	JMP         dloop16
+
+dtail:
+	VXORPD X7, X7, X7
+
+dtail1:
+	CMPQ        AX, CX
+	JGE         dsum
+	VMOVSD      (SI)(AX*8), X4
+	VSUBSD      (DI)(AX*8), X4, X4
+	VFMADD231SD X4, X4, X7
+	INCQ        AX
+	JMP         dtail1
+
+dsum:
+	VADDPD       Y1, Y0, Y0
+	VADDPD       Y3, Y2, Y2
+	VADDPD       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD       X1, X0, X0
+	VHADDPD      X0, X0, X0
+	VADDSD       X7, X0, X0
+	VZEROUPPER
+	MOVSD        X0, ret+24(FP)
+	RET

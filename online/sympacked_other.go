@@ -5,3 +5,6 @@ package online
 // symPacked is symPackedGo: no assembly route on this architecture or
 // under purego.
 var symPacked = symPackedGo
+
+// sqDist is sqDistGo.
+var sqDist = sqDistGo
