@@ -360,7 +360,13 @@ func (m *GaussianVector) NewNoiseStream(r *rng.Rand) *NoiseStream {
 // noiseStream is NewNoiseStream as a value, so that AddTo and Noise on
 // small vectors do not allocate.
 func (m *GaussianVector) noiseStream(r *rng.Rand) NoiseStream {
-	s := NoiseStream{m: m, bulk: m.dg.tab != nil && m.dim >= bulkMinDim}
+	return m.streamFrom(r, m.dim >= bulkMinDim)
+}
+
+// streamFrom is a stream drawing from r, or from r.Bulk() through the
+// table's fill if bulk (and the sampler has a table).
+func (m *GaussianVector) streamFrom(r *rng.Rand, bulk bool) NoiseStream {
+	s := NoiseStream{m: m, bulk: bulk && m.dg.tab != nil}
 	if s.bulk {
 		r = r.Bulk()
 		s.q = newWordQueue()
