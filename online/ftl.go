@@ -186,6 +186,7 @@ func NewPFTL(cost Cost, cal FTLCalibration, l *ledger.Ledger, groups []string) (
 	if a.ut, err = mech.NewTree(leaves, d, cost.FeatureBound*cost.LabelBound, cal.ZU); err != nil {
 		return nil, fmt.Errorf("ftl: u tree: %w", err)
 	}
+	a.ut.DrawInBulk() // d coordinates a round for T rounds: one AES key beats d ChaCha8 draws a round
 	if err := a.privacy.charge(l, groups); err != nil {
 		return nil, fmt.Errorf("ftl: %w", err)
 	}

@@ -1,6 +1,7 @@
 package online
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -63,5 +64,45 @@ func TestQuadSolverMatchesExact(t *testing.T) {
 			}
 			t.Logf("%+v", st)
 		})
+	}
+}
+
+// The packed product's assembly route agrees with the Go one to rounding,
+// for sizes that exercise every tail of its loop.
+func TestSymPackedRoutes(t *testing.T) {
+	r := rng.Seeded(3)
+	for _, d := range []int{1, 2, 3, 4, 5, 8, 9, 12, 13, 17, 90} {
+		t.Run(fmt.Sprintf("d=%d", d), func(t *testing.T) {
+			packed, w := make([]float64, mech.SymDim(d)), make([]float64, d)
+			for k := range packed {
+				packed[k] = r.NormFloat64()
+			}
+			for k := range w {
+				w[k] = r.NormFloat64()
+			}
+			got, want := make([]float64, d), make([]float64, d)
+			symPacked(got, packed, w)
+			symPackedGo(want, packed, w)
+			for j := range got {
+				if math.Abs(got[j]-want[j]) > 1e-13*float64(d)*(1+math.Abs(want[j])) {
+					t.Fatalf("entry %d: %v, want %v", j, got[j], want[j])
+				}
+			}
+		})
+	}
+}
+
+// The squared distance's assembly route agrees with the Go one to rounding.
+func TestSqDistRoutes(t *testing.T) {
+	r := rng.Seeded(4)
+	for _, n := range []int{0, 1, 3, 15, 16, 17, 33, 4095} {
+		a, b := make([]float64, n), make([]float64, n)
+		for k := range a {
+			a[k], b[k] = r.NormFloat64(), r.NormFloat64()
+		}
+		got, want := sqDist(a, b), sqDistGo(a, b)
+		if math.Abs(got-want) > 1e-13*(1+want) {
+			t.Fatalf("n=%d: %v, want %v", n, got, want)
+		}
 	}
 }

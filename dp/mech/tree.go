@@ -47,6 +47,7 @@ type Tree struct {
 	bound              float64
 	noise              *GaussianVector // nil: exact sums (tests only)
 	stream             *NoiseStream    // the nodes' noise, one stream while r stays the same
+	bulk               bool            // draw from r.Bulk() at any dimension (DrawInBulk)
 	src                *rng.Rand       // the r stream draws from
 	t                  int             // leaves closed
 	atoms              int             // atoms accumulated since the pending leaf opened
@@ -187,7 +188,8 @@ func (t *Tree) Flush(r *rng.Rand) ([]float64, error) {
 			return nil, fmt.Errorf("tree leaf %d: %w", t.t+1, err)
 		}
 		if t.stream == nil || t.src != r {
-			t.stream, t.src = t.noise.NewNoiseStream(r), r
+			st := t.noise.streamFrom(r, t.bulk || t.dim >= bulkMinDim)
+			t.stream, t.src = &st, r
 		}
 	}
 	t.t++
@@ -218,8 +220,8 @@ func (t *Tree) Flush(r *rng.Rand) ([]float64, error) {
 		if t.noise == nil {
 			copy(o, b)
 		} else {
-			t.noise.roundTo(o, b)
-			t.stream.next(o, true)
+			copy(o, b)
+			t.stream.roundAdd(o)
 		}
 		addTo(p, o)
 	}
@@ -291,6 +293,15 @@ func (t *Tree) checkAtom(w []float64) error {
 func addTo(dst, src []float64) { floats.Add(dst, src) }
 
 func subFrom(dst, src []float64) { floats.Sub(dst, src) }
+
+// DrawInBulk makes the tree draw its nodes' noise from r.Bulk() (AES-CTR,
+// through the table sampler's fill) at any dimension, as it does anyway
+// from dimension 1024: the stream is keyed once per run, so a small tree
+// over many leaves gains the bulk source's speed without the per-release
+// keying that makes GaussianVector use it only for large vectors. The law
+// of the noise and the guarantee are the same; a seeded run draws
+// different values. Call it before the first Flush.
+func (t *Tree) DrawInBulk() { t.bulk = true }
 
 // Steps is the declared number of leaves T.
 func (t *Tree) Steps() int { return t.steps }

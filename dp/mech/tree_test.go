@@ -1,6 +1,7 @@
 package mech
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -124,6 +125,12 @@ func TestTreeRejectsBadAtoms(t *testing.T) {
 // once each: its variance is popcount(t)·σ², and consecutive prefixes
 // share their nodes' noise.
 func TestTreeNoisePerNode(t *testing.T) {
+	for _, bulk := range []bool{false, true} { // bulk: DrawInBulk's route at dimension 1
+		t.Run(fmt.Sprintf("bulk=%v", bulk), func(t *testing.T) { testTreeNoisePerNode(t, bulk) })
+	}
+}
+
+func testTreeNoisePerNode(t *testing.T, bulk bool) {
 	const runs = 4000
 	tr0, _ := NewTree(8, 1, 1, 2)
 	sigma2 := tr0.Sigma() * tr0.Sigma()
@@ -132,6 +139,9 @@ func TestTreeNoisePerNode(t *testing.T) {
 	var diff67 float64 // Ŵ_7 − Ŵ_6 is the noisy leaf 7 alone
 	for range runs {
 		tr, _ := NewTree(8, 1, 1, 2)
+		if bulk {
+			tr.DrawInBulk()
+		}
 		var prev float64
 		for s := range 8 {
 			out, err := tr.Add(r, []float64{0})

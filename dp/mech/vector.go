@@ -279,14 +279,21 @@ func (m *GaussianVector) AddTo(r *rng.Rand, v []float64) error {
 	// g·round(v/g) + g·Y = g·(round(v/g) + Y) exactly: both sides are the
 	// float64 rounding of the same real, scaled by a power of two.
 	s := m.noiseStream(r)
-	if s.roundsInFill() {
-		// The same values in one pass over v (fillVector's fillRound).
-		m.dg.tab.fillVector(&s.b, s.q, v, m.g, fillRound, m.g)
-		return nil
-	}
-	m.roundTo(v, v)
-	s.next(v, true)
+	s.roundAdd(v)
 	return nil
+}
+
+// roundAdd sets v to g·(round(v/g) + Y), Y the stream's next len(v)
+// coordinates: AddTo's release, and the tree's for a node. Where the
+// AVX-512 fill can round (roundsInFill) it does, in the same pass that
+// draws Y: the same values as roundTo then next (fillVector's fillRound).
+func (s *NoiseStream) roundAdd(v []float64) {
+	if s.roundsInFill() {
+		s.m.dg.tab.fillVector(&s.b, s.q, v, s.m.g, fillRound, s.m.g)
+		return
+	}
+	s.m.roundTo(v, v)
+	s.next(v, true)
 }
 
 // roundsInFill says whether AddTo can leave the rounding of v to the
@@ -353,7 +360,13 @@ func (m *GaussianVector) NewNoiseStream(r *rng.Rand) *NoiseStream {
 // noiseStream is NewNoiseStream as a value, so that AddTo and Noise on
 // small vectors do not allocate.
 func (m *GaussianVector) noiseStream(r *rng.Rand) NoiseStream {
-	s := NoiseStream{m: m, bulk: m.dg.tab != nil && m.dim >= bulkMinDim}
+	return m.streamFrom(r, m.dim >= bulkMinDim)
+}
+
+// streamFrom is a stream drawing from r, or from r.Bulk() through the
+// table's fill if bulk (and the sampler has a table).
+func (m *GaussianVector) streamFrom(r *rng.Rand, bulk bool) NoiseStream {
+	s := NoiseStream{m: m, bulk: bulk && m.dg.tab != nil}
 	if s.bulk {
 		r = r.Bulk()
 		s.q = newWordQueue()

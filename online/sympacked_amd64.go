@@ -1,0 +1,45 @@
+//go:build !purego
+
+package online
+
+import "golang.org/x/sys/cpu"
+
+// symPacked adds V's off-diagonal part times x to dst, V packed, given
+// w = x/√2 (see mulPacked). With AVX2 and FMA it is one assembly loop
+// (symPackedFMA) with one pass per row, instead of gonum's two (Dot, then
+// AddScaled, each SSE2) behind a call per row; the sums are grouped
+// differently, so results differ from symPackedGo at rounding level.
+var symPacked = symPackedGo
+
+// sqDist is Σ (a_k − b_k)² (len(b) ≥ len(a)): with AVX2 and FMA one
+// assembly loop (sqDistFMA) in sixteen lanes, else sqDistGo.
+var sqDist = sqDistGo
+
+func init() {
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		symPacked, sqDist = symPackedAVX, sqDistAVX
+	}
+}
+
+func sqDistAVX(a, b []float64) float64 {
+	if len(a) == 0 {
+		return 0
+	}
+	b = b[:len(a)]
+	return sqDistFMA(&a[0], &b[0], len(a))
+}
+
+//go:noescape
+func sqDistFMA(a, b *float64, n int) float64
+
+func symPackedAVX(dst, packed, w []float64) {
+	d := len(dst)
+	if d == 0 {
+		return
+	}
+	_, _ = packed[d*(d+1)/2-1], w[d-1] // the kernel reads this much
+	symPackedFMA(&packed[0], &w[0], &dst[0], d)
+}
+
+//go:noescape
+func symPackedFMA(packed, w, dst *float64, d int)
