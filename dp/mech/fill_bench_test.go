@@ -5,12 +5,13 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/dpal-dev/dpal/dp/internal/cputime"
 	"github.com/dpal-dev/dpal/dp/rng"
 )
 
 // benchRoutes runs f once per route of fill: the Go loop, and AVX-512
 // where the CPU has it, so that one run compares them. f gets the
-// thread's CPU time at its start (threadCPU), for reportPerDraw.
+// thread's CPU time at its start (cputime.Thread), for reportPerDraw.
 func benchRoutes(b *testing.B, f func(b *testing.B, cpu0 int64)) {
 	routes := []string{"go"}
 	if fillAVX {
@@ -20,7 +21,7 @@ func benchRoutes(b *testing.B, f func(b *testing.B, cpu0 int64)) {
 		b.Run(route, func(b *testing.B) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			withFillAVX(route == "avx512", func() { f(b, threadCPU()) })
+			withFillAVX(route == "avx512", func() { f(b, cputime.Thread()) })
 		})
 	}
 }
@@ -29,7 +30,7 @@ func benchRoutes(b *testing.B, f func(b *testing.B, cpu0 int64)) {
 // coordinate; the CPU time counts from cpu0, so includes f's setup.
 func reportPerDraw(b *testing.B, draws int, cpu0 int64) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*draws), "ns/draw")
-	if cpu1 := threadCPU(); cpu0 >= 0 && cpu1 >= 0 {
+	if cpu1 := cputime.Thread(); cpu0 >= 0 && cpu1 >= 0 {
 		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N*draws), "cpu-ns/draw")
 	}
 }

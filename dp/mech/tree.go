@@ -217,10 +217,8 @@ func (t *Tree) Flush(r *rng.Rand) ([]float64, error) {
 			addTo(b, t.exact[j][lo:hi])
 			subFrom(p, t.noisy[j][lo:hi])
 		}
-		if t.noise == nil {
-			copy(o, b)
-		} else {
-			copy(o, b)
+		copy(o, b)
+		if t.noise != nil {
 			t.stream.roundAdd(o)
 		}
 		addTo(p, o)

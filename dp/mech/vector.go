@@ -292,7 +292,7 @@ func (s *NoiseStream) roundAdd(v []float64) {
 		s.m.dg.tab.fillVector(&s.b, s.q, v, s.m.g, fillRound, s.m.g)
 		return
 	}
-	s.m.roundTo(v, v)
+	s.m.roundTo(v)
 	s.next(v, true)
 }
 
@@ -306,15 +306,14 @@ func (s *NoiseStream) roundsInFill() bool {
 	return s.bulk && fillAVX && s.m.dg.tab.oneWord && s.m.g == math.Ldexp(1, e-1) && e > -1000 && e < 1000
 }
 
-// roundTo sets dst to src rounded to the grid, g·round(src/g) with ties
+// roundTo rounds v to the grid in place, g·round(v/g) with ties
 // away from zero: the one rounding rule of every vector release (AddTo's
 // Go route, the AVX-512 fill's fillRound, the tree's nodes). Any rounding
 // to a grid point moves a coordinate by at most g/2, which is all the
 // guarantee uses; one rule keeps the routes bit-identical.
-func (m *GaussianVector) roundTo(dst, src []float64) {
-	dst = dst[:len(src)]
-	for i, x := range src {
-		dst[i] = m.g * math.Round(x/m.g)
+func (m *GaussianVector) roundTo(v []float64) {
+	for i, x := range v {
+		v[i] = m.g * math.Round(x/m.g)
 	}
 }
 

@@ -3,6 +3,8 @@ package rng
 import (
 	"runtime"
 	"testing"
+
+	"github.com/dpal-dev/dpal/dp/internal/cputime"
 )
 
 var sink uint64
@@ -52,13 +54,13 @@ func benchWords(b *testing.B, s *aesSource) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	dst := make([]uint64, aesBufWords)
-	cpu0 := threadCPU()
+	cpu0 := cputime.Thread()
 	for b.Loop() {
 		s.fill(dst)
 	}
 	words := float64(b.N * len(dst))
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/words, "ns/word")
-	if cpu1 := threadCPU(); cpu0 >= 0 && cpu1 >= 0 {
+	if cpu1 := cputime.Thread(); cpu0 >= 0 && cpu1 >= 0 {
 		b.ReportMetric(float64(cpu1-cpu0)/words, "cpu-ns/word")
 	}
 }
