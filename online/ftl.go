@@ -29,7 +29,7 @@ func NewQFTL(cost Cost) (*QFTL, error) {
 	}
 	d := cost.Dim
 	return &QFTL{cost: cost, v: make([]float64, mech.SymDim(d)), u: make([]float64, d),
-		atom: make([]float64, mech.SymDim(d)), solver: newQuadSolver(cost)}, nil
+		atom: make([]float64, mech.SymDim(d)), solver: newQuadSolver(cost, exactTol)}, nil
 }
 
 func checkQuadratic(cost Cost) error {
@@ -86,8 +86,9 @@ func (a *QFTL) Observe(ex Example) error {
 // construction (the packed isometric form of mech.PackOuter, whose noise
 // is the law of the paper's symmetrised i.i.d. noise); the system is solved
 // with the eigenvalues of tαI + V̂_t floored at tα/2 (quadSolver: warm
-// conjugate gradients to a relative 1e-9 when the floor is certified
-// inactive, an eigendecomposition otherwise); and x̂ is projected
+// conjugate gradients to a relative 1e-6, far below the noise's own
+// effect on x̂, when the floor is certified inactive, an
+// eigendecomposition otherwise); and x̂ is projected
 // onto the ball of radius R·B/α, which contains every exact iterate
 // (‖x_{t+1}‖ ≤ ‖u_t‖/(tα)).
 type PFTL struct {
@@ -179,7 +180,7 @@ func NewPFTL(cost Cost, cal FTLCalibration, l *ledger.Ledger, groups []string) (
 	}
 	d := cost.Dim
 	a := &PFTL{cost: cost, yv: make([]float64, d),
-		solver: newQuadSolver(cost), privacy: cal.Privacy, steps: cal.steps, batch: cal.batch}
+		solver: newQuadSolver(cost, privateTol), privacy: cal.Privacy, steps: cal.steps, batch: cal.batch}
 	if a.vt, err = mech.NewTree(leaves, mech.SymDim(d), cost.FeatureBound*cost.FeatureBound, cal.ZV); err != nil {
 		return nil, fmt.Errorf("ftl: V tree: %w", err)
 	}

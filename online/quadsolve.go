@@ -14,10 +14,24 @@ import (
 	"github.com/dpal-dev/dpal/vec"
 )
 
-// cgTol is the conjugate-gradient tolerance: the solve stops when
-// ‖Mx − u‖ ≤ cgTol·(tα/2)·‖x‖, which, with λ_min(M) ≥ tα/2 certified,
-// bounds the error ‖x − M⁻¹u‖ ≤ cgTol·‖x‖.
-const cgTol = 1e-9
+// The conjugate-gradient tolerances: a solve stops when
+// ‖My − u‖ ≤ tol·(tα/2)·‖y‖, which, with λ_min(M) ≥ tα/2 certified, bounds
+// the error ‖y − M⁻¹u‖ ≤ tol·‖y‖.
+//
+// privateTol (PFTL): the iterate is post-processing of the trees' noisy
+// sums, whose own effect on it is three orders of magnitude larger: at the
+// least noise of docs/repro-ocp.md (Fig. 2(a) and (b) settings, ε = 10,
+// exact calibration), ‖x̂_t − x_t‖ ≥ 1.0·10⁻³‖x_t‖ for every t ≥ 1000,
+// x_t non-private FTL's iterate. Against exactTol, PFTL's iterates moved by
+// at most 7.9·10⁻⁷ relative and its average regret at T by at most 4·10⁻⁹
+// relative, over ε ∈ {10, 1, 0.1, 0.01}, both calibrations, both data sets
+// (Benchmark in docs/repro-ocp.md); it saves 1.4 of 4.2 iterations a solve.
+//
+// exactTol (QFTL): the non-private baseline stays the minimiser to 10⁻⁹.
+const (
+	privateTol = 1e-6
+	exactTol   = 1e-9
+)
 
 // quadSolver computes FTL's iterate x = Π(M_f⁻¹u) for M = tαI + V, V a
 // packed symmetric matrix (mech.PackOuter): M_f is M with its eigenvalues
@@ -41,15 +55,27 @@ const cgTol = 1e-9
 //     eigendecomposition's ref, the solver goes to it directly, without
 //     the Cholesky attempts that would fail. This only picks the path:
 //     the eigendecomposition is exact whether the floor binds or not.
+//     It never forms M's eigenvectors (floorSolver: tridiagonalisation,
+//     then QR steps whose rotations are applied to the one vector u:
+//     at d = 90 about a third of the time of gonum's Dsyev with vectors,
+//     whose Dsteqr accumulates every rotation into a d×d matrix; see
+//     docs/repro-ocp.md, Benchmark); gonum's Dsyev
+//     (denseFloorSolve) is the fallback should the QR steps not converge,
+//     and the tests' reference.
 //
 // With the floor certified inactive, Mx = u is solved by conjugate
 // gradients warm-started at the previous solution (M's condition number is
-// at most (tα + λ_max(V))/(tα/2), so few iterations are needed), to cgTol,
-// multiplying by M straight from V's packed form (mulPacked: measured at
-// d = 90, 1.0 µs a product with the AVX2 kernel, 2.2 µs with gonum's
-// kernels; a dense copy of M would multiply in 1.0 µs by gonum's Gemv but
-// costs 3.5 µs a round to rebuild from the packed form). A Cholesky factor of a
-// recent M as preconditioner does not pay here: the tree noise that
+// at most (tα + λ_max(V))/(tα/2), so few iterations are needed), to s.tol
+// (privateTol, exactTol), stopping on the recursively updated residual:
+// recomputing the true residual at the end cost one more product a solve
+// (6.24 products for 4.24 iterations at d = 90, T = 5·10⁵), and the two
+// differ by rounding, O(k·ε_mach·‖M‖·‖y‖) after k iterations, far below
+// the tolerance (the true residual is recomputed on a restart, after 4d
+// iterations without convergence). Products multiply by M straight from
+// V's packed form (mulPacked: measured at d = 90, 1.0 µs a product with
+// the AVX2 kernel, 2.2 µs with gonum's kernels; a dense copy of M would
+// multiply in 1.0 µs by gonum's Gemv but costs 3.5 µs a round to rebuild
+// from the packed form). A Cholesky factor of a recent M as preconditioner does not pay here: the tree noise that
 // changes every round moves M too much (measured at d = 90, T = 5000: a
 // factor refreshed every 16 rounds still needed 8.0 iterations per solve
 // over the last 80 % of the rounds, where plain CG averages 10.8 over the
@@ -59,6 +85,7 @@ const cgTol = 1e-9
 type quadSolver struct {
 	cost    Cost
 	d       int
+	tol     float64   // privateTol or exactTol
 	work    []float64 // scratch d×d: M − (3tα/4)I, then its Cholesky factor; M for eigenSolve
 	y       []float64 // M_f⁻¹u unprojected: the warm start
 	x       []float64 // released: y projected onto the ball
@@ -67,7 +94,8 @@ type quadSolver struct {
 	ref     []float64 // packed V of the last factorisation; nil before it
 	low     float64   // a lower bound on λ_min(ref)
 	high    float64   // an upper bound on λ_min(ref) (+Inf when unknown)
-	eig     mat.EigenSym
+	floor   *floorSolver
+	eig     mat.EigenSym // denseFloorSolve's
 	stats   SolverStats
 }
 
@@ -81,11 +109,12 @@ type SolverStats struct {
 	CGIterations int
 }
 
-func newQuadSolver(cost Cost) *quadSolver {
+func newQuadSolver(cost Cost, tol float64) *quadSolver {
 	d := cost.Dim
-	return &quadSolver{cost: cost, d: d, work: make([]float64, d*d),
+	return &quadSolver{cost: cost, d: d, tol: tol, work: make([]float64, d*d),
 		y: make([]float64, d), x: make([]float64, d),
-		r: make([]float64, d), p: make([]float64, d), q: make([]float64, d), w: make([]float64, d)}
+		r: make([]float64, d), p: make([]float64, d), q: make([]float64, d), w: make([]float64, d),
+		floor: newFloorSolver(d)}
 }
 
 // solve sets x to the iterate for M = tαI + V (V packed) and u.
@@ -128,31 +157,51 @@ func (s *quadSolver) cholesky(ta float64, packed []float64, margin float64) bool
 	return true
 }
 
-// eigenSolve solves with the eigenvalues of M floored at tα/2 and makes V
-// the reference with its smallest eigenvalue.
+// eigenSolve solves with the eigenvalues of M floored at tα/2
+// (floorSolver, or denseFloorSolve should its QR steps not converge) and
+// makes V the reference with its smallest eigenvalue.
 func (s *quadSolver) eigenSolve(ta float64, packed, u []float64) error {
 	s.stats.Eigen++
 	s.unpack(s.work, packed, ta)
-	if !s.eig.Factorize(mat.NewSymDense(s.d, s.work), true) {
-		return fmt.Errorf("ftl: eigendecomposition failed at t = %v", ta/s.cost.Alpha)
+	lmin, floored, ok := s.floor.solve(s.work, ta/2, u, s.y)
+	if !ok {
+		var err error
+		s.unpack(s.work, packed, ta)
+		if lmin, floored, err = s.denseFloorSolve(ta, u); err != nil {
+			return err
+		}
 	}
-	vals := s.eig.Values(nil)
 	safety := s.safety(ta, packed)
-	s.setRef(packed, vals[0]-ta-safety, vals[0]-ta+safety)
-	if vals[0] < ta/2 {
+	s.setRef(packed, lmin-ta-safety, lmin-ta+safety)
+	if floored > 0 {
 		s.stats.Floors++
 	}
+	copy(s.x, s.y)
+	vec.ProjectBall(s.x, s.bound())
+	return nil
+}
+
+// denseFloorSolve sets y = M_f⁻¹u for M in s.work from M's explicit
+// eigendecomposition (gonum's Dsyev), and returns λ_min(M) and how many
+// eigenvalues were floored: the reference route, O(d³) with a large
+// constant.
+func (s *quadSolver) denseFloorSolve(ta float64, u []float64) (lmin float64, floored int, err error) {
+	if !s.eig.Factorize(mat.NewSymDense(s.d, s.work), true) {
+		return 0, 0, fmt.Errorf("ftl: eigendecomposition failed at t = %v", ta/s.cost.Alpha)
+	}
+	vals := s.eig.Values(nil)
 	var q mat.Dense
 	s.eig.VectorsTo(&q)
 	var c mat.VecDense
 	c.MulVec(q.T(), mat.NewVecDense(s.d, append([]float64(nil), u...)))
 	for i, l := range vals {
+		if l < ta/2 {
+			floored++
+		}
 		c.SetVec(i, c.AtVec(i)/math.Max(l, ta/2))
 	}
 	mat.NewVecDense(s.d, s.y).MulVec(&q, &c)
-	copy(s.x, s.y)
-	vec.ProjectBall(s.x, s.bound())
-	return nil
+	return vals[0], floored, nil
 }
 
 // safety covers the rounding of a factorisation of M: a backward error of
@@ -231,11 +280,13 @@ func (s *quadSolver) mulPacked(dst []float64, ta float64, packed, x []float64) {
 }
 
 // conjugateGradients solves M y = u (M = tαI + V, V packed) from the
-// current y to cgTol; it reports false if that takes more than 4d
-// iterations.
+// current y to s.tol, stopping on the recursively updated residual (no
+// product to recompute it: see quadSolver); it restarts from the true
+// residual should 4d iterations not reach the tolerance, and reports false
+// if three such rounds do not.
 func (s *quadSolver) conjugateGradients(ta float64, packed, u []float64) bool {
-	tol := cgTol * ta / 2
-	for range 3 { // restarts from the true residual, should rounding stall one
+	tol := s.tol * ta / 2
+	for range 3 {
 		s.mulPacked(s.q, ta, packed, s.y)
 		floats.SubTo(s.r, u, s.q)
 		rr := floats.Dot(s.r, s.r)
@@ -251,7 +302,7 @@ func (s *quadSolver) conjugateGradients(ta float64, packed, u []float64) bool {
 			floats.AddScaled(s.r, -step, s.q)
 			next := floats.Dot(s.r, s.r)
 			if math.Sqrt(next) <= tol*norm(s.y) {
-				break
+				return true
 			}
 			floats.AddScaledTo(s.p, s.r, next/rr, s.p)
 			rr = next

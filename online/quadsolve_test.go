@@ -5,24 +5,31 @@ import (
 	"math"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/vec"
 )
 
-// The fast solver (certificates, warm conjugate gradients) agrees with the
-// exact one (an eigendecomposition with the floor at tα/2 every round) to
-// its stated tolerance, on a noisy stream that is indefinite early on, so
-// that every path of the solver is taken.
+// The fast solver (certificates, warm conjugate gradients, floorSolver)
+// agrees with the dense reference (gonum's eigendecomposition with the
+// floor at tα/2, every round) to its stated tolerance, on a noisy stream
+// that is indefinite early on, so that every path of the solver is taken.
 func TestQuadSolverMatchesExact(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		d     int
 		noise float64
-	}{{"d=8/noisy", 8, 20}, {"d=30/noisy", 30, 15}, {"d=8/exact", 8, 0}} {
+		tol   float64
+	}{
+		{"d=8/noisy", 8, 20, privateTol}, {"d=30/noisy", 30, 15, privateTol},
+		{"d=8/noisy/exactTol", 8, 20, exactTol}, {"d=30/noisy/exactTol", 30, 15, exactTol},
+		{"d=8/exact", 8, 0, exactTol},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			cost := Cost{Loss: Squared, Dim: c.d, FeatureBound: 1, LabelBound: 1, Alpha: 1, Radius: math.Inf(1)}
-			fast, exact := newQuadSolver(cost), newQuadSolver(cost)
+			fast, exact := newQuadSolver(cost, c.tol), newQuadSolver(cost, c.tol)
 			r := rng.Seeded(5)
 			data := synthetic(c.d, 800, 9)
 			v, u := make([]float64, mech.SymDim(c.d)), make([]float64, c.d)
@@ -44,14 +51,18 @@ func TestQuadSolverMatchesExact(t *testing.T) {
 				if err := fast.solve(tt, vhat, u); err != nil {
 					t.Fatal(err)
 				}
-				if err := exact.eigenSolve(float64(tt)*cost.Alpha, vhat, u); err != nil {
+				ta := float64(tt) * cost.Alpha
+				exact.unpack(exact.work, vhat, ta)
+				if _, _, err := exact.denseFloorSolve(ta, u); err != nil {
 					t.Fatal(err)
 				}
+				copy(exact.x, exact.y)
+				vec.ProjectBall(exact.x, exact.bound())
 				diff := make([]float64, c.d)
 				for j := range diff {
 					diff[j] = fast.x[j] - exact.x[j]
 				}
-				if e := vec.Norm(diff); e > 1e-8*vec.Norm(exact.y)+1e-300 {
+				if e := vec.Norm(diff); e > 10*c.tol*vec.Norm(exact.y)+1e-300 {
 					t.Fatalf("t=%d: ‖x − x_exact‖ = %v, ‖x_exact‖ = %v", tt, e, vec.Norm(exact.y))
 				}
 			}
@@ -63,6 +74,104 @@ func TestQuadSolverMatchesExact(t *testing.T) {
 				t.Fatalf("a noisy stream should take every path: %+v", st)
 			}
 			t.Logf("%+v", st)
+		})
+	}
+}
+
+// floorSolver agrees with the dense eigendecomposition on matrices that
+// stress the QR steps: clustered, repeated and zero eigenvalues, a
+// diagonal (already deflated) matrix, widely spread scales, and floors
+// that bind none, some or all of the eigenvalues.
+func TestFloorSolverMatchesDense(t *testing.T) {
+	r := rng.Seeded(6)
+	gauss := func(n int, scale float64) []float64 {
+		a := make([]float64, n*n)
+		for i := range n {
+			for j := i; j < n; j++ {
+				a[i*n+j] = scale * r.NormFloat64()
+				a[j*n+i] = a[i*n+j]
+			}
+		}
+		return a
+	}
+	// spectrum returns Q·diag(vals)·Qᵀ for a random orthogonal Q.
+	spectrum := func(vals []float64) []float64 {
+		n := len(vals)
+		var qr mat.QR
+		qr.Factorize(mat.NewDense(n, n, gauss(n, 1)))
+		var q mat.Dense
+		qr.QTo(&q)
+		var m mat.Dense
+		m.Mul(&q, mat.NewDiagDense(n, vals))
+		m.Mul(&m, q.T())
+		a := make([]float64, n*n)
+		for i := range n {
+			for j := range n {
+				a[i*n+j] = (m.At(i, j) + m.At(j, i)) / 2
+			}
+		}
+		return a
+	}
+	repeated := func(n int) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = float64(i%3) - 1 // −1, 0, 1, each n/3 times
+		}
+		return v
+	}
+	diag := func(n int) []float64 {
+		a := make([]float64, n*n)
+		for i := range n {
+			a[i*n+i] = float64(n/2 - i)
+		}
+		return a
+	}
+	for _, c := range []struct {
+		name  string
+		a     []float64
+		floor float64
+	}{
+		{"d=1", []float64{-3}, 0.5},
+		{"d=2", []float64{1, 2, 2, 1}, 0.5},
+		{"d=90/gauss/some", gauss(90, 1), 2},
+		{"d=90/gauss/none", gauss(90, 1), -100},
+		{"d=90/gauss/all", gauss(90, 1), 100},
+		{"d=90/spread", gauss(90, 1e6), 1},
+		{"d=30/repeated", spectrum(repeated(30)), 0.5},
+		{"d=30/cluster", spectrum(append(make([]float64, 25), 1e-12, 2e-12, 1, 1+1e-14, 5)), 1e-3},
+		{"d=12/diagonal", diag(12), 0.5},
+		{"d=5/zero", make([]float64, 25), 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n := int(math.Sqrt(float64(len(c.a))))
+			cost := Cost{Loss: Squared, Dim: n, FeatureBound: 1, LabelBound: 1, Alpha: 1, Radius: math.Inf(1)}
+			s := newQuadSolver(cost, exactTol)
+			u := make([]float64, n)
+			for i := range u {
+				u[i] = r.NormFloat64()
+			}
+			a := append([]float64(nil), c.a...)
+			got := make([]float64, n)
+			lmin, floored, ok := s.floor.solve(a, c.floor, u, got)
+			if !ok {
+				t.Fatal("no convergence")
+			}
+			copy(s.work, c.a)
+			wantMin, wantFloored, err := s.denseFloorSolve(2*c.floor, u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			diff := make([]float64, n)
+			for i := range diff {
+				diff[i] = got[i] - s.y[i]
+			}
+			scale := math.Max(math.Abs(wantMin), mat.Norm(mat.NewDense(n, n, c.a), 2))
+			if e := vec.Norm(diff); e > 1e-12*vec.Norm(s.y) {
+				t.Fatalf("‖y − y_dense‖ = %v, ‖y_dense‖ = %v", e, vec.Norm(s.y))
+			}
+			if math.Abs(lmin-wantMin) > 1e-13*math.Max(1, scale) || floored != wantFloored {
+				t.Fatalf("λ_min %v, %d floored; want %v, %d", lmin, floored, wantMin, wantFloored)
+			}
 		})
 	}
 }
