@@ -3,8 +3,7 @@ package online
 import (
 	"math"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/lapack/gonum"
+	"gonum.org/v1/gonum/floats"
 )
 
 // floorSolver computes y = M_f⁻¹u, M_f the symmetric M with its
@@ -13,12 +12,12 @@ import (
 // most of gonum's Dsyev at d = 90) is replaced by applying each rotation to
 // the one vector it is needed for, O(1) a rotation.
 //
-// M = Q T Qᵀ by Householder tridiagonalisation (gonum's Dsytrd, lower
-// triangle: Q = H_0·H_1···H_{d−2}), and T = Z Λ Zᵀ by implicit symmetric QR
-// steps with the Wilkinson shift (Golub & Van Loan, Matrix Computations,
-// 4th ed., Alg. 8.3.2, deflating on |e_i| ≤ ε(|a_i| + |a_{i+1}|)), so
-// Z = R_1ᵀ·R_2ᵀ···R_Kᵀ for the Givens rotations R_k of the steps, in
-// order. Then
+// M = Q T Qᵀ by Householder tridiagonalisation (tridiagonalise, on the
+// packed triangle: Q = H_0·H_1···H_{d−3}), and T = Z Λ Zᵀ by implicit
+// symmetric QR steps with the Wilkinson shift (Golub & Van Loan, Matrix
+// Computations, 4th ed., Alg. 8.3.2, deflating on
+// |e_i| ≤ 2⁻⁵³(|a_i| + |a_{i+1}|)), so Z = R_1ᵀ·R_2ᵀ···R_Kᵀ for the Givens
+// rotations R_k of the steps, in order. Then
 //
 //	y = Q·Z·diag(1/max(λ_i, c))·Zᵀ·Qᵀu,
 //
@@ -29,8 +28,10 @@ import (
 // eigenvectors.
 type floorSolver struct {
 	n              int
+	a              []float64 // packed upper triangle, unscaled: row i is A[i, i:] from start[i]
+	start          []int
 	diag, off, tau []float64
-	work           []float64
+	p              []float64 // tridiagonalise's scratch
 	rot            []rotation
 }
 
@@ -41,26 +42,32 @@ type rotation struct {
 }
 
 func newFloorSolver(n int) *floorSolver {
-	f := &floorSolver{n: n, diag: make([]float64, n), off: make([]float64, n), tau: make([]float64, max(1, n-1))}
-	query := []float64{0}
-	gonum.Implementation{}.Dsytrd(blas.Lower, n, nil, max(1, n), nil, nil, nil, query, -1)
-	f.work = make([]float64, max(1, int(query[0])))
+	f := &floorSolver{n: n, a: make([]float64, n*(n+1)/2), start: make([]int, n),
+		diag: make([]float64, n), off: make([]float64, n), tau: make([]float64, n), p: make([]float64, n)}
+	for i := 1; i < n; i++ {
+		f.start[i] = f.start[i-1] + n - i + 1
+	}
 	return f
 }
 
-// solve sets y = M_f⁻¹u for the d×d row-major symmetric a (overwritten)
-// and floor c, and returns λ_min(M) and how many eigenvalues were floored;
-// ok is false if the QR steps did not converge (then y is unset).
-func (f *floorSolver) solve(a []float64, c float64, u, y []float64) (lmin float64, floored int, ok bool) {
+// solve sets y = M_f⁻¹u for M = V + shift·I, V packed isometrically
+// (mech.PackOuter: off-diagonal entries times √2), and floor c, and
+// returns λ_min(M) and how many eigenvalues were floored; ok is false if
+// the QR steps did not converge (then y is unset).
+func (f *floorSolver) solve(packed []float64, shift, c float64, u, y []float64) (lmin float64, floored int, ok bool) {
 	n := f.n
 	if n == 0 {
 		return math.Inf(1), 0, true
 	}
-	gonum.Implementation{}.Dsytrd(blas.Lower, n, a, n, f.diag, f.off[:n-1], f.tau, f.work, len(f.work))
-	f.off[n-1] = 0
+	for i, k := range f.start {
+		row, src := f.a[k:k+n-i], packed[k:k+n-i]
+		row[0] = src[0] + shift
+		floats.ScaleTo(row[1:], 1/math.Sqrt2, src[1:])
+	}
+	f.tridiagonalise()
 	copy(y, u)
-	for i := range n - 1 { // y = Qᵀu
-		f.reflect(a, i, y)
+	for i := range n - 2 { // y = Qᵀu
+		f.reflect(i, y)
 	}
 	if !f.eigen(y) { // y = ZᵀQᵀu, f.diag = Λ
 		return 0, 0, false
@@ -78,25 +85,75 @@ func (f *floorSolver) solve(a []float64, c float64, u, y []float64) (lmin float6
 		yi, yj := y[r.i], y[r.i+1]
 		y[r.i], y[r.i+1] = r.c*yi-r.s*yj, r.s*yi+r.c*yj
 	}
-	for i := n - 2; i >= 0; i-- { // y = Q·y
-		f.reflect(a, i, y)
+	for i := n - 3; i >= 0; i-- { // y = Q·y
+		f.reflect(i, y)
 	}
 	return lmin, floored, true
 }
 
-// reflect applies H_i = I − τ_i·v·vᵀ to y, with v_{0..i} = 0, v_{i+1} = 1
-// and v_{i+2..} in column i of a below the subdiagonal (Dsytrd, lower).
-func (f *floorSolver) reflect(a []float64, i int, y []float64) {
+// tridiagonalise reduces f.a to the tridiagonal (f.diag, f.off) by
+// Householder reflectors H_i = I − τ_i·v·vᵀ on coordinates i+1.., which
+// zero row i beyond its first off-diagonal entry (as LAPACK's dlarfg and
+// dsytd2, unblocked): v is kept in row i from its entry (i, i+1), which
+// becomes v's leading 1. The two-sided update of the trailing triangle B,
+// B − v·wᵀ − w·vᵀ with w = τBv − (τ²/2)(vᵀBv)·v, runs on the packed rows
+// with the product kernel of mulPacked (symPacked).
+func (f *floorSolver) tridiagonalise() {
 	n := f.n
-	dot := y[i+1]
-	for k := i + 2; k < n; k++ {
-		dot += a[k*n+i] * y[k]
+	for i := range n {
+		row := f.a[f.start[i] : f.start[i]+n-i]
+		f.diag[i], f.tau[i] = row[0], 0
+		if i == n-1 {
+			f.off[i] = 0
+			continue
+		}
+		x := row[1:]
+		f.off[i] = x[0]
+		if i == n-2 {
+			continue
+		}
+		alpha, xnorm := x[0], floats.Norm(x[1:], 2)
+		if xnorm == 0 {
+			continue // already reduced: H_i = I
+		}
+		beta := -math.Copysign(math.Hypot(alpha, xnorm), alpha)
+		f.tau[i], f.off[i] = (beta-alpha)/beta, beta
+		floats.Scale(1/(alpha-beta), x[1:])
+		x[0] = 1
+		f.update(f.a[f.start[i+1]:], x, f.tau[i])
 	}
-	dot *= f.tau[i]
-	y[i+1] -= dot
-	for k := i + 2; k < n; k++ {
-		y[k] -= dot * a[k*n+i]
+}
+
+// update sets the packed m×m triangle b to H·B·H for H = I − τ·v·vᵀ.
+func (f *floorSolver) update(b, v []float64, tau float64) {
+	m := len(v)
+	w := f.p[:m]
+	clear(w)
+	symPacked(w, b, v) // B's off-diagonal part times v
+	k := 0
+	for j := range m {
+		w[j] += b[k] * v[j]
+		k += m - j
 	}
+	floats.Scale(tau, w)
+	floats.AddScaled(w, -tau/2*floats.Dot(w, v), v)
+	k = 0
+	for j := range m {
+		r := b[k : k+m-j]
+		floats.AddScaled(r, -v[j], w[j:])
+		floats.AddScaled(r, -w[j], v[j:])
+		k += m - j
+	}
+}
+
+// reflect applies H_i to y.
+func (f *floorSolver) reflect(i int, y []float64) {
+	if f.tau[i] == 0 {
+		return
+	}
+	n := f.n
+	v := f.a[f.start[i]+1 : f.start[i]+n-i]
+	floats.AddScaled(y[i+1:], -f.tau[i]*floats.Dot(v, y[i+1:]), v)
 }
 
 // eigen diagonalises the tridiagonal (f.diag, f.off) in place by implicit
@@ -119,18 +176,16 @@ func (f *floorSolver) eigen(y []float64) bool {
 	const eps = 0x1p-53
 	steps := 0
 	for hi := f.n - 1; hi > 0; {
-		for i := range hi {
-			if math.Abs(e[i]) <= eps*(math.Abs(a[i])+math.Abs(a[i+1])) {
-				e[i] = 0
+		lo := hi // the unreduced block ending at hi starts at lo
+		for ; lo > 0; lo-- {
+			if math.Abs(e[lo-1]) <= eps*(math.Abs(a[lo-1])+math.Abs(a[lo])) {
+				e[lo-1] = 0
+				break
 			}
 		}
-		if e[hi-1] == 0 {
+		if lo == hi {
 			hi--
 			continue
-		}
-		lo := hi - 1
-		for lo > 0 && e[lo-1] != 0 {
-			lo--
 		}
 		if steps++; steps > 30*f.n {
 			return false
@@ -157,7 +212,8 @@ func (f *floorSolver) qrStep(lo, hi int, y []float64) {
 		r := math.Sqrt(x*x + z*z)
 		c, s := 1.0, 0.0
 		if r != 0 {
-			c, s = x/r, z/r
+			inv := 1 / r
+			c, s = x*inv, z*inv
 		}
 		if k > lo {
 			e[k-1] = r // the bulge z at (k−1, k+1) is rotated into (k−1, k)

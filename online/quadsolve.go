@@ -51,15 +51,18 @@ const (
 //     becomes ref with that low.
 //  3. Else the floor is active: an eigendecomposition of M gives the
 //     floored solution exactly, and V becomes ref with low = λ_min(V).
-//     While Weyl's inequality shows λ_min(V) < −tα/2 from an
-//     eigendecomposition's ref, the solver goes to it directly, without
-//     the Cholesky attempts that would fail. This only picks the path:
-//     the eigendecomposition is exact whether the floor binds or not.
-//     It never forms M's eigenvectors (floorSolver: tridiagonalisation,
-//     then QR steps whose rotations are applied to the one vector u:
-//     at d = 90 about a third of the time of gonum's Dsyev with vectors,
-//     whose Dsteqr accumulates every rotation into a d×d matrix; see
-//     docs/repro-ocp.md, Benchmark); gonum's Dsyev
+//     While the ref is an eigendecomposition's whose λ_min(V) is below
+//     −tα/2, the solver goes to it directly, without the Cholesky
+//     attempts that would likely fail (certainly, when Weyl's inequality
+//     shows it; at d = 90, T = 5·10⁵ this saved about 3,100 failing
+//     factorisations for 96 eigendecompositions whose floor did not
+//     bind). This only picks the path: the eigendecomposition is exact
+//     whether the floor binds or not. It never forms M's eigenvectors
+//     (floorSolver: tridiagonalisation on the packed triangle, then QR
+//     steps whose rotations are applied to the one vector u: at d = 90
+//     0.33 ms a solve, against 1.7–2.1 ms for gonum's Dsyev with vectors,
+//     whose Dsteqr accumulates every rotation into a d×d matrix; a
+//     micro-benchmark, not kept); gonum's Dsyev
 //     (denseFloorSolve) is the fallback should the QR steps not converge,
 //     and the tests' reference.
 //
@@ -72,7 +75,7 @@ const (
 // differ by rounding, O(k·ε_mach·‖M‖·‖y‖) after k iterations, far below
 // the tolerance (the true residual is recomputed on a restart, after 4d
 // iterations without convergence). Products multiply by M straight from
-// V's packed form (mulPacked: measured at d = 90, 1.0 µs a product with
+// V's packed form (mulPacked: measured at d = 90, 0.70 µs a product with
 // the AVX2 kernel, 2.2 µs with gonum's kernels; a dense copy of M would
 // multiply in 1.0 µs by gonum's Gemv but costs 3.5 µs a round to rebuild
 // from the packed form). A Cholesky factor of a recent M as preconditioner does not pay here: the tree noise that
@@ -129,8 +132,8 @@ func (s *quadSolver) solve(t int, packed, u []float64) error {
 	switch {
 	case s.low-dist >= -ta/2:
 		s.stats.Certified++
-	case s.high+dist < -ta/2:
-		return s.eigenSolve(ta, packed, u) // the floor is certainly active
+	case s.high < -ta/2:
+		return s.eigenSolve(ta, packed, u) // the floor is likely active
 	case s.cholesky(ta, packed, ta/4), s.cholesky(ta, packed, 0):
 		s.stats.Cholesky++
 	default:
@@ -162,8 +165,7 @@ func (s *quadSolver) cholesky(ta float64, packed []float64, margin float64) bool
 // makes V the reference with its smallest eigenvalue.
 func (s *quadSolver) eigenSolve(ta float64, packed, u []float64) error {
 	s.stats.Eigen++
-	s.unpack(s.work, packed, ta)
-	lmin, floored, ok := s.floor.solve(s.work, ta/2, u, s.y)
+	lmin, floored, ok := s.floor.solve(packed, ta, ta/2, u, s.y)
 	if !ok {
 		var err error
 		s.unpack(s.work, packed, ta)

@@ -150,9 +150,8 @@ func TestFloorSolverMatchesDense(t *testing.T) {
 			for i := range u {
 				u[i] = r.NormFloat64()
 			}
-			a := append([]float64(nil), c.a...)
 			got := make([]float64, n)
-			lmin, floored, ok := s.floor.solve(a, c.floor, u, got)
+			lmin, floored, ok := s.floor.solve(packSym(c.a, n), 0, c.floor, u, got)
 			if !ok {
 				t.Fatal("no convergence")
 			}
@@ -174,6 +173,19 @@ func TestFloorSolverMatchesDense(t *testing.T) {
 			}
 		})
 	}
+}
+
+// packSym is the packed form of the n×n row-major symmetric a
+// (mech.PackOuter's layout: off-diagonal entries times √2).
+func packSym(a []float64, n int) []float64 {
+	p := make([]float64, 0, mech.SymDim(n))
+	for i := range n {
+		p = append(p, a[i*n+i])
+		for j := i + 1; j < n; j++ {
+			p = append(p, math.Sqrt2*a[i*n+j])
+		}
+	}
+	return p
 }
 
 // The packed product's assembly route agrees with the Go one to rounding,

@@ -2,84 +2,124 @@
 
 #include "textflag.h"
 
-// func symPackedFMA(packed, w, dst *float64, d int)
+// func symPacked2FMA(packed, w, dst *float64, d int)
 // For each row i of the packed upper triangle (diagonal entry first, then
 // the d−1−i entries (i, j), j > i): dst[i] += Σ_j row_j·w[j], and
-// dst[j] += w[i]·row_j. Two 4-lane FMA accumulators for the dot product, a
-// 4-lane step and a scalar tail. SI walks packed, DI w, DX dst[i], R8
-// dst[i+1], CX the row length.
-TEXT ·symPackedFMA(SB), NOSPLIT, $0-32
+// dst[j] += w[i]·row_j; two rows i, i+1 a pass, so that each column j > i+1
+// loads w[j] and dst[j] once for both (dst[j] += w[i]·a_j + w[i+1]·b_j),
+// the dot products accumulating in two 4-lane FMA pairs, then a 4-lane
+// step and a scalar tail; the entry (i, i+1) is added with the sums. A last single row (d odd) has no
+// off-diagonal entries. SI walks row i from its entry (i, i+2), R9 row i+1
+// from (i+1, i+2), R10 w[i+2:], R8 dst[i+2:], CX = d − i, R11 the row tail
+// length d − i − 2.
+TEXT ·symPacked2FMA(SB), NOSPLIT, $0-32
 	MOVQ packed+0(FP), SI
 	MOVQ w+8(FP), DI
 	MOVQ dst+16(FP), DX
 	MOVQ d+24(FP), CX
 
-row:
-	DECQ         CX
-	JL           end
-	VBROADCASTSD (DI), Y4
-	ADDQ         $8, SI
-	ADDQ         $8, DI
-	LEAQ         8(DX), R8
+pair:
+	CMPQ         CX, $2
+	JL           pend
+	LEAQ         (SI)(CX*8), R9
+	VBROADCASTSD (DI), Y8
+	VBROADCASTSD 8(DI), Y9
+	VMOVSD       8(SI), X10
+	ADDQ         $16, SI
+	ADDQ         $8, R9
+	LEAQ         16(DI), R10
+	LEAQ         16(DX), R8
+	MOVQ         CX, R11
+	SUBQ         $2, R11
 	VXORPD       Y0, Y0, Y0
 	VXORPD       Y1, Y1, Y1
+	VXORPD       Y2, Y2, Y2
+	VXORPD       Y3, Y3, Y3
+	VXORPD       X6, X6, X6
 	VXORPD       X7, X7, X7
 	XORQ         AX, AX
-	MOVQ         CX, BX
+	MOVQ         R11, BX
 	ANDQ         $-8, BX
 
-loop8:
+ploop8:
 	CMPQ        AX, BX
-	JGE         tail4
-	VMOVUPD     (SI)(AX*8), Y2
-	VMOVUPD     32(SI)(AX*8), Y3
-	VFMADD231PD (DI)(AX*8), Y2, Y0
-	VFMADD231PD 32(DI)(AX*8), Y3, Y1
-	VMOVUPD     (R8)(AX*8), Y5
-	VMOVUPD     32(R8)(AX*8), Y6
-	VFMADD231PD Y2, Y4, Y5
-	VFMADD231PD Y3, Y4, Y6
-	VMOVUPD     Y5, (R8)(AX*8)
-	VMOVUPD     Y6, 32(R8)(AX*8)
+	JGE         ptail4
+	VMOVUPD     (R10)(AX*8), Y4
+	VMOVUPD     32(R10)(AX*8), Y5
+	VMOVUPD     (SI)(AX*8), Y11
+	VMOVUPD     32(SI)(AX*8), Y12
+	VMOVUPD     (R9)(AX*8), Y13
+	VMOVUPD     32(R9)(AX*8), Y14
+	VFMADD231PD Y11, Y4, Y0
+	VFMADD231PD Y12, Y5, Y1
+	VFMADD231PD Y13, Y4, Y2
+	VFMADD231PD Y14, Y5, Y3
+	VMOVUPD     (R8)(AX*8), Y4
+	VMOVUPD     32(R8)(AX*8), Y5
+	VFMADD231PD Y11, Y8, Y4
+	VFMADD231PD Y12, Y8, Y5
+	VFMADD231PD Y13, Y9, Y4
+	VFMADD231PD Y14, Y9, Y5
+	VMOVUPD     Y4, (R8)(AX*8)
+	VMOVUPD     Y5, 32(R8)(AX*8)
 	ADDQ        $8, AX
-	JMP         loop8
+	JMP         ploop8
 
-tail4:
-	MOVQ        CX, BX
+ptail4:
+	MOVQ        R11, BX
 	ANDQ        $-4, BX
 	CMPQ        AX, BX
-	JGE         tail1
-	VMOVUPD     (SI)(AX*8), Y2
-	VFMADD231PD (DI)(AX*8), Y2, Y1
+	JGE         ptail1
+	VMOVUPD     (R10)(AX*8), Y4
+	VMOVUPD     (SI)(AX*8), Y11
+	VMOVUPD     (R9)(AX*8), Y13
+	VFMADD231PD Y11, Y4, Y1
+	VFMADD231PD Y13, Y4, Y3
 	VMOVUPD     (R8)(AX*8), Y5
-	VFMADD231PD Y2, Y4, Y5
+	VFMADD231PD Y11, Y8, Y5
+	VFMADD231PD Y13, Y9, Y5
 	VMOVUPD     Y5, (R8)(AX*8)
 	ADDQ        $4, AX
 
-tail1:
-	CMPQ        AX, CX
-	JGE         sum
-	VMOVSD      (SI)(AX*8), X2
-	VFMADD231SD (DI)(AX*8), X2, X7
+ptail1:
+	CMPQ        AX, R11
+	JGE         psum
+	VMOVSD      (R10)(AX*8), X4
+	VMOVSD      (SI)(AX*8), X11
+	VMOVSD      (R9)(AX*8), X13
+	VFMADD231SD X11, X4, X7
+	VFMADD231SD X13, X4, X6
 	VMOVSD      (R8)(AX*8), X5
-	VFMADD231SD X2, X4, X5
+	VFMADD231SD X11, X8, X5
+	VFMADD231SD X13, X9, X5
 	VMOVSD      X5, (R8)(AX*8)
 	INCQ        AX
-	JMP         tail1
+	JMP         ptail1
 
-sum:
+psum:
 	VADDPD       Y1, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPD       X1, X0, X0
 	VHADDPD      X0, X0, X0
 	VADDSD       X7, X0, X0
+	VFMADD231SD  X10, X9, X0
 	VADDSD       (DX), X0, X0
 	VMOVSD       X0, (DX)
-	LEAQ         (SI)(CX*8), SI
+	VADDPD       Y3, Y2, Y2
+	VEXTRACTF128 $1, Y2, X3
+	VADDPD       X3, X2, X2
+	VHADDPD      X2, X2, X2
+	VADDSD       X6, X2, X2
+	VFMADD231SD  X10, X8, X2
+	VADDSD       8(DX), X2, X2
+	VMOVSD       X2, 8(DX)
+	LEAQ         (R9)(R11*8), SI
+	MOVQ         R10, DI
 	MOVQ         R8, DX
-	JMP          row
+	SUBQ         $2, CX
+	JMP          pair
 
-end:
+pend:
 	VZEROUPPER
 	RET
 
