@@ -97,7 +97,7 @@ func (f *floorSolver) solve(packed []float64, shift, c float64, u, y []float64) 
 // dsytd2, unblocked): v is kept in row i from its entry (i, i+1), which
 // becomes v's leading 1. The two-sided update of the trailing triangle B,
 // B − v·wᵀ − w·vᵀ with w = τBv − (τ²/2)(vᵀBv)·v, runs on the packed rows
-// with the product kernel of mulPacked (symPacked).
+// with the product kernel of mulPacked (symPackedMul).
 func (f *floorSolver) tridiagonalise() {
 	n := f.n
 	for i := range n {
@@ -129,15 +129,10 @@ func (f *floorSolver) update(b, v []float64, tau float64) {
 	m := len(v)
 	w := f.p[:m]
 	clear(w)
-	symPacked(w, b, v) // B's off-diagonal part times v
-	k := 0
-	for j := range m {
-		w[j] += b[k] * v[j]
-		k += m - j
-	}
+	symPackedMul(w, b, v, 1, 0)
 	floats.Scale(tau, w)
 	floats.AddScaled(w, -tau/2*floats.Dot(w, v), v)
-	k = 0
+	k := 0
 	for j := range m {
 		r := b[k : k+m-j]
 		floats.AddScaled(r, -v[j], w[j:])

@@ -93,7 +93,6 @@ type quadSolver struct {
 	y       []float64 // M_f⁻¹u unprojected: the warm start
 	x       []float64 // released: y projected onto the ball
 	r, p, q []float64 // conjugate-gradient vectors
-	w       []float64 // mulPacked's scratch
 	ref     []float64 // packed V of the last factorisation; nil before it
 	low     float64   // a lower bound on λ_min(ref)
 	high    float64   // an upper bound on λ_min(ref) (+Inf when unknown)
@@ -116,7 +115,7 @@ func newQuadSolver(cost Cost, tol float64) *quadSolver {
 	d := cost.Dim
 	return &quadSolver{cost: cost, d: d, tol: tol, work: make([]float64, d*d),
 		y: make([]float64, d), x: make([]float64, d),
-		r: make([]float64, d), p: make([]float64, d), q: make([]float64, d), w: make([]float64, d),
+		r: make([]float64, d), p: make([]float64, d), q: make([]float64, d),
 		floor: newFloorSolver(d)}
 }
 
@@ -252,33 +251,25 @@ func sqDistGo(a, b []float64) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// symPackedGo adds V's off-diagonal part times x to dst (len d), V packed,
-// given w = x/√2: row i of the packed upper triangle (√2·V_ij, j > i),
-// against w, gives both its contribution to dst_i and, transposed, to dst_j.
-func symPackedGo(dst, packed, w []float64) {
+// symPackedMulGo adds (shift·I + D + scale·U)·x to dst (len d), for the
+// packed upper triangle D + U (D its diagonal): row i of the triangle,
+// against x, gives both its contribution to dst_i and, transposed, to
+// dst_j, j > i.
+func symPackedMulGo(dst, packed, x []float64, scale, shift float64) {
 	d, k := len(dst), 0
 	for i := range d {
 		row := packed[k+1 : k+d-i]
-		dst[i] += floats.Dot(row, w[i+1:])
-		floats.AddScaled(dst[i+1:], w[i], row)
+		dst[i] += (shift+packed[k])*x[i] + scale*floats.Dot(row, x[i+1:])
+		floats.AddScaled(dst[i+1:], scale*x[i], row)
 		k += d - i
 	}
 }
 
 // mulPacked sets dst = M·x for M = tαI + V, straight from V's packed form
-// (symPacked, then the diagonal).
+// (its off-diagonal entries are √2 times V's).
 func (s *quadSolver) mulPacked(dst []float64, ta float64, packed, x []float64) {
-	w := s.w
-	for i, xi := range x {
-		w[i] = xi * (1 / math.Sqrt2)
-		dst[i] = 0
-	}
-	symPacked(dst, packed, w)
-	k := 0
-	for i, xi := range x {
-		dst[i] += (ta + packed[k]) * xi
-		k += s.d - i
-	}
+	clear(dst)
+	symPackedMul(dst, packed, x, 1/math.Sqrt2, ta)
 }
 
 // conjugateGradients solves M y = u (M = tαI + V, V packed) from the

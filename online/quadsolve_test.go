@@ -189,7 +189,8 @@ func packSym(a []float64, n int) []float64 {
 }
 
 // The packed product's assembly route agrees with the Go one to rounding,
-// for sizes that exercise every tail of its loop.
+// and the Go one with a dense product, for sizes that exercise every tail
+// of the loop (odd d: the last single row).
 func TestSymPackedRoutes(t *testing.T) {
 	r := rng.Seeded(3)
 	for _, d := range []int{1, 2, 3, 4, 5, 8, 9, 12, 13, 17, 90} {
@@ -202,8 +203,25 @@ func TestSymPackedRoutes(t *testing.T) {
 				w[k] = r.NormFloat64()
 			}
 			got, want := make([]float64, d), make([]float64, d)
-			symPacked(got, packed, w)
-			symPackedGo(want, packed, w)
+			for j := range got {
+				got[j] = float64(j)
+				want[j] = got[j]
+			}
+			symPackedMul(got, packed, w, 0.7, 1.3)
+			symPackedMulGo(want, packed, w, 0.7, 1.3)
+			dense := make([]float64, d*d)
+			mech.UnpackSym(dense, packed, d) // off-diagonal entries /√2
+			for i := range d {
+				ref := float64(i) + (1.3+dense[i*d+i])*w[i]
+				for j := range d {
+					if j != i {
+						ref += 0.7 * math.Sqrt2 * dense[i*d+j] * w[j]
+					}
+				}
+				if math.Abs(want[i]-ref) > 1e-12*float64(d)*(1+math.Abs(ref)) {
+					t.Fatalf("Go route, entry %d: %v, want %v", i, want[i], ref)
+				}
+			}
 			for j := range got {
 				if math.Abs(got[j]-want[j]) > 1e-13*float64(d)*(1+math.Abs(want[j])) {
 					t.Fatalf("entry %d: %v, want %v", j, got[j], want[j])

@@ -4,15 +4,16 @@ package online
 
 import "golang.org/x/sys/cpu"
 
-// symPacked adds V's off-diagonal part times x to dst, V packed, given
-// w = x/√2 (see mulPacked). With AVX2 and FMA it is one assembly loop
-// (symPacked2FMA) with one pass per two rows, instead of gonum's two
+// symPackedMul adds (shift·I + D + scale·U)·x to dst for the packed upper
+// triangle D + U (D its diagonal; mulPacked, floorSolver.update). With
+// AVX2 and FMA it is one assembly loop (symPackedMulFMA) with one pass per
+// two rows, the diagonal and the scaling inside, instead of gonum's two
 // passes (Dot, then AddScaled, each SSE2) behind a call per row: at d = 90,
 // 0.70 µs a product, against 1.0 µs for one pass per row and 2.2 µs for
 // gonum's (go test -bench, a micro-benchmark not kept). The sums are
-// grouped differently, so results differ from symPackedGo at rounding
+// grouped differently, so results differ from symPackedMulGo at rounding
 // level.
-var symPacked = symPackedGo
+var symPackedMul = symPackedMulGo
 
 // sqDist is Σ (a_k − b_k)² (len(b) ≥ len(a)): with AVX2 and FMA one
 // assembly loop (sqDistFMA) in sixteen lanes, else sqDistGo.
@@ -20,7 +21,7 @@ var sqDist = sqDistGo
 
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		symPacked, sqDist = symPackedAVX, sqDistAVX
+		symPackedMul, sqDist = symPackedMulAVX, sqDistAVX
 	}
 }
 
@@ -35,14 +36,14 @@ func sqDistAVX(a, b []float64) float64 {
 //go:noescape
 func sqDistFMA(a, b *float64, n int) float64
 
-func symPackedAVX(dst, packed, w []float64) {
+func symPackedMulAVX(dst, packed, x []float64, scale, shift float64) {
 	d := len(dst)
 	if d == 0 {
 		return
 	}
-	_, _ = packed[d*(d+1)/2-1], w[d-1] // the kernel reads this much
-	symPacked2FMA(&packed[0], &w[0], &dst[0], d)
+	_, _ = packed[d*(d+1)/2-1], x[d-1] // the kernel reads this much
+	symPackedMulFMA(&packed[0], &x[0], &dst[0], d, scale, shift)
 }
 
 //go:noescape
-func symPacked2FMA(packed, w, dst *float64, d int)
+func symPackedMulFMA(packed, x, dst *float64, d int, scale, shift float64)

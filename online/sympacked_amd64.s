@@ -2,21 +2,24 @@
 
 #include "textflag.h"
 
-// func symPacked2FMA(packed, w, dst *float64, d int)
-// For each row i of the packed upper triangle (diagonal entry first, then
-// the d−1−i entries (i, j), j > i): dst[i] += Σ_j row_j·w[j], and
-// dst[j] += w[i]·row_j; two rows i, i+1 a pass, so that each column j > i+1
-// loads w[j] and dst[j] once for both (dst[j] += w[i]·a_j + w[i+1]·b_j),
-// the dot products accumulating in two 4-lane FMA pairs, then a 4-lane
-// step and a scalar tail; the entry (i, i+1) is added with the sums. A last single row (d odd) has no
-// off-diagonal entries. SI walks row i from its entry (i, i+2), R9 row i+1
-// from (i+1, i+2), R10 w[i+2:], R8 dst[i+2:], CX = d − i, R11 the row tail
-// length d − i − 2.
-TEXT ·symPacked2FMA(SB), NOSPLIT, $0-32
-	MOVQ packed+0(FP), SI
-	MOVQ w+8(FP), DI
-	MOVQ dst+16(FP), DX
-	MOVQ d+24(FP), CX
+// func symPackedMulFMA(packed, x, dst *float64, d int, scale, shift float64)
+// Adds (shift·I + D + scale·U)·x to dst, for the packed upper triangle (row
+// i: the diagonal entry D_ii, then the d−1−i entries U_ij, j > i, U
+// symmetric). For row i: dst[i] += (shift + D_ii)·x_i + scale·Σ_j U_ij·x_j
+// and dst[j] += scale·x_i·U_ij. Two rows i, i+1 a pass, so that each column
+// j > i+1 loads x[j] and dst[j] once for both
+// (dst[j] += s·x_i·a_j + s·x_{i+1}·b_j), the dot products accumulating in
+// two 4-lane FMA pairs, then a 4-lane step and a scalar tail; the entry
+// (i, i+1) and the diagonal are added with the sums, and a last single row
+// (d odd) has only its diagonal. SI walks row i from its entry (i, i+2), R9
+// row i+1 from (i+1, i+2), DI x[i:], R10 x[i+2:], DX dst[i:], R8 dst[i+2:],
+// CX = d − i, R11 the row tail length d − i − 2; Y15 holds scale.
+TEXT ·symPackedMulFMA(SB), NOSPLIT, $0-48
+	MOVQ         packed+0(FP), SI
+	MOVQ         x+8(FP), DI
+	MOVQ         dst+16(FP), DX
+	MOVQ         d+24(FP), CX
+	VBROADCASTSD scale+32(FP), Y15
 
 pair:
 	CMPQ         CX, $2
@@ -24,6 +27,8 @@ pair:
 	LEAQ         (SI)(CX*8), R9
 	VBROADCASTSD (DI), Y8
 	VBROADCASTSD 8(DI), Y9
+	VMULPD       Y15, Y8, Y8
+	VMULPD       Y15, Y9, Y9
 	VMOVSD       8(SI), X10
 	ADDQ         $16, SI
 	ADDQ         $8, R9
@@ -102,7 +107,11 @@ psum:
 	VADDPD       X1, X0, X0
 	VHADDPD      X0, X0, X0
 	VADDSD       X7, X0, X0
+	VMULSD       X15, X0, X0
 	VFMADD231SD  X10, X9, X0
+	VMOVSD       -16(SI), X4
+	VADDSD       shift+40(FP), X4, X4
+	VFMADD231SD  (DI), X4, X0
 	VADDSD       (DX), X0, X0
 	VMOVSD       X0, (DX)
 	VADDPD       Y3, Y2, Y2
@@ -110,7 +119,11 @@ psum:
 	VADDPD       X3, X2, X2
 	VHADDPD      X2, X2, X2
 	VADDSD       X6, X2, X2
+	VMULSD       X15, X2, X2
 	VFMADD231SD  X10, X8, X2
+	VMOVSD       -8(R9), X5
+	VADDSD       shift+40(FP), X5, X5
+	VFMADD231SD  8(DI), X5, X2
 	VADDSD       8(DX), X2, X2
 	VMOVSD       X2, 8(DX)
 	LEAQ         (R9)(R11*8), SI
@@ -120,6 +133,15 @@ psum:
 	JMP          pair
 
 pend:
+	CMPQ        CX, $1
+	JL          pdone
+	VMOVSD      (SI), X4
+	VADDSD      shift+40(FP), X4, X4
+	VMULSD      (DI), X4, X4
+	VADDSD      (DX), X4, X4
+	VMOVSD      X4, (DX)
+
+pdone:
 	VZEROUPPER
 	RET
 

@@ -2,9 +2,9 @@
 
 package online
 
-// symPacked is symPackedGo: no assembly route on this architecture or
-// under purego.
-var symPacked = symPackedGo
+// symPackedMul is symPackedMulGo: no assembly route on this architecture
+// or under purego.
+var symPackedMul = symPackedMulGo
 
 // sqDist is sqDistGo.
 var sqDist = sqDistGo
