@@ -150,8 +150,13 @@ func (s *quadSolver) solve(t int, packed, u []float64) error {
 // numerically positive definite, and if so makes V the reference with
 // λ_min(V) ≥ margin − tα/2.
 func (s *quadSolver) cholesky(ta float64, packed []float64, margin float64) bool {
-	s.unpack(s.work, packed, ta/2-margin)
-	a := blas64.Symmetric{N: s.d, Stride: s.d, Data: s.work, Uplo: blas.Upper}
+	d, k := s.d, 0
+	for i := range d { // V + (tα/2 − margin)I, upper triangle only: Potrf reads no more
+		s.work[i*d+i] = packed[k] + ta/2 - margin
+		floats.ScaleTo(s.work[i*d+i+1:(i+1)*d], 1/math.Sqrt2, packed[k+1:k+d-i])
+		k += d - i
+	}
+	a := blas64.Symmetric{N: d, Stride: d, Data: s.work, Uplo: blas.Upper}
 	if _, ok := lapack64.Potrf(a); !ok {
 		return false
 	}
