@@ -49,7 +49,7 @@ const (
 //  2. Else a Cholesky factorisation of M − (3tα/4)I, or failing that of
 //     M − (tα/2)I: success shows λ_min(V) ≥ −tα/4 (or −tα/2), and V
 //     becomes ref with that low.
-//  3. Else the floor is active: an eigendecomposition of M gives the
+//  3. Else the floor may be active: an eigendecomposition of M gives the
 //     floored solution exactly, and V becomes ref with low = λ_min(V).
 //     While the ref is an eigendecomposition's whose λ_min(V) is below
 //     −tα/2, the solver goes to it directly, without the Cholesky
@@ -62,9 +62,8 @@ const (
 //     steps whose rotations are applied to the one vector u: at d = 90
 //     0.33 ms a solve, against 1.7–2.1 ms for gonum's Dsyev with vectors,
 //     whose Dsteqr accumulates every rotation into a d×d matrix; a
-//     micro-benchmark, not kept); gonum's Dsyev
-//     (denseFloorSolve) is the fallback should the QR steps not converge,
-//     and the tests' reference.
+//     micro-benchmark, not kept); gonum's Dsyev (denseFloorSolve) is the
+//     fallback should the QR steps not converge, and the tests' reference.
 //
 // With the floor certified inactive, Mx = u is solved by conjugate
 // gradients warm-started at the previous solution (M's condition number is
@@ -78,18 +77,19 @@ const (
 // V's packed form (mulPacked: measured at d = 90, 0.70 µs a product with
 // the AVX2 kernel, 2.2 µs with gonum's kernels; a dense copy of M would
 // multiply in 1.0 µs by gonum's Gemv but costs 3.5 µs a round to rebuild
-// from the packed form). A Cholesky factor of a recent M as preconditioner does not pay here: the tree noise that
-// changes every round moves M too much (measured at d = 90, T = 5000: a
-// factor refreshed every 16 rounds still needed 8.0 iterations per solve
-// over the last 80 % of the rounds, where plain CG averages 10.8 over the
-// run; at T = 10⁵ with a factor every 64 rounds, 4.5 against 5.4;
-// docs/repro-ocp.md, Benchmark), and each iteration would add two
-// triangular solves to the multiplication.
+// from the packed form). A Cholesky factor of a recent M as
+// preconditioner does not pay here: the tree noise that changes every
+// round moves M too much (measured at d = 90, T = 5000: a factor refreshed
+// every 16 rounds still needed 8.0 iterations per solve over the last 80 %
+// of the rounds, where plain CG averages 10.8 over the run; at T = 10⁵
+// with a factor every 64 rounds, 4.5 against 5.4; docs/repro-ocp.md,
+// Benchmark), and each iteration would add two triangular solves to the
+// multiplication.
 type quadSolver struct {
 	cost    Cost
 	d       int
 	tol     float64   // privateTol or exactTol
-	work    []float64 // scratch d×d: M − (3tα/4)I, then its Cholesky factor; M for eigenSolve
+	work    []float64 // scratch d×d: the Cholesky certificate's factor; M for denseFloorSolve
 	y       []float64 // M_f⁻¹u unprojected: the warm start
 	x       []float64 // released: y projected onto the ball
 	r, p, q []float64 // conjugate-gradient vectors
