@@ -72,7 +72,9 @@ func BenchmarkEpoch(b *testing.B) {
 // nothing to run and of GOMAXPROCS × wall time, both since the start: the
 // share of the cores a run leaves idle (work spinning counts as busy, and
 // so does time the OS gave to other processes). A GC first brings the
-// estimates up to date.
+// estimates up to date. The first run after -cpu changes GOMAXPROCS can
+// show a few percent carried over from before the change (seen with
+// -benchtime 1x); later runs do not.
 func idleCPU() (idle, total float64) {
 	runtime.GC()
 	s := []metrics.Sample{{Name: "/cpu/classes/idle:cpu-seconds"}, {Name: "/cpu/classes/total:cpu-seconds"}}
