@@ -6,11 +6,13 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/audit"
 	"github.com/dpal-dev/dpal/dp/ledger"
+	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/model/nn"
 )
@@ -238,6 +240,46 @@ func TestSeededRunIndependentOfCores(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The noise drawn ahead is the stream's, in order, whoever draws which
+// chunks: goroutines calling more at random moments while the steps take
+// their vectors (and write over them, as the update does) give the
+// vectors of one stream drawn in a single pass.
+func TestNoiseAheadMatchesStream(t *testing.T) {
+	const dim, steps = 3*noiseChunk + 123, 7
+	m, _ := mech.NewGaussianVector(1, 1, dim)
+	want := make([]float64, dim*steps)
+	m.NewNoiseStream(rng.Seeded(3).Bulk()).Next(want)
+	a := newNoiseAhead(m.NewNoiseStream(rng.Seeded(3).Bulk()), dim, steps)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					if !a.more() {
+						runtime.Gosched()
+					}
+				}
+			}
+		}()
+	}
+	for s := range steps {
+		got := a.get(s)
+		if !slices.Equal(got, want[s*dim:(s+1)*dim]) {
+			t.Errorf("step %d: the vector drawn ahead differs from the stream's", s)
+		}
+		clear(got) // as the update, which writes the noisy mean over it
+		a.release(s)
+	}
+	close(stop)
+	wg.Wait()
 }
 
 // uniformData is n records of dim features uniform in [0, 1), labelled
