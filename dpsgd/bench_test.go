@@ -3,6 +3,8 @@ package dpsgd
 import (
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"testing"
 
 	"github.com/dpal-dev/dpal/data"
@@ -50,6 +52,7 @@ func BenchmarkEpoch(b *testing.B) {
 			}
 			steps := n / 256
 			groups := []Group{{Name: "all", Records: all(n), Rate: 256 / float64(n)}}
+			idle0, total0 := idleCPU()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				led, _ := ledger.New(account.Budget{Epsilon: 1e6, Delta: 1e-5})
@@ -57,9 +60,26 @@ func BenchmarkEpoch(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			b.StopTimer()
+			idle1, total1 := idleCPU()
 			b.ReportMetric(float64(steps*256*b.N)/b.Elapsed().Seconds(), "ex/s")
+			b.ReportMetric(100*(idle1-idle0)/(total1-total0), "idle%")
 		})
 	}
+}
+
+// idleCPU returns the runtime's estimates of the CPU time its Ps have had
+// nothing to run and of GOMAXPROCS × wall time, both since the start: the
+// share of the cores a run leaves idle (work spinning counts as busy, and
+// so does time the OS gave to other processes). A GC first brings the
+// estimates up to date. The first run after -cpu changes GOMAXPROCS can
+// show a few percent carried over from before the change (seen with
+// -benchtime 1x); later runs do not.
+func idleCPU() (idle, total float64) {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/cpu/classes/idle:cpu-seconds"}, {Name: "/cpu/classes/total:cpu-seconds"}}
+	metrics.Read(s)
+	return s[0].Value.Float64(), s[1].Value.Float64()
 }
 
 // BenchmarkNoise is one step's noise for the MLP's 203 530 parameters.

@@ -6,11 +6,13 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/audit"
 	"github.com/dpal-dev/dpal/dp/ledger"
+	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/model/nn"
 )
@@ -209,7 +211,9 @@ func TestRunRejects(t *testing.T) {
 // Under a seed the run does not depend on the number of cores: on two the
 // MLP's products are split into tasks over rows of C (two kc blocks deep),
 // the inputs are copied and the parameters converted in pieces, the noise
-// is drawn a step ahead and the noisy update runs in chunks on both cores;
+// is drawn ahead in chunks by par's helpers between the products (and by
+// the step itself for what they left) and the noisy update runs in chunks
+// on both cores;
 // the CNN spreads its per-example work over the cores.
 func TestSeededRunIndependentOfCores(t *testing.T) {
 	for _, spec := range []nn.Spec{
@@ -228,11 +232,54 @@ func TestSeededRunIndependentOfCores(t *testing.T) {
 				}
 				return slices.Clone(net.Params())
 			}
-			if a, b := run(1), run(2); !slices.Equal(a, b) {
-				t.Error("seeded run differs between 1 and 2 cores")
+			one := run(1)
+			for _, procs := range []int{2, 3} {
+				if !slices.Equal(one, run(procs)) {
+					t.Errorf("seeded run differs between 1 and %d cores", procs)
+				}
 			}
 		})
 	}
+}
+
+// The noise drawn ahead is the stream's, in order, whoever draws which
+// chunks: goroutines calling more at random moments while the steps take
+// their vectors (and write over them, as the update does) give the
+// vectors of one stream drawn in a single pass.
+func TestNoiseAheadMatchesStream(t *testing.T) {
+	const dim, steps = 3*noiseChunk + 123, 7
+	m, _ := mech.NewGaussianVector(1, 1, dim)
+	want := make([]float64, dim*steps)
+	m.NewNoiseStream(rng.Seeded(3).Bulk()).Next(want)
+	a := newNoiseAhead(m.NewNoiseStream(rng.Seeded(3).Bulk()), dim, steps)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					if !a.more() {
+						runtime.Gosched()
+					}
+				}
+			}
+		}()
+	}
+	for s := range steps {
+		got := a.get(s)
+		if !slices.Equal(got, want[s*dim:(s+1)*dim]) {
+			t.Errorf("step %d: the vector drawn ahead differs from the stream's", s)
+		}
+		clear(got) // as the update, which writes the noisy mean over it
+		a.release(s)
+	}
+	close(stop)
+	wg.Wait()
 }
 
 // uniformData is n records of dim features uniform in [0, 1), labelled

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -145,23 +146,22 @@ func (t *Trainer) Run(led *ledger.Ledger, r *rng.Rand, d Data, groups []Group, s
 	}
 	start := time.Now()
 	sampR, noiseR, dropR := r.Split().Bulk(), r.Split().Bulk(), r.Split()
-	stream := t.noise.NewNoiseStream(noiseR)
-	var ahead <-chan []float64
-	if runtime.GOMAXPROCS(0) > 1 {
-		var stop func()
-		ahead, stop = t.noiseAhead(stream, steps)
-		defer stop()
+	noise := noiseSource{stream: t.noise.NewNoiseStream(noiseR)}
+	run := func() error {
+		return loop(sampR, d, groups, steps, b, &res, func(s int, rows [][]float32, labels []int) error {
+			noise.step = s
+			if err := t.step(rows, labels, b, noise, dropR); err != nil {
+				return fmt.Errorf("dpsgd: step %d: %w", s+1, err)
+			}
+			return nil
+		}, after)
 	}
-	err = loop(sampR, d, groups, steps, b, &res, func(s int, rows [][]float32, labels []int) error {
-		n := noiseSource{stream: stream}
-		if ahead != nil {
-			n = noiseSource{z: <-ahead}
-		}
-		if err := t.step(rows, labels, b, n, dropR); err != nil {
-			return fmt.Errorf("dpsgd: step %d: %w", s+1, err)
-		}
-		return nil
-	}, after)
+	if runtime.GOMAXPROCS(0) > 1 {
+		noise.ahead = newNoiseAhead(noise.stream, t.net.NumParams(), steps)
+		err = par.Background(noise.ahead.more, run)
+	} else {
+		err = run()
+	}
 	res.Seconds = time.Since(start).Seconds()
 	return res, err
 }
@@ -329,45 +329,96 @@ func hasByteBelow(u, n uint64) bool {
 	return (u-ones*n)&^u&highs != 0
 }
 
-// noiseSource is one step's noise: a vector drawn ahead (z), or the
-// stream to draw it from chunk by chunk while the gradient is in cache.
-// Both give the same values (mech.NoiseStream), so a seeded run does not
-// depend on which one the number of cores chose.
+// noiseSource is one step's noise: a vector given (z), or drawn ahead
+// (ahead, step), or the stream to draw it from chunk by chunk while the
+// gradient is in cache. All give the same values (mech.NoiseStream), so a
+// seeded run does not depend on which one the number of cores chose.
 type noiseSource struct {
 	z      []float64
+	ahead  *noiseAhead
+	step   int
 	stream *mech.NoiseStream
+}
+
+// vector returns the step's noise vector, or nil to draw from the stream.
+func (n noiseSource) vector() []float64 {
+	if n.ahead != nil {
+		return n.ahead.get(n.step)
+	}
+	return n.z
 }
 
 // noiseChunk is how many noise coordinates noisyMean draws at a time when
 // it draws them itself: 32 KiB, well inside L1 with the gradient's chunk.
 const noiseChunk = 4096
 
-// noiseAhead draws one noise vector per step from stream on its own
-// goroutine, one step ahead of the gradient work, for runs on more than
-// one core; stop ends the goroutine. On one core drawing each chunk just
-// before it is used is cheaper (no 1.6 MB vector written and read back
-// per step for the MLP) and overlaps nothing anyway.
-func (t *Trainer) noiseAhead(stream *mech.NoiseStream, steps int) (<-chan []float64, func()) {
-	out := make(chan []float64, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(out)
-		bufs := [3][]float64{}
-		for s := range steps {
-			buf := bufs[s%3]
-			if buf == nil {
-				buf = make([]float64, t.net.NumParams())
-				bufs[s%3] = buf
-			}
-			stream.Next(buf)
-			select {
-			case out <- buf:
-			case <-done:
-				return
-			}
-		}
-	}()
-	return out, func() { close(done) }
+// noiseAhead draws the noise vectors of a run's steps, in the stream's
+// order, up to two steps ahead of the gradient work, for runs on more than
+// one core: par's helpers draw a chunk (noiseChunk coordinates) whenever
+// they have no product task (par.Background), which fills the second
+// core's gaps between a step's parallel passes; the step takes over the
+// drawing of its own vector if it is not finished. On one core drawing
+// each chunk just before it is used is cheaper (no 1.6 MB vector written
+// and read back per step for the MLP) and overlaps nothing anyway. The
+// draws are the stream's, whoever makes them and in whatever chunks, so a
+// seeded run does not depend on the number of cores.
+type noiseAhead struct {
+	mu     sync.Mutex // held while drawing; guards the fields below
+	stream *mech.NoiseStream
+	bufs   [3][]float64 // step s's vector is bufs[s%3]
+	dim    int
+	total  int // coordinates of all the run's steps
+	drawn  int // coordinates drawn so far, over all steps
+	done   int // steps whose vector has been used (released)
+}
+
+func newNoiseAhead(stream *mech.NoiseStream, dim, steps int) *noiseAhead {
+	return &noiseAhead{stream: stream, dim: dim, total: dim * steps}
+}
+
+// more draws the next chunk if the vector it belongs to has a free buffer
+// (at most two steps ahead of the step in progress) and reports whether it
+// did; it returns false at once if another goroutine is drawing.
+func (a *noiseAhead) more() bool {
+	if !a.mu.TryLock() {
+		return false
+	}
+	defer a.mu.Unlock()
+	return a.drawChunk(a.done + 2)
+}
+
+// drawChunk draws the next chunk if it belongs to a step ≤ last, and
+// reports whether it did. The caller holds a.mu.
+func (a *noiseAhead) drawChunk(last int) bool {
+	s, off := a.drawn/a.dim, a.drawn%a.dim
+	if a.drawn == a.total || s > last {
+		return false
+	}
+	buf := a.bufs[s%3]
+	if buf == nil {
+		buf = make([]float64, a.dim)
+		a.bufs[s%3] = buf
+	}
+	hi := min(off+noiseChunk, a.dim)
+	a.stream.Next(buf[off:hi])
+	a.drawn += hi - off
+	return true
+}
+
+// get returns step s's noise vector, drawing what is left of it.
+func (a *noiseAhead) get(s int) []float64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for a.drawChunk(s) {
+	}
+	return a.bufs[s%3]
+}
+
+// release marks step s's vector as used: its buffer may take step s+3's.
+func (a *noiseAhead) release(s int) {
+	a.mu.Lock()
+	a.done = s + 1
+	a.mu.Unlock()
 }
 
 // step releases one noisy gradient and applies it, chunk by chunk (noiseChunk
@@ -379,8 +430,8 @@ func (t *Trainer) noiseAhead(stream *mech.NoiseStream, steps int) (<-chan []floa
 // power of two), then multiplied by 1/b, b the expected batch size; the
 // optimiser's update of the chunk is post-processing. With the noise drawn
 // ahead the chunks are independent and spread over the cores, each noisy
-// mean written over its own noise (one of noiseAhead's three buffers; with
-// a channel of one, the producer never writes the one in use here). A
+// mean written over its own noise (one of noiseAhead's three buffers,
+// which no one draws into before the step releases it). A
 // non-finite coordinate of the sum stops the run with an error naming the
 // first one; its chunk is not updated, the others are (on any number of
 // cores alike; the model has diverged either way).
@@ -400,10 +451,13 @@ func (t *Trainer) step(rows [][]float32, labels []int, b float64, z noiseSource,
 		}
 		t.opt.update(theta[lo:hi], mean, lo, lr)
 	}
-	if z.z != nil {
+	if zs := z.vector(); zs != nil {
 		par.Chunks(len(sum), noiseChunk, func(lo, hi int) {
-			release(lo, hi, z.z[lo:hi], z.z[lo:hi])
+			release(lo, hi, zs[lo:hi], zs[lo:hi])
 		})
+		if z.ahead != nil {
+			z.ahead.release(z.step)
+		}
 	} else {
 		var noise, mean [noiseChunk]float64
 		for lo := 0; lo < len(sum); lo += noiseChunk {

@@ -1,10 +1,13 @@
 package par
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestFor(t *testing.T) {
@@ -41,6 +44,66 @@ func TestChunks(t *testing.T) {
 				if got[i].Load() != 1 {
 					t.Fatalf("index %d covered %d times", i, got[i].Load())
 				}
+			}
+		})
+	}
+}
+
+// For may be called from several goroutines at once and from inside a
+// task: each call still runs each of its tasks once.
+func TestForConcurrentAndNested(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	var wg sync.WaitGroup
+	var total atomic.Int64
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				For(3, func(int) {
+					For(5, func(int) { total.Add(1) })
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	if got, want := total.Load(), int64(4*50*3*5); got != want {
+		t.Fatalf("%d tasks ran, want %d", got, want)
+	}
+}
+
+// Background returns body's error; more is called only while body runs
+// (never on one core), never after Background returns.
+func TestBackground(t *testing.T) {
+	for _, procs := range []int{1, 2} {
+		t.Run(fmt.Sprintf("procs=%d", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			var calls, after atomic.Int64
+			var over atomic.Bool
+			more := func() bool {
+				if over.Load() {
+					after.Add(1)
+				}
+				calls.Add(1)
+				return calls.Load() < 1000
+			}
+			want := errors.New("body's error")
+			err := Background(more, func() error {
+				for range 20 {
+					For(4, func(int) { time.Sleep(10 * time.Microsecond) })
+				}
+				return want
+			})
+			over.Store(true)
+			if err != want {
+				t.Errorf("Background returned %v, want %v", err, want)
+			}
+			if procs == 1 && calls.Load() != 0 {
+				t.Errorf("more called %d times on one core", calls.Load())
+			}
+			time.Sleep(time.Millisecond)
+			if after.Load() != 0 {
+				t.Errorf("more called %d times after Background returned", after.Load())
 			}
 		})
 	}

@@ -115,15 +115,24 @@ const (
 )
 
 // load copies rows into n.x with conv (f32.Convert or f32.Copy) and their
-// squared norms, which conv returns, into n.inSq. The rows are a sample of
-// records scattered in memory, so the copy waits on cache misses: spread
-// over the cores it overlaps more of them. Every row is its own task, so
-// the result does not depend on the core count.
+// squared norms, which conv returns, into n.inSq, and refreshes the
+// float32 copy of the parameters that the products read (an optimiser may
+// have changed them since the last pass): one round of tasks over the
+// cores, since each round costs the other cores a wake-up. The rows are a
+// sample of records scattered in memory, so the copy waits on cache
+// misses: spread over the cores it overlaps more of them. Every piece is
+// its own task, so the result does not depend on the core count.
 func load[T float32 | float64](n *Net, rows [][]T, conv func([]float32, []T) float64) {
 	n.x = n.x.resize(len(rows), n.spec.Inputs)
 	n.inSq = resizeFloats(n.inSq, len(rows))
-	par.Chunks(len(rows), loadRows, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
+	rowTasks := (len(rows) + loadRows - 1) / loadRows
+	par.For(rowTasks+(len(n.params)+syncParams-1)/syncParams, func(t int) {
+		if t >= rowTasks {
+			lo := (t - rowTasks) * syncParams
+			n.syncRange(lo, min(lo+syncParams, len(n.params)))
+			return
+		}
+		for i := t * loadRows; i < min((t+1)*loadRows, len(rows)); i++ {
 			n.inSq[i] = conv(n.x.row(i), rows[i])
 		}
 	})
@@ -132,15 +141,15 @@ func load[T float32 | float64](n *Net, rows [][]T, conv func([]float32, []T) flo
 // sync refreshes the float32 copy of the parameters that the products
 // read, which an optimiser may have changed since the last pass.
 func (n *Net) sync() {
-	par.Chunks(len(n.params), syncParams, func(lo, hi int) {
-		f32.Convert(n.p32[lo:hi], n.params[lo:hi])
-	})
+	par.Chunks(len(n.params), syncParams, n.syncRange)
 }
 
-// run runs the batch loaded in n.x (with its rows' squared norms in
-// n.inSq) through every layer.
+// syncRange refreshes parameters lo…hi−1 of the float32 copy.
+func (n *Net) syncRange(lo, hi int) { f32.Convert(n.p32[lo:hi], n.params[lo:hi]) }
+
+// run runs the batch loaded in n.x by load (with its rows' squared norms
+// in n.inSq, and the float32 parameters refreshed) through every layer.
 func (n *Net) run(train bool, r *rng.Rand) matrix {
-	n.sync()
 	if d, ok := n.layers[0].(*dense); ok {
 		d.xSq = n.inSq
 	}
