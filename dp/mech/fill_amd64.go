@@ -16,5 +16,5 @@ var fillAVX = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL &
 // w, when dst is full, or before a word that fastWord does not decide.
 //
 //go:noescape
-func fillAVX512(lanes *[tableSize]uint32, sub *[4 * tableSize]uint32, offMask, subShift, wBits uint64,
+func fillAVX512(pairs *[4 * tableSize]uint64, sub *[4 * tableSize]uint32, offMask, subShift, wBits uint64,
 	w []uint64, dst []float64, step, grid, inv float64, op int) (words, outs int)

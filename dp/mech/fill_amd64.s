@@ -2,30 +2,39 @@
 
 #include "textflag.h"
 
-// func fillAVX512(lanes *[1024]uint32, sub *[4096]uint32, offMask, subShift, wBits uint64,
+// func fillAVX512(pairs *[4096]uint64, sub *[4096]uint32, offMask, subShift, wBits uint64,
 //	w []uint64, dst []float64, step, grid, inv float64, op int) (words, outs int)
 //
 // Eight words u per group, one per lane, as fastWord computes them:
 //
-//	j = u>>54, coin = u>>38 & 0xffff, e = lanes[j] (alias[j] | prob[j]<<10),
-//	item = coin >= e>>10 ? e & 0x3ff : j, off = u & offMask,
-//	s = sub[item<<2 | off>>subShift], n = item<<wBits | off, v16 = u>>22 & 0xffff,
-//	accept: v16 < s&0xffff and n != 0; reject: v16 > s>>16; else slow,
+//	j = u>>54, coin = u>>38 & 0xffff, off = u & offMask, q = off>>subShift,
+//	e = pairs[j<<2 | q] (lowJ | lowA<<16 | (alias[j]^j)<<32 | P<<48),
+//	alias when coin >= P: item = j ^ (alias[j]^j), low = lowA; else item = j, low = lowJ,
+//	n = item<<wBits | off, v16 = u>>22 & 0xffff,
+//	accept: v16 < low and n != 0; reject: v16 > s>>16, s = sub[item<<2 | q]; else slow,
 //	X = n, negated when bit 21 of u is set.
 //
-// Lanes before the first slow one are consumed (all eight when none is
-// slow, fewer at the end of w); when dst cannot take all their accepted
-// values, the group ends just after the lane of the last value dst takes.
-// The accepted values step·X are compressed in lane order into dst (op 0),
-// added to it (op 1), or added to grid·round(dst·inv) (op 2, round half
-// away from zero as t + trunc(2(v − t)), t = trunc(v)). The function
-// returns after a group that stopped at a slow lane, so that Go decides
-// that word next.
+// (P is prob[j] capped at 0xffff; a bucket with prob[j] = 2^16 has lowA = lowJ
+// and alias[j]^j = 0, so its coin = 0xffff lane gets j as fastWord does.)
 //
-// Registers: AX lanes, BX sub, SI next word, CX words left, DI next dst,
-// DX room left in dst, R8 words consumed, R9 values written, R10 lanes of the group.
+// The fast loop takes a group whose eight lanes all accept (about 96 % of
+// them) with one table gather and stores its eight values. Any other group,
+// or one with fewer than eight words left in w or slots in dst, goes to the
+// careful group below, which classifies each lane exactly (a second gather,
+// of sub, for the reject bound): lanes before the first slow one are
+// consumed (all eight when none is slow, fewer at the end of w); when dst
+// cannot take all their accepted values, the group ends just after the lane
+// of the last value dst takes. The accepted values step·X are compressed in
+// lane order into dst (op 0), added to it (op 1), or added to
+// grid·round(dst·inv) (op 2, round half away from zero as t + trunc(2(v − t)),
+// t = trunc(v)). The function returns after a group that stopped at a slow
+// lane, so that Go decides that word next.
+//
+// Registers: AX pairs, BX sub, SI next word, CX words left, DI next dst,
+// DX room left in dst, R8 words consumed, R9 values written, R10 lanes of
+// the group, R14 op.
 TEXT ·fillAVX512(SB), NOSPLIT, $0-136
-	MOVQ lanes+0(FP), AX
+	MOVQ pairs+0(FP), AX
 	MOVQ sub+8(FP), BX
 	VPBROADCASTQ offMask+16(FP), Z31
 	MOVQ subShift+24(FP), R11
@@ -39,12 +48,78 @@ TEXT ·fillAVX512(SB), NOSPLIT, $0-136
 	VBROADCASTSD step+88(FP), Z27
 	VBROADCASTSD grid+96(FP), Z25
 	VBROADCASTSD inv+104(FP), Z24
+	MOVQ op+112(FP), R14
 	MOVQ $0xffff, R11
 	VPBROADCASTQ R11, Z28
 	MOVQ $0x3ff, R11
 	VPBROADCASTQ R11, Z26
+	MOVQ $0x8000000000000000, R11
+	VPBROADCASTQ R11, Z23
 	XORQ R8, R8
 	XORQ R9, R9
+
+fast:
+	CMPQ CX, $8
+	JLO  group
+	CMPQ DX, $8
+	JLO  group
+	VMOVDQU64 (SI), Z0               // u
+	VPSRLQ    $54, Z0, Z1            // j
+	VPANDQ    Z31, Z0, Z6            // off
+	VPSRLQ    X30, Z6, Z7
+	VPSLLQ    $2, Z1, Z8
+	VPORQ     Z7, Z8, Z8             // j<<2 | off>>subShift
+	KXNORB    K2, K2, K2
+	VPGATHERQQ (AX)(Z8*8), K2, Z9    // lowJ | lowA<<16 | (alias^j)<<32 | P<<48
+	VPSRLQ    $38, Z0, Z2
+	VPANDQ    Z28, Z2, Z2            // coin
+	VPSRLQ    $48, Z9, Z4            // P
+	VPCMPUQ   $5, Z4, Z2, K3         // coin >= P: alias
+	VPSRLQ    $32, Z9, Z5
+	VPANDQ    Z26, Z5, Z5            // alias^j
+	VPXORQ    Z5, Z1, K3, Z1         // item
+	VPSRLQ    $16, Z9, K3, Z9        // lowA in the alias lanes
+	VPANDQ    Z28, Z9, Z10           // low
+	VPSRLQ    $22, Z0, Z13
+	VPANDQ    Z28, Z13, Z13          // v16
+	VPSLLQ    X29, Z1, Z12
+	VPORQ     Z6, Z12, Z12           // n
+	VPCMPUQ   $1, Z10, Z13, K4       // v16 < low
+	VPTESTMQ  Z12, Z12, K4, K4       // and n != 0
+	KORTESTB  K4, K4
+	JCC       group                  // a lane that does not accept: the careful group
+
+	// y = ±step·float64(n), the sign from bit 21 of u.
+	VCVTQQ2PD  Z12, Z15
+	VMULPD     Z27, Z15, Z15
+	VPSLLQ     $42, Z0, Z14
+	VPTERNLOGQ $0x78, Z23, Z14, Z15  // y ^ (u<<42 & sign bit)
+	CMPQ       R14, $1
+	JLO        faststore
+	JEQ        fastadd
+	VMOVUPD    (DI), Z17             // op 2: y + grid·round(dst·inv)
+	VMULPD     Z24, Z17, Z17
+	VRNDSCALEPD $3, Z17, Z18
+	VSUBPD     Z18, Z17, Z17
+	VADDPD     Z17, Z17, Z17
+	VRNDSCALEPD $3, Z17, Z17
+	VADDPD     Z17, Z18, Z18
+	VMULPD     Z25, Z18, Z18
+	VADDPD     Z18, Z15, Z15
+	JMP        faststore
+
+fastadd:
+	VADDPD (DI), Z15, Z15
+
+faststore:
+	VMOVUPD Z15, (DI)
+	ADDQ    $64, SI
+	SUBQ    $8, CX
+	ADDQ    $8, R8
+	ADDQ    $64, DI
+	SUBQ    $8, DX
+	ADDQ    $8, R9
+	JMP     fast
 
 group:
 	TESTQ CX, CX
@@ -61,29 +136,32 @@ group:
 	KMOVB   R11, K1
 	VMOVDQU64.Z (SI), K1, Z0        // u
 
-	// item: bucket j, or its alias when coin >= prob[j].
+	// item and low as in the fast loop, in the lanes of K1.
 	VPSRLQ     $54, Z0, Z1          // j
-	VPSRLQ     $38, Z0, Z2
-	VPANDQ     Z28, Z2, Z2          // coin
-	KMOVB      K1, K2
-	VPXORD     Y3, Y3, Y3
-	VPGATHERQD (AX)(Z1*4), K2, Y3   // alias | prob<<10
-	VPMOVZXDQ  Y3, Z3
-	VPSRLQ     $10, Z3, Z4          // prob
-	VPCMPUQ    $5, Z4, Z2, K1, K3   // coin >= prob
-	VPANDQ     Z26, Z3, Z3          // alias
-	VMOVDQA64  Z3, K3, Z1           // item
-
-	// The quarter block's squeezes s and the proposal n.
 	VPANDQ     Z31, Z0, Z6          // off
 	VPSRLQ     X30, Z6, Z7
+	VPSLLQ     $2, Z1, Z8
+	VPORQ      Z7, Z8, Z8           // j<<2 | off>>subShift
+	KMOVB      K1, K2
+	VPXORQ     Z9, Z9, Z9
+	VPGATHERQQ (AX)(Z8*8), K2, Z9
+	VPSRLQ     $38, Z0, Z2
+	VPANDQ     Z28, Z2, Z2          // coin
+	VPSRLQ     $48, Z9, Z4          // P
+	VPCMPUQ    $5, Z4, Z2, K1, K3   // coin >= P: alias
+	VPSRLQ     $32, Z9, Z5
+	VPANDQ     Z26, Z5, Z5          // alias^j
+	VPXORQ     Z5, Z1, K3, Z1       // item
+	VPSRLQ     $16, Z9, K3, Z9      // lowA in the alias lanes
+	VPANDQ     Z28, Z9, Z10         // low
+
+	// The quarter block's high squeeze and the proposal n.
 	VPSLLQ     $2, Z1, Z8
 	VPORQ      Z7, Z8, Z8           // item<<2 | off>>subShift
 	KMOVB      K1, K2
 	VPXORD     Y9, Y9, Y9
 	VPGATHERQD (BX)(Z8*4), K2, Y9
 	VPMOVZXDQ  Y9, Z9
-	VPANDQ     Z28, Z9, Z10         // low squeeze
 	VPSRLQ     $16, Z9, Z11         // high squeeze − 1
 	VPSLLQ     X29, Z1, Z12
 	VPORQ      Z6, Z12, Z12         // n
@@ -125,19 +203,16 @@ trimmed:
 	MOVQ   DX, R15
 
 values:
-	// X = n, negated for the sign bit (bit 21); y = step·float64(X).
-	VPSLLQ      $42, Z0, Z14
-	VPSRAQ      $63, Z14, Z14
-	VPXORQ      Z14, Z12, Z15
-	VPSUBQ      Z14, Z15, Z15
-	VCVTQQ2PD   Z15, Z15
+	VCVTQQ2PD   Z12, Z15
 	VMULPD      Z27, Z15, Z15
+	VPSLLQ      $42, Z0, Z14
+	VPTERNLOGQ  $0x78, Z23, Z14, Z15 // ±step·float64(n)
 	KMOVB       R13, K4
 	VCOMPRESSPD Z15, K4, Z16        // accepted values in lane order
 	MOVQ        $0xff, R11
 	BZHIQ       R15, R11, R11
 	KMOVB       R11, K5             // the R15 slots of dst they go to
-	CMPQ        op+112(FP), $1
+	CMPQ        R14, $1
 	JLO         store
 	JEQ         add
 	VMOVUPD.Z   (DI), K5, Z17       // op 2: y + grid·round(dst·inv)
@@ -164,7 +239,7 @@ store:
 	SUBQ    R15, DX
 	ADDQ    R15, R9
 	TESTQ   R12, R12
-	JEQ     group
+	JEQ     fast
 
 done:
 	MOVQ R8, words+120(FP)

@@ -60,7 +60,7 @@ type tableGauss struct {
 	offMask      uint64                // 2^min(wBits, offsetBits) − 1
 	oneWord      bool                  // wBits ≤ offsetBits: fill's fast path applies
 	fast         [tableSize]uint64     // item j | alias[j]<<32 (buildFast)
-	lanes        [tableSize]uint32     // alias[j] | prob[j]<<10, for fillAVX512
+	pairs        [4 * tableSize]uint64 // per bucket and quarter, for fillAVX512 (buildPairs)
 	subShift     uint                  // offset >> subShift is the quarter of a bulk block
 	sub          [4 * tableSize]uint32 // per item and quarter: ⌊2^16·ρ_low⌋ | (⌈2^16·ρ_high⌉ − 1)<<16
 	weight       [tableSize]uint64     // slow paths only from here on
@@ -310,9 +310,30 @@ func (g *tableGauss) buildFast() {
 	g.oneWord = g.wBits <= offsetBits
 	for j := range uint64(tableSize) {
 		g.fast[j] = j | uint64(g.alias[j])<<32
-		g.lanes[j] = uint32(g.alias[j]) | g.prob[j]<<10
 	}
 	g.buildSub()
+	g.buildPairs()
+}
+
+// buildPairs packs, for bucket j and quarter q, what fillAVX512's fast
+// loop needs from one table read: the low squeezes of quarter q of item j
+// (bits 0–15) and of item alias[j] (16–31), alias[j] XOR j (32–41) and
+// the alias threshold P = prob[j] (48–63). P has 16 bits, so a bucket
+// with prob[j] = 2^16, which never takes its alias, gets P = 2^16 − 1 and
+// its own item and squeeze on both sides: a coin of 2^16 − 1 then picks j
+// as it should.
+func (g *tableGauss) buildPairs() {
+	for j := range uint64(tableSize) {
+		a, p := uint64(g.alias[j]), uint64(g.prob[j])
+		if p == 1<<coinBits {
+			a, p = j, 1<<coinBits-1
+		}
+		for q := range uint64(4) {
+			lowJ := uint64(g.sub[j<<2|q]) & (1<<squeezeBits - 1)
+			lowA := uint64(g.sub[a<<2|q]) & (1<<squeezeBits - 1)
+			g.pairs[j<<2|q] = lowJ | lowA<<16 | (a^j)<<32 | p<<48
+		}
+	}
 }
 
 // fill sets dst[i] to step·X_i, or adds it when add is true, with
@@ -408,7 +429,10 @@ const (
 // fillVector is fill's loop (g.oneWord only) for CPUs with AVX-512, and
 // with op = fillRound AddTo's too. fillAVX512 runs the common path eight
 // words at a time: fillGo's fast path (fastWord) in every lane, the
-// accepted lanes' values stored in order (compressed). It stops at the
+// accepted lanes' values stored in order (compressed). A group whose eight
+// lanes all accept, the common case, costs one table gather (pairs: both
+// of the bucket's items' squeezes and its alias coin in one word); only
+// the other groups read sub for the reject bound. It stops at the
 // first word that fillGo would pass to fromWord, at the end of
 // q's block, or when dst is full, so that the words it consumes are
 // exactly those the scalar loop would consume; the scalar loop (fillGo)
@@ -432,7 +456,7 @@ func (g *tableGauss) fillVector(b *bitbuf, q *wordQueue, dst []float64, step flo
 			b.r.Fill(q.w[:])
 			q.k = 0
 		}
-		words, outs := fillAVX512(&g.lanes, &g.sub, g.offMask, uint64(g.subShift), uint64(g.wBits),
+		words, outs := fillAVX512(&g.pairs, &g.sub, g.offMask, uint64(g.subShift), uint64(g.wBits),
 			q.w[q.k:], dst[i:], step, grid, inv, op)
 		q.k += words
 		if i += outs; i == len(dst) || q.k == wordBlock {
