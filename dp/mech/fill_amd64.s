@@ -8,7 +8,7 @@
 // Eight words u per group, one per lane, as fastWord computes them:
 //
 //	j = u>>54, coin = u>>38 & 0xffff, off = u & offMask, q = off>>subShift,
-//	e = pairs[j<<2 | q] (lowJ | lowA<<16 | (alias[j]^j)<<32 | P<<48),
+//	e = pairs[j<<2 | q] (alias[j]^j | lowA<<16 | lowJ<<32 | P<<48),
 //	alias when coin >= P: item = j ^ (alias[j]^j), low = lowA; else item = j, low = lowJ,
 //	n = item<<wBits | off, v16 = u>>22 & 0xffff,
 //	accept: v16 < low and n != 0; reject: v16 > s>>16, s = sub[item<<2 | q]; else slow,
@@ -16,6 +16,11 @@
 //
 // (P is prob[j] capped at 0xffff; a bucket with prob[j] = 2^16 has lowA = lowJ
 // and alias[j]^j = 0, so its coin = 0xffff lane gets j as fastWord does.)
+// The 16-bit comparisons are made on whole words, the two fields moved to
+// the top: coin ≥ P is coin<<48 | (2^48 − 1) ≥ e, v16 < low is
+// v16<<48 | (2^48 − 1) < low<<48 | r for any r < 2^48 (ties go the right
+// way because the left side's low bits are all ones), and v16 > high − 1
+// likewise with (high − 1)<<48 | (2^48 − 1).
 //
 // The fast loop takes a group whose eight lanes all accept (about 96 % of
 // them) with one table gather and stores its eight values. Any other group,
@@ -49,8 +54,8 @@ TEXT ·fillAVX512(SB), NOSPLIT, $0-136
 	VBROADCASTSD grid+96(FP), Z25
 	VBROADCASTSD inv+104(FP), Z24
 	MOVQ op+112(FP), R14
-	MOVQ $0xffff, R11
-	VPBROADCASTQ R11, Z28
+	MOVQ $0xffffffffffff, R11
+	VPBROADCASTQ R11, Z22
 	MOVQ $0x3ff, R11
 	VPBROADCASTQ R11, Z26
 	MOVQ $0x8000000000000000, R11
@@ -70,18 +75,16 @@ fast:
 	VPSLLQ    $2, Z1, Z8
 	VPORQ     Z7, Z8, Z8             // j<<2 | off>>subShift
 	KXNORB    K2, K2, K2
-	VPGATHERQQ (AX)(Z8*8), K2, Z9    // lowJ | lowA<<16 | (alias^j)<<32 | P<<48
-	VPSRLQ    $38, Z0, Z2
-	VPANDQ    Z28, Z2, Z2            // coin
-	VPSRLQ    $48, Z9, Z4            // P
-	VPCMPUQ   $5, Z4, Z2, K3         // coin >= P: alias
-	VPSRLQ    $32, Z9, Z5
-	VPANDQ    Z26, Z5, Z5            // alias^j
+	VPGATHERQQ (AX)(Z8*8), K2, Z9    // alias^j | lowA<<16 | lowJ<<32 | P<<48
+	VPSLLQ    $10, Z0, Z2
+	VPORQ     Z22, Z2, Z2            // coin<<48 | (2^48 − 1)
+	VPCMPUQ   $5, Z9, Z2, K3         // coin >= P: alias
+	VPANDQ    Z26, Z9, Z5            // alias^j
 	VPXORQ    Z5, Z1, K3, Z1         // item
-	VPSRLQ    $16, Z9, K3, Z9        // lowA in the alias lanes
-	VPANDQ    Z28, Z9, Z10           // low
-	VPSRLQ    $22, Z0, Z13
-	VPANDQ    Z28, Z13, Z13          // v16
+	VPSLLQ    $16, Z9, Z10
+	VPSLLQ    $32, Z9, K3, Z10       // low<<48 | less than 2^48
+	VPSLLQ    $26, Z0, Z13
+	VPORQ     Z22, Z13, Z13          // v16<<48 | (2^48 − 1)
 	VPSLLQ    X29, Z1, Z12
 	VPORQ     Z6, Z12, Z12           // n
 	VPCMPUQ   $1, Z10, Z13, K4       // v16 < low
@@ -145,15 +148,13 @@ group:
 	KMOVB      K1, K2
 	VPXORQ     Z9, Z9, Z9
 	VPGATHERQQ (AX)(Z8*8), K2, Z9
-	VPSRLQ     $38, Z0, Z2
-	VPANDQ     Z28, Z2, Z2          // coin
-	VPSRLQ     $48, Z9, Z4          // P
-	VPCMPUQ    $5, Z4, Z2, K1, K3   // coin >= P: alias
-	VPSRLQ     $32, Z9, Z5
-	VPANDQ     Z26, Z5, Z5          // alias^j
+	VPSLLQ     $10, Z0, Z2
+	VPORQ      Z22, Z2, Z2          // coin<<48 | (2^48 − 1)
+	VPCMPUQ    $5, Z9, Z2, K1, K3   // coin >= P: alias
+	VPANDQ     Z26, Z9, Z5          // alias^j
 	VPXORQ     Z5, Z1, K3, Z1       // item
-	VPSRLQ     $16, Z9, K3, Z9      // lowA in the alias lanes
-	VPANDQ     Z28, Z9, Z10         // low
+	VPSLLQ     $16, Z9, Z10
+	VPSLLQ     $32, Z9, K3, Z10     // low<<48 | less than 2^48
 
 	// The quarter block's high squeeze and the proposal n.
 	VPSLLQ     $2, Z1, Z8
@@ -162,11 +163,12 @@ group:
 	VPXORD     Y9, Y9, Y9
 	VPGATHERQD (BX)(Z8*4), K2, Y9
 	VPMOVZXDQ  Y9, Z9
-	VPSRLQ     $16, Z9, Z11         // high squeeze − 1
+	VPSLLQ     $32, Z9, Z11
+	VPORQ      Z22, Z11, Z11        // (high squeeze − 1)<<48 | (2^48 − 1)
 	VPSLLQ     X29, Z1, Z12
 	VPORQ      Z6, Z12, Z12         // n
-	VPSRLQ     $22, Z0, Z13
-	VPANDQ     Z28, Z13, Z13        // v16
+	VPSLLQ     $26, Z0, Z13
+	VPORQ      Z22, Z13, Z13        // v16<<48 | (2^48 − 1)
 
 	// Verdicts: R13 accepted lanes, R12 slow ones.
 	VPCMPUQ  $1, Z10, Z13, K1, K4   // v16 < low

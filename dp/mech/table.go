@@ -316,9 +316,9 @@ func (g *tableGauss) buildFast() {
 }
 
 // buildPairs packs, for bucket j and quarter q, what fillAVX512's fast
-// loop needs from one table read: the low squeezes of quarter q of item j
-// (bits 0–15) and of item alias[j] (16–31), alias[j] XOR j (32–41) and
-// the alias threshold P = prob[j] (48–63). P has 16 bits, so a bucket
+// loop needs from one table read: alias[j] XOR j (bits 0–9), the low
+// squeezes of quarter q of item alias[j] (16–31) and of item j (32–47),
+// and the alias threshold P = prob[j] (48–63). P has 16 bits, so a bucket
 // with prob[j] = 2^16, which never takes its alias, gets P = 2^16 − 1 and
 // its own item and squeeze on both sides: a coin of 2^16 − 1 then picks j
 // as it should.
@@ -331,7 +331,7 @@ func (g *tableGauss) buildPairs() {
 		for q := range uint64(4) {
 			lowJ := uint64(g.sub[j<<2|q]) & (1<<squeezeBits - 1)
 			lowA := uint64(g.sub[a<<2|q]) & (1<<squeezeBits - 1)
-			g.pairs[j<<2|q] = lowJ | lowA<<16 | (a^j)<<32 | p<<48
+			g.pairs[j<<2|q] = a^j | lowA<<16 | lowJ<<32 | p<<48
 		}
 	}
 }
