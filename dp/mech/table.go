@@ -331,7 +331,7 @@ func (g *tableGauss) buildPairs() {
 		for q := range uint64(4) {
 			lowJ := uint64(g.sub[j<<2|q]) & (1<<squeezeBits - 1)
 			lowA := uint64(g.sub[a<<2|q]) & (1<<squeezeBits - 1)
-			g.pairs[j<<2|q] = a^j | lowA<<16 | lowJ<<32 | p<<48
+			g.pairs[j<<2|q] = a ^ j | lowA<<16 | lowJ<<32 | p<<48
 		}
 	}
 }
