@@ -3,7 +3,7 @@
 #include "textflag.h"
 
 // func fillAVX512(pairs *[4096]uint64, sub *[4096]uint32, offMask, subShift, wBits uint64,
-//	w []uint64, dst []float64, step, grid, inv float64, op int) (words, outs int)
+//	w []uint64, dst []float64, step, grid, inv float64, op int, src, pre []float64) (words, outs int)
 //
 // Eight words u per group, one per lane, as fastWord computes them:
 //
@@ -31,14 +31,15 @@
 // cannot take all their accepted values, the group ends just after the lane
 // of the last value dst takes. The accepted values step·X are compressed in
 // lane order into dst (op 0), added to it (op 1), or added to
-// grid·round(dst·inv) (op 2, round half away from zero as t + trunc(2(v − t)),
-// t = trunc(v)). The function returns after a group that stopped at a slow
+// grid·round(src·inv) (op 2, round half away from zero as t + trunc(2(v − t)),
+// t = trunc(v)); op 3 is op 2 and then adds the value written to pre.
+// src and pre are read (and pre written) at dst's indices. The function returns after a group that stopped at a slow
 // lane, so that Go decides that word next.
 //
 // Registers: AX pairs, BX sub, SI next word, CX words left, DI next dst,
-// DX room left in dst, R8 words consumed, R9 values written, R10 lanes of
-// the group, R14 op.
-TEXT ·fillAVX512(SB), NOSPLIT, $0-136
+// DX room left in dst, R8 src − dst, R9 pre − dst, R10 lanes of the
+// group, R14 op.
+TEXT ·fillAVX512(SB), NOSPLIT, $0-184
 	MOVQ pairs+0(FP), AX
 	MOVQ sub+8(FP), BX
 	VPBROADCASTQ offMask+16(FP), Z31
@@ -60,8 +61,10 @@ TEXT ·fillAVX512(SB), NOSPLIT, $0-136
 	VPBROADCASTQ R11, Z26
 	MOVQ $0x8000000000000000, R11
 	VPBROADCASTQ R11, Z23
-	XORQ R8, R8
-	XORQ R9, R9
+	MOVQ src_base+120(FP), R8
+	SUBQ DI, R8
+	MOVQ pre_base+144(FP), R9
+	SUBQ DI, R9
 
 fast:
 	CMPQ CX, $8
@@ -100,7 +103,7 @@ fast:
 	CMPQ       R14, $1
 	JLO        faststore
 	JEQ        fastadd
-	VMOVUPD    (DI), Z17             // op 2: y + grid·round(dst·inv)
+	VMOVUPD    (DI)(R8*1), Z17       // ops 2, 3: y + grid·round(src·inv)
 	VMULPD     Z24, Z17, Z17
 	VRNDSCALEPD $3, Z17, Z18
 	VSUBPD     Z18, Z17, Z17
@@ -109,6 +112,10 @@ fast:
 	VADDPD     Z17, Z18, Z18
 	VMULPD     Z25, Z18, Z18
 	VADDPD     Z18, Z15, Z15
+	CMPQ       R14, $3
+	JNE        faststore
+	VADDPD     (DI)(R9*1), Z15, Z19  // op 3: pre + that
+	VMOVUPD    Z19, (DI)(R9*1)
 	JMP        faststore
 
 fastadd:
@@ -118,10 +125,8 @@ faststore:
 	VMOVUPD Z15, (DI)
 	ADDQ    $64, SI
 	SUBQ    $8, CX
-	ADDQ    $8, R8
 	ADDQ    $64, DI
 	SUBQ    $8, DX
-	ADDQ    $8, R9
 	JMP     fast
 
 group:
@@ -217,7 +222,7 @@ values:
 	CMPQ        R14, $1
 	JLO         store
 	JEQ         add
-	VMOVUPD.Z   (DI), K5, Z17       // op 2: y + grid·round(dst·inv)
+	VMOVUPD.Z   (DI)(R8*1), K5, Z17 // ops 2, 3: y + grid·round(src·inv)
 	VMULPD      Z24, Z17, Z17
 	VRNDSCALEPD $3, Z17, Z18        // t = trunc(v)
 	VSUBPD      Z18, Z17, Z17
@@ -226,6 +231,11 @@ values:
 	VADDPD      Z17, Z18, Z18       // t + trunc(2(v − t))
 	VMULPD      Z25, Z18, Z18
 	VADDPD      Z18, Z16, Z16
+	CMPQ        R14, $3
+	JNE         store
+	VMOVUPD.Z   (DI)(R9*1), K5, Z19 // op 3: pre + that
+	VADDPD      Z16, Z19, Z19
+	VMOVUPD     Z19, K5, (DI)(R9*1)
 	JMP         store
 
 add:
@@ -236,15 +246,17 @@ store:
 	VMOVUPD Z16, K5, (DI)
 	LEAQ    (SI)(R10*8), SI
 	SUBQ    R10, CX
-	ADDQ    R10, R8
 	LEAQ    (DI)(R15*8), DI
 	SUBQ    R15, DX
-	ADDQ    R15, R9
 	TESTQ   R12, R12
 	JEQ     fast
 
 done:
-	MOVQ R8, words+120(FP)
-	MOVQ R9, outs+128(FP)
+	SUBQ w_base+40(FP), SI
+	SHRQ $3, SI
+	MOVQ SI, words+168(FP)
+	SUBQ dst_base+64(FP), DI
+	SHRQ $3, DI
+	MOVQ DI, outs+176(FP)
 	VZEROUPPER
 	RET

@@ -418,12 +418,15 @@ func (g *tableGauss) fillGo(b *bitbuf, q *wordQueue, dst []float64, step float64
 
 // What fillVector does with dst[i], given the draw's value y = step·X:
 // set it to y, add y to it, or (fillRound) replace it by
-// y + grid·round(dst[i]/grid), AddTo's rounding to the grid and its noise
-// in one pass.
+// y + grid·round(src[i]/grid), AddTo's rounding to the grid and its noise
+// in one pass (src is dst itself, except in fillVectorFrom); fillTree is
+// fillRound and then pre[i] += dst[i], a tree node's release and its
+// prefix update in the same pass (Tree.Flush).
 const (
 	fillSet = iota
 	fillAdd
 	fillRound
+	fillTree
 )
 
 // fillVector is fill's loop (g.oneWord only) for CPUs with AVX-512, and
@@ -447,8 +450,22 @@ const (
 // inverse, and round half away from zero is t + trunc(2(v − t)) with
 // t = trunc(v), both exact).
 func (g *tableGauss) fillVector(b *bitbuf, q *wordQueue, dst []float64, step float64, op int, grid float64) {
-	var inv float64
+	var src []float64
 	if op == fillRound {
+		src = dst
+	}
+	g.fillVectorFrom(b, q, dst, step, op, grid, src, nil)
+}
+
+// fillVectorFrom is fillVector with fillRound's and fillTree's input read
+// from src, and fillTree's prefix pre (both of dst's length; nil for the
+// other ops): dst[i] = y + grid·round(src[i]/grid), then, for fillTree,
+// pre[i] += dst[i]. Each coordinate is the same float64 operations in the
+// same order as Tree.Flush's separate passes (copy, roundTo, adding the
+// noise, adding dst to pre), so the values are theirs bit for bit.
+func (g *tableGauss) fillVectorFrom(b *bitbuf, q *wordQueue, dst []float64, step float64, op int, grid float64, src, pre []float64) {
+	var inv float64
+	if op >= fillRound {
 		inv = 1 / grid
 	}
 	for i := 0; i < len(dst); {
@@ -456,18 +473,28 @@ func (g *tableGauss) fillVector(b *bitbuf, q *wordQueue, dst []float64, step flo
 			b.r.Fill(q.w[:])
 			q.k = 0
 		}
+		var s, p []float64
+		if op >= fillRound {
+			s = src[i:]
+		}
+		if op == fillTree {
+			p = pre[i:]
+		}
 		words, outs := fillAVX512(&g.pairs, &g.sub, g.offMask, uint64(g.subShift), uint64(g.wBits),
-			q.w[q.k:], dst[i:], step, grid, inv, op)
+			q.w[q.k:], dst[i:], step, grid, inv, op, s, p)
 		q.k += words
 		if i += outs; i == len(dst) || q.k == wordBlock {
 			continue
 		}
 		// q.w[q.k] needs the slow path: the Go loop places the next value
-		// (AddTo's rounding first, in fillRound).
-		if op == fillRound {
-			dst[i] = float64(grid * math.Round(dst[i]*inv))
+		// (AddTo's rounding first, in fillRound and fillTree).
+		if op >= fillRound {
+			dst[i] = float64(grid * math.Round(src[i]*inv))
 		}
 		g.fillGo(b, q, dst[i:i+1], step, op != fillSet)
+		if op == fillTree {
+			pre[i] += dst[i]
+		}
 		i++
 	}
 }

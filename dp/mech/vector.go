@@ -296,6 +296,14 @@ func (s *NoiseStream) roundAdd(v []float64) {
 	s.next(v, true)
 }
 
+// roundAddTree is the tree's release of a node in one pass, where the
+// fill can round (roundsInFill): out = g·(round(node/g) + Y) and
+// pre += out, the same values as copy(out, node), roundAdd(out), then
+// adding out to pre.
+func (s *NoiseStream) roundAddTree(out, node, pre []float64) {
+	s.m.dg.tab.fillVectorFrom(&s.b, s.q, out, s.m.g, fillTree, s.m.g, node, pre)
+}
+
 // roundsInFill says whether AddTo can leave the rounding of v to the
 // grid to the AVX-512 fill (fillRound): a bulk stream on the table's fast
 // path, with a grid step whose inverse is exact (a power of two, as
