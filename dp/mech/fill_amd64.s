@@ -3,7 +3,7 @@
 #include "textflag.h"
 
 // func fillAVX512(pairs *[4096]uint64, sub *[4096]uint32, offMask, subShift, wBits uint64,
-//	w []uint64, dst []float64, step, grid, inv float64, op int, src, pre []float64) (words, outs int)
+//	w []uint64, dst []float64, step, grid, inv float64, op int, src, pre, lev, levPre []float64) (words, outs int)
 //
 // Eight words u per group, one per lane, as fastWord computes them:
 //
@@ -32,14 +32,16 @@
 // of the last value dst takes. The accepted values step·X are compressed in
 // lane order into dst (op 0), added to it (op 1), or added to
 // grid·round(src·inv) (op 2, round half away from zero as t + trunc(2(v − t)),
-// t = trunc(v)); op 3 is op 2 and then adds the value written to pre.
-// src and pre are read (and pre written) at dst's indices. The function returns after a group that stopped at a slow
+// t = trunc(v)); op 3 is op 2 and then adds the value written to pre;
+// op 4 is op 3 after src += lev and pre −= levPre (a tree's last lower
+// level, see fillVectorFrom). src, pre, lev and levPre are read (src and
+// pre written) at dst's indices. The function returns after a group that stopped at a slow
 // lane, so that Go decides that word next.
 //
 // Registers: AX pairs, BX sub, SI next word, CX words left, DI next dst,
 // DX room left in dst, R8 src − dst, R9 pre − dst, R10 lanes of the
 // group, R14 op.
-TEXT ·fillAVX512(SB), NOSPLIT, $0-184
+TEXT ·fillAVX512(SB), NOSPLIT, $0-232
 	MOVQ pairs+0(FP), AX
 	MOVQ sub+8(FP), BX
 	VPBROADCASTQ offMask+16(FP), Z31
@@ -103,7 +105,16 @@ fast:
 	CMPQ       R14, $1
 	JLO        faststore
 	JEQ        fastadd
-	VMOVUPD    (DI)(R8*1), Z17       // ops 2, 3: y + grid·round(src·inv)
+	VMOVUPD    (DI)(R8*1), Z17       // ops 2–4: y + grid·round(src·inv)
+	CMPQ       R14, $4
+	JNE        fastround
+	MOVQ       DI, R13
+	SUBQ       dst_base+64(FP), R13  // the group's byte index
+	MOVQ       lev_base+168(FP), R11
+	VADDPD     (R11)(R13*1), Z17, Z17
+	VMOVUPD    Z17, (DI)(R8*1)       // op 4: src += lev
+
+fastround:
 	VMULPD     Z24, Z17, Z17
 	VRNDSCALEPD $3, Z17, Z18
 	VSUBPD     Z18, Z17, Z17
@@ -113,8 +124,14 @@ fast:
 	VMULPD     Z25, Z18, Z18
 	VADDPD     Z18, Z15, Z15
 	CMPQ       R14, $3
-	JNE        faststore
-	VADDPD     (DI)(R9*1), Z15, Z19  // op 3: pre + that
+	JLO        faststore
+	VMOVUPD    (DI)(R9*1), Z19
+	JEQ        fastpre
+	MOVQ       levPre_base+192(FP), R11
+	VSUBPD     (R11)(R13*1), Z19, Z19 // op 4: pre − levPre
+
+fastpre:
+	VADDPD     Z15, Z19, Z19         // ops 3, 4: pre + that
 	VMOVUPD    Z19, (DI)(R9*1)
 	JMP        faststore
 
@@ -222,7 +239,17 @@ values:
 	CMPQ        R14, $1
 	JLO         store
 	JEQ         add
-	VMOVUPD.Z   (DI)(R8*1), K5, Z17 // ops 2, 3: y + grid·round(src·inv)
+	VMOVUPD.Z   (DI)(R8*1), K5, Z17 // ops 2–4: y + grid·round(src·inv)
+	CMPQ        R14, $4
+	JNE         round
+	MOVQ        DI, R13
+	SUBQ        dst_base+64(FP), R13
+	MOVQ        lev_base+168(FP), R11
+	VMOVUPD.Z   (R11)(R13*1), K5, Z19
+	VADDPD      Z19, Z17, Z17
+	VMOVUPD     Z17, K5, (DI)(R8*1) // op 4: src += lev
+
+round:
 	VMULPD      Z24, Z17, Z17
 	VRNDSCALEPD $3, Z17, Z18        // t = trunc(v)
 	VSUBPD      Z18, Z17, Z17
@@ -232,9 +259,15 @@ values:
 	VMULPD      Z25, Z18, Z18
 	VADDPD      Z18, Z16, Z16
 	CMPQ        R14, $3
-	JNE         store
-	VMOVUPD.Z   (DI)(R9*1), K5, Z19 // op 3: pre + that
-	VADDPD      Z16, Z19, Z19
+	JLO         store
+	VMOVUPD.Z   (DI)(R9*1), K5, Z19
+	JEQ         pre
+	MOVQ        levPre_base+192(FP), R11
+	VMOVUPD.Z   (R11)(R13*1), K5, Z20
+	VSUBPD      Z20, Z19, Z19       // op 4: pre − levPre
+
+pre:
+	VADDPD      Z16, Z19, Z19       // ops 3, 4: pre + that
 	VMOVUPD     Z19, K5, (DI)(R9*1)
 	JMP         store
 
@@ -254,9 +287,9 @@ store:
 done:
 	SUBQ w_base+40(FP), SI
 	SHRQ $3, SI
-	MOVQ SI, words+168(FP)
+	MOVQ SI, words+216(FP)
 	SUBQ dst_base+64(FP), DI
 	SHRQ $3, DI
-	MOVQ DI, outs+176(FP)
+	MOVQ DI, outs+224(FP)
 	VZEROUPPER
 	RET

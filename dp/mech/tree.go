@@ -209,20 +209,29 @@ func (t *Tree) Flush(r *rng.Rand) ([]float64, error) {
 	// One pass in chunks that stay in cache: the node's sum, its noisy
 	// value g·(round(B/g) + Y) and the prefix update, Ŵ_t = Ŵ_{t−1} −
 	// Σ_{j<i} B̂_j + B̂_i (the 1-bits below i of t−1 are cleared in t).
-	// Where the fill rounds (roundsInFill), the last three steps are one
-	// pass of it (roundAddTree), with the same values.
+	// Where the fill rounds (roundsInFill), the last level and the last
+	// three steps are one pass of it (roundAddTree), with the same values.
 	out := t.noisy[i]
 	fused := t.noise != nil && t.stream.roundsInFill()
 	for lo := 0; lo < t.dim; lo += treeChunk {
 		hi := min(lo+treeChunk, t.dim)
 		b, o, p := node[lo:hi], out[lo:hi], t.prefix[lo:hi]
+		if fused {
+			var lev, levPre []float64
+			for j := range i {
+				if j == i-1 {
+					lev, levPre = t.exact[j][lo:hi], t.noisy[j][lo:hi]
+					break
+				}
+				addTo(b, t.exact[j][lo:hi])
+				subFrom(p, t.noisy[j][lo:hi])
+			}
+			t.stream.roundAddTree(o, b, p, lev, levPre)
+			continue
+		}
 		for j := range i {
 			addTo(b, t.exact[j][lo:hi])
 			subFrom(p, t.noisy[j][lo:hi])
-		}
-		if fused {
-			t.stream.roundAddTree(o, b, p)
-			continue
 		}
 		copy(o, b)
 		if t.noise != nil {

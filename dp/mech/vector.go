@@ -297,11 +297,16 @@ func (s *NoiseStream) roundAdd(v []float64) {
 }
 
 // roundAddTree is the tree's release of a node in one pass, where the
-// fill can round (roundsInFill): out = g·(round(node/g) + Y) and
-// pre += out, the same values as copy(out, node), roundAdd(out), then
-// adding out to pre.
-func (s *NoiseStream) roundAddTree(out, node, pre []float64) {
-	s.m.dg.tab.fillVectorFrom(&s.b, s.q, out, s.m.g, fillTree, s.m.g, node, pre)
+// fill can round (roundsInFill): node += lev and pre −= levPre when lev is
+// not nil (the last lower level), then out = g·(round(node/g) + Y) and
+// pre += out, the same values as addTo, subFrom, copy(out, node),
+// roundAdd(out), then adding out to pre.
+func (s *NoiseStream) roundAddTree(out, node, pre, lev, levPre []float64) {
+	op := fillTree
+	if lev != nil {
+		op = fillTreeLevel
+	}
+	s.m.dg.tab.fillVectorFrom(&s.b, s.q, out, s.m.g, op, s.m.g, node, pre, lev, levPre)
 }
 
 // roundsInFill says whether AddTo can leave the rounding of v to the
