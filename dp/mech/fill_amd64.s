@@ -31,12 +31,21 @@
 // cannot take all their accepted values, the group ends just after the lane
 // of the last value dst takes. The accepted values step·X are compressed in
 // lane order into dst (op 0), added to it (op 1), or added to
-// grid·round(src·inv) (op 2, round half away from zero as t + trunc(2(v − t)),
-// t = trunc(v)); op 3 is op 2 and then adds the value written to pre;
+// grid·round(src·inv) (op 2, round half away from zero, see below); op 3 is op 2 and then adds the value written to pre;
 // op 4 is op 3 after src += lev and pre −= levPre (a tree's last lower
 // level, see fillVectorFrom). src, pre, lev and levPre are read (src and
 // pre written) at dst's indices. The function returns after a group that stopped at a slow
 // lane, so that Go decides that word next.
+//
+// Round half away from zero is trunc(v + copysign(h, v)), h = 0.5 − 2^−54
+// (the double below 1/2), for every finite v; by symmetry take v ≥ 0. If
+// v < 1/2, v ≤ h and v + h ≤ 1 − 2^−53, a double: trunc gives 0. If v ≥ 2^52, v is an integer and h below half its ulp: v.
+// Otherwise v = k + f with 0 ≤ f < 1 and k + 1/2 a double of v's binade
+// (or the next power of two): f ≥ 1/2 puts v + h at or above
+// k + 1 − 2^−54, at most half an ulp below k + 1, which it rounds to (a
+// tie only at k = 0, to the even 1); f < 1/2 means v ≤ k + 1/2 − ulp(v),
+// so v + h lies below k + 1 − ulp(v), a double: trunc gives k. Signed
+// zeros come out as math.Round's (−0.3 → −0).
 //
 // Registers: AX pairs, BX sub, SI next word, CX words left, DI next dst,
 // DX room left in dst, R8 src − dst, R9 pre − dst, R10 lanes of the
@@ -63,6 +72,8 @@ TEXT ·fillAVX512(SB), NOSPLIT, $0-232
 	VPBROADCASTQ R11, Z26
 	MOVQ $0x8000000000000000, R11
 	VPBROADCASTQ R11, Z23
+	MOVQ $0x3fdfffffffffffff, R11   // h = 0.5 − 2^−54
+	VPBROADCASTQ R11, Z21
 	MOVQ src_base+120(FP), R8
 	SUBQ DI, R8
 	MOVQ pre_base+144(FP), R9
@@ -116,11 +127,10 @@ fast:
 
 fastround:
 	VMULPD     Z24, Z17, Z17
-	VRNDSCALEPD $3, Z17, Z18
-	VSUBPD     Z18, Z17, Z17
-	VADDPD     Z17, Z17, Z17
-	VRNDSCALEPD $3, Z17, Z17
-	VADDPD     Z17, Z18, Z18
+	VMOVAPD    Z21, Z18
+	VPTERNLOGQ $0xf8, Z23, Z17, Z18  // copysign(h, v)
+	VADDPD     Z18, Z17, Z17
+	VRNDSCALEPD $3, Z17, Z18         // round(v) = trunc(v + copysign(h, v))
 	VMULPD     Z25, Z18, Z18
 	VADDPD     Z18, Z15, Z15
 	CMPQ       R14, $3
@@ -251,11 +261,10 @@ values:
 
 round:
 	VMULPD      Z24, Z17, Z17
-	VRNDSCALEPD $3, Z17, Z18        // t = trunc(v)
-	VSUBPD      Z18, Z17, Z17
-	VADDPD      Z17, Z17, Z17
-	VRNDSCALEPD $3, Z17, Z17
-	VADDPD      Z17, Z18, Z18       // t + trunc(2(v − t))
+	VMOVAPD     Z21, Z18
+	VPTERNLOGQ  $0xf8, Z23, Z17, Z18 // copysign(h, v)
+	VADDPD      Z18, Z17, Z17
+	VRNDSCALEPD $3, Z17, Z18        // round(v) = trunc(v + copysign(h, v))
 	VMULPD      Z25, Z18, Z18
 	VADDPD      Z18, Z16, Z16
 	CMPQ        R14, $3
