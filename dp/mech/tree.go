@@ -206,15 +206,20 @@ func (t *Tree) Flush(r *rng.Rand) ([]float64, error) {
 		t.count[i] += t.count[j]
 	}
 	t.atoms = 0
-	// One pass in chunks that stay in cache: the node's sum, its noisy
-	// value g·(round(B/g) + Y) and the prefix update, Ŵ_t = Ŵ_{t−1} −
+	// In chunks that stay in cache: the node's sum, its noisy value
+	// g·(round(B/g) + Y) and the prefix update, Ŵ_t = Ŵ_{t−1} −
 	// Σ_{j<i} B̂_j + B̂_i (the 1-bits below i of t−1 are cleared in t).
 	// Where the fill rounds (roundsInFill), the last level and the last
-	// three steps are one pass of it (roundAddTree), with the same values.
+	// three steps are one pass of it over the whole node (roundAddTree),
+	// with the same values.
 	out := t.noisy[i]
 	fused := t.noise != nil && t.stream.roundsInFill()
-	for lo := 0; lo < t.dim; lo += treeChunk {
-		hi := min(lo+treeChunk, t.dim)
+	chunk := treeChunk
+	if fused {
+		chunk = t.dim
+	}
+	for lo := 0; lo < t.dim; lo += chunk {
+		hi := min(lo+chunk, t.dim)
 		b, o, p := node[lo:hi], out[lo:hi], t.prefix[lo:hi]
 		if fused {
 			var lev, levPre []float64
@@ -242,8 +247,9 @@ func (t *Tree) Flush(r *rng.Rand) ([]float64, error) {
 	return t.prefix, nil
 }
 
-// treeChunk is the number of coordinates Flush treats at a time: its four
-// vectors' chunks (4 KB each) stay in the L1 cache.
+// treeChunk is the number of coordinates the separate passes of Flush
+// treat at a time: their four vectors' chunks (4 KB each) stay in the L1
+// cache.
 const treeChunk = 512
 
 // checkRange checks that the node Flush is about to release at level i
