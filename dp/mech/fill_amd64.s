@@ -3,7 +3,7 @@
 #include "textflag.h"
 
 // func fillAVX512(pairs *[4096]uint64, sub *[4096]uint32, offMask, subShift, wBits uint64,
-//	w []uint64, dst []float64, step, grid, inv float64, op int, src, pre, lev, levPre []float64) (words, outs int)
+//	w []uint64, dst []float64, step, grid, inv float64, op int, src, pre []float64, levs [][]float64, levOff int) (words, outs int)
 //
 // Eight words u per group, one per lane, as fastWord computes them:
 //
@@ -32,8 +32,10 @@
 // of the last value dst takes. The accepted values step·X are compressed in
 // lane order into dst (op 0), added to it (op 1), or added to
 // grid·round(src·inv) (op 2, round half away from zero, see below); op 3 is op 2 and then adds the value written to pre;
-// op 4 is op 3 after src += lev and pre −= levPre (a tree's last lower
-// level, see fillVectorFrom). src, pre, lev and levPre are read (src and
+// op 4 is op 3 after src += levs[2k] and pre −= levs[2k+1] for each k in
+// turn (a tree's lower levels, see fillVectorFrom; levs holds at least
+// one pair, each vector read from byte levOff on). src, pre and levs are
+// read (src and
 // pre written) at dst's indices. The function returns after a group that stopped at a slow
 // lane, so that Go decides that word next.
 //
@@ -50,7 +52,7 @@
 // Registers: AX pairs, BX sub, SI next word, CX words left, DI next dst,
 // DX room left in dst, R8 src − dst, R9 pre − dst, R10 lanes of the
 // group, R14 op.
-TEXT ·fillAVX512(SB), NOSPLIT, $0-232
+TEXT ·fillAVX512(SB), NOSPLIT, $16-216
 	MOVQ pairs+0(FP), AX
 	MOVQ sub+8(FP), BX
 	VPBROADCASTQ offMask+16(FP), Z31
@@ -78,6 +80,11 @@ TEXT ·fillAVX512(SB), NOSPLIT, $0-232
 	SUBQ DI, R8
 	MOVQ pre_base+144(FP), R9
 	SUBQ DI, R9
+	MOVQ levs_len+176(FP), R11
+	LEAQ (R11)(R11*2), R11
+	SHLQ $3, R11
+	ADDQ levs_base+168(FP), R11
+	MOVQ R11, 8(SP)                 // the end of levs
 
 fast:
 	CMPQ CX, $8
@@ -119,11 +126,23 @@ fast:
 	VMOVUPD    (DI)(R8*1), Z17       // ops 2–4: y + grid·round(src·inv)
 	CMPQ       R14, $4
 	JNE        fastround
+	VMOVUPD    (DI)(R9*1), Z19       // op 4: the levels in turn
+	MOVQ       R10, 0(SP)
 	MOVQ       DI, R13
-	SUBQ       dst_base+64(FP), R13  // the group's byte index
-	MOVQ       lev_base+168(FP), R11
-	VADDPD     (R11)(R13*1), Z17, Z17
-	VMOVUPD    Z17, (DI)(R8*1)       // op 4: src += lev
+	SUBQ       dst_base+64(FP), R13
+	ADDQ       levOff+192(FP), R13   // the group's byte index in levs
+	MOVQ       levs_base+168(FP), R11
+
+fastlev:
+	MOVQ       (R11), R10
+	VADDPD     (R10)(R13*1), Z17, Z17 // src + exact node
+	MOVQ       24(R11), R10
+	VSUBPD     (R10)(R13*1), Z19, Z19 // pre − its noisy value
+	ADDQ       $48, R11
+	CMPQ       R11, 8(SP)
+	JNE        fastlev
+	MOVQ       0(SP), R10
+	VMOVUPD    Z17, (DI)(R8*1)
 
 fastround:
 	VMULPD     Z24, Z17, Z17
@@ -135,10 +154,8 @@ fastround:
 	VADDPD     Z18, Z15, Z15
 	CMPQ       R14, $3
 	JLO        faststore
+	JNE        fastpre
 	VMOVUPD    (DI)(R9*1), Z19
-	JEQ        fastpre
-	MOVQ       levPre_base+192(FP), R11
-	VSUBPD     (R11)(R13*1), Z19, Z19 // op 4: pre − levPre
 
 fastpre:
 	VADDPD     Z15, Z19, Z19         // ops 3, 4: pre + that
@@ -252,12 +269,25 @@ values:
 	VMOVUPD.Z   (DI)(R8*1), K5, Z17 // ops 2–4: y + grid·round(src·inv)
 	CMPQ        R14, $4
 	JNE         round
+	VMOVUPD.Z   (DI)(R9*1), K5, Z19 // op 4: the levels in turn
+	MOVQ        R10, 0(SP)
 	MOVQ        DI, R13
 	SUBQ        dst_base+64(FP), R13
-	MOVQ        lev_base+168(FP), R11
-	VMOVUPD.Z   (R11)(R13*1), K5, Z19
-	VADDPD      Z19, Z17, Z17
-	VMOVUPD     Z17, K5, (DI)(R8*1) // op 4: src += lev
+	ADDQ        levOff+192(FP), R13
+	MOVQ        levs_base+168(FP), R11
+
+lev:
+	MOVQ        (R11), R10
+	VMOVUPD.Z   (R10)(R13*1), K5, Z20
+	VADDPD      Z20, Z17, Z17       // src + exact node
+	MOVQ        24(R11), R10
+	VMOVUPD.Z   (R10)(R13*1), K5, Z20
+	VSUBPD      Z20, Z19, Z19       // pre − its noisy value
+	ADDQ        $48, R11
+	CMPQ        R11, 8(SP)
+	JNE         lev
+	MOVQ        0(SP), R10
+	VMOVUPD     Z17, K5, (DI)(R8*1)
 
 round:
 	VMULPD      Z24, Z17, Z17
@@ -269,11 +299,8 @@ round:
 	VADDPD      Z18, Z16, Z16
 	CMPQ        R14, $3
 	JLO         store
+	JNE         pre
 	VMOVUPD.Z   (DI)(R9*1), K5, Z19
-	JEQ         pre
-	MOVQ        levPre_base+192(FP), R11
-	VMOVUPD.Z   (R11)(R13*1), K5, Z20
-	VSUBPD      Z20, Z19, Z19       // op 4: pre − levPre
 
 pre:
 	VADDPD      Z16, Z19, Z19       // ops 3, 4: pre + that
@@ -296,9 +323,9 @@ store:
 done:
 	SUBQ w_base+40(FP), SI
 	SHRQ $3, SI
-	MOVQ SI, words+216(FP)
+	MOVQ SI, words+200(FP)
 	SUBQ dst_base+64(FP), DI
 	SHRQ $3, DI
-	MOVQ DI, outs+224(FP)
+	MOVQ DI, outs+208(FP)
 	VZEROUPPER
 	RET

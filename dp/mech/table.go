@@ -422,8 +422,8 @@ func (g *tableGauss) fillGo(b *bitbuf, q *wordQueue, dst []float64, step float64
 // in one pass (src is dst itself, except in fillVectorFrom); fillTree is
 // fillRound and then pre[i] += dst[i], a tree node's release and its
 // prefix update in the same pass (Tree.Flush); fillTreeLevel is fillTree
-// after src[i] += lev[i] and pre[i] −= levPre[i], the last of the lower
-// levels that Flush adds to the node and takes off the prefix.
+// after the lower levels that Flush adds to the node and takes off the
+// prefix: src[i] += levs[2k][i] and pre[i] −= levs[2k+1][i] for k in turn.
 const (
 	fillSet = iota
 	fillAdd
@@ -457,18 +457,19 @@ func (g *tableGauss) fillVector(b *bitbuf, q *wordQueue, dst []float64, step flo
 	if op == fillRound {
 		src = dst
 	}
-	g.fillVectorFrom(b, q, dst, step, op, grid, src, nil, nil, nil)
+	g.fillVectorFrom(b, q, dst, step, op, grid, src, nil, nil)
 }
 
 // fillVectorFrom is fillVector with the rounding ops' input read from
-// src, and the tree ops' vectors pre, lev and levPre (all of dst's length;
-// nil where the op does not use them): for fillTreeLevel src[i] += lev[i]
-// and pre[i] −= levPre[i], then dst[i] = y + grid·round(src[i]/grid),
+// src, and the tree ops' vectors pre and levs (all at least of dst's
+// length; nil where the op does not use them; levs holds pairs, at least
+// one for fillTreeLevel): for fillTreeLevel src[i] += levs[2k][i] and
+// pre[i] −= levs[2k+1][i] for k in turn, then dst[i] = y + grid·round(src[i]/grid),
 // then for the tree ops pre[i] += dst[i]. Each coordinate is the same
 // float64 operations in the same order as Tree.Flush's separate passes
 // (addTo, subFrom, copy, roundTo, adding the noise, adding dst to pre), so
 // the values are theirs bit for bit.
-func (g *tableGauss) fillVectorFrom(b *bitbuf, q *wordQueue, dst []float64, step float64, op int, grid float64, src, pre, lev, levPre []float64) {
+func (g *tableGauss) fillVectorFrom(b *bitbuf, q *wordQueue, dst []float64, step float64, op int, grid float64, src, pre []float64, levs [][]float64) {
 	var inv float64
 	if op >= fillRound {
 		inv = 1 / grid
@@ -478,18 +479,15 @@ func (g *tableGauss) fillVectorFrom(b *bitbuf, q *wordQueue, dst []float64, step
 			b.r.Fill(q.w[:])
 			q.k = 0
 		}
-		var s, p, l, lp []float64
+		var s, p []float64
 		if op >= fillRound {
 			s = src[i:]
 		}
 		if op >= fillTree {
 			p = pre[i:]
 		}
-		if op == fillTreeLevel {
-			l, lp = lev[i:], levPre[i:]
-		}
 		words, outs := fillAVX512(&g.pairs, &g.sub, g.offMask, uint64(g.subShift), uint64(g.wBits),
-			q.w[q.k:], dst[i:], step, grid, inv, op, s, p, l, lp)
+			q.w[q.k:], dst[i:], step, grid, inv, op, s, p, levs, 8*i)
 		q.k += words
 		if i += outs; i == len(dst) || q.k == wordBlock {
 			continue
@@ -497,8 +495,10 @@ func (g *tableGauss) fillVectorFrom(b *bitbuf, q *wordQueue, dst []float64, step
 		// q.w[q.k] needs the slow path: the Go loop places the next value
 		// (the lower level and AddTo's rounding first, in the ops with them).
 		if op == fillTreeLevel {
-			src[i] += lev[i]
-			pre[i] -= levPre[i]
+			for k := 0; k < len(levs); k += 2 {
+				src[i] += levs[k][i]
+				pre[i] -= levs[k+1][i]
+			}
 		}
 		if op >= fillRound {
 			dst[i] = float64(grid * math.Round(src[i]*inv))

@@ -56,6 +56,7 @@ type Tree struct {
 	count              []int           // count[i]: the number of atoms in exact[i]
 	noisy              [][]float64     // noisy[i]: its released (noisy) value
 	prefix             []float64       // Σ noisy[i] over the 1-bits i of t
+	levs               [][]float64     // Flush's scratch: exact[j], noisy[j] for the levels j below the node
 }
 
 // TreeLevels is the number of levels of the tree over steps leaves,
@@ -95,7 +96,7 @@ func newTree(steps, dim int, bound float64) (*Tree, error) {
 	levels := TreeLevels(steps)
 	t := &Tree{steps: steps, levels: levels, dim: dim, bound: bound, prefix: make([]float64, dim),
 		pending: make([]float64, dim), count: make([]int, levels)}
-	t.exact, t.noisy = make([][]float64, levels), make([][]float64, levels)
+	t.exact, t.noisy, t.levs = make([][]float64, levels), make([][]float64, levels), make([][]float64, 0, 2*levels)
 	for i := range levels {
 		t.exact[i], t.noisy[i] = make([]float64, dim), make([]float64, dim)
 	}
@@ -209,9 +210,8 @@ func (t *Tree) Flush(r *rng.Rand) ([]float64, error) {
 	// In chunks that stay in cache: the node's sum, its noisy value
 	// g·(round(B/g) + Y) and the prefix update, Ŵ_t = Ŵ_{t−1} −
 	// Σ_{j<i} B̂_j + B̂_i (the 1-bits below i of t−1 are cleared in t).
-	// Where the fill rounds (roundsInFill), the last level and the last
-	// three steps are one pass of it over the whole node (roundAddTree),
-	// with the same values.
+	// Where the fill rounds (roundsInFill), all of it is one pass of the
+	// fill over the whole node (roundAddTree), with the same values.
 	out := t.noisy[i]
 	fused := t.noise != nil && t.stream.roundsInFill()
 	chunk := treeChunk
@@ -221,17 +221,12 @@ func (t *Tree) Flush(r *rng.Rand) ([]float64, error) {
 	for lo := 0; lo < t.dim; lo += chunk {
 		hi := min(lo+chunk, t.dim)
 		b, o, p := node[lo:hi], out[lo:hi], t.prefix[lo:hi]
-		if fused {
-			var lev, levPre []float64
+		if fused { // one chunk: lo = 0, hi = t.dim
+			levs := t.levs[:0]
 			for j := range i {
-				if j == i-1 {
-					lev, levPre = t.exact[j][lo:hi], t.noisy[j][lo:hi]
-					break
-				}
-				addTo(b, t.exact[j][lo:hi])
-				subFrom(p, t.noisy[j][lo:hi])
+				levs = append(levs, t.exact[j], t.noisy[j])
 			}
-			t.stream.roundAddTree(o, b, p, lev, levPre)
+			t.stream.roundAddTree(o, b, p, levs)
 			continue
 		}
 		for j := range i {

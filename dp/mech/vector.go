@@ -297,16 +297,17 @@ func (s *NoiseStream) roundAdd(v []float64) {
 }
 
 // roundAddTree is the tree's release of a node in one pass, where the
-// fill can round (roundsInFill): node += lev and pre −= levPre when lev is
-// not nil (the last lower level), then out = g·(round(node/g) + Y) and
-// pre += out, the same values as addTo, subFrom, copy(out, node),
-// roundAdd(out), then adding out to pre.
-func (s *NoiseStream) roundAddTree(out, node, pre, lev, levPre []float64) {
+// fill can round (roundsInFill): node += levs[2k] and pre −= levs[2k+1]
+// for each pair of levs in turn (the lower levels' exact and noisy
+// nodes), then out = g·(round(node/g) + Y) and pre += out, the same
+// values as addTo and subFrom per level, copy(out, node), roundAdd(out),
+// then adding out to pre.
+func (s *NoiseStream) roundAddTree(out, node, pre []float64, levs [][]float64) {
 	op := fillTree
-	if lev != nil {
+	if len(levs) > 0 {
 		op = fillTreeLevel
 	}
-	s.m.dg.tab.fillVectorFrom(&s.b, s.q, out, s.m.g, op, s.m.g, node, pre, lev, levPre)
+	s.m.dg.tab.fillVectorFrom(&s.b, s.q, out, s.m.g, op, s.m.g, node, pre, levs)
 }
 
 // roundsInFill says whether AddTo can leave the rounding of v to the
