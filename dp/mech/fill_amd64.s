@@ -113,7 +113,7 @@ fast:
 	VPCMPUQ   $1, Z10, Z13, K4       // v16 < low
 	VPTESTMQ  Z12, Z12, K4, K4       // and n != 0
 	KORTESTB  K4, K4
-	JCC       group                  // a lane that does not accept: the careful group
+	JCC       careful8               // a lane that does not accept: the careful group
 
 	// y = ±step·float64(n), the sign from bit 21 of u.
 	VCVTQQ2PD  Z12, Z15
@@ -173,6 +173,14 @@ faststore:
 	SUBQ    $8, DX
 	JMP     fast
 
+careful8:
+	// From the fast loop, eight lanes with u, off, q, item and low in
+	// place: the careful group from its second table read on.
+	MOVQ  $8, R10
+	MOVQ  $0xff, R11
+	KMOVB R11, K1
+	JMP   squeeze
+
 group:
 	TESTQ CX, CX
 	JEQ   done
@@ -205,6 +213,7 @@ group:
 	VPSLLQ     $16, Z9, Z10
 	VPSLLQ     $32, Z9, K3, Z10     // low<<48 | less than 2^48
 
+squeeze:
 	// The quarter block's high squeeze and the proposal n.
 	VPSLLQ     $2, Z1, Z8
 	VPORQ      Z7, Z8, Z8           // item<<2 | off>>subShift
