@@ -23,35 +23,39 @@
 // likewise with (high − 1)<<48 | (2^48 − 1).
 //
 // The fast loop takes a group whose eight lanes all accept (about 96 % of
-// them) with one table gather and stores its eight values. Any other group,
-// or one with fewer than eight words left in w or slots in dst, goes to the
-// careful group below, which classifies each lane exactly (a second gather,
-// of sub, for the reject bound): lanes before the first slow one are
-// consumed (all eight when none is slow, fewer at the end of w); when dst
-// cannot take all their accepted values, the group ends just after the lane
-// of the last value dst takes. The accepted values step·X are compressed in
-// lane order into dst (op 0), added to it (op 1), or added to
-// grid·round(src·inv) (op 2, round half away from zero, see below); op 3 is op 2 and then adds the value written to pre;
-// op 4 is op 3 after src += levs[2k] and pre −= levs[2k+1] for each k in
-// turn (a tree's lower levels, see fillVectorFrom; levs holds at least
-// one pair, each vector read from byte levOff on). src, pre and levs are
-// read (src and
-// pre written) at dst's indices. The function returns after a group that stopped at a slow
-// lane, so that Go decides that word next.
+// them) with one table gather and stores its eight values. Any other group
+// goes to the careful group below (from the fast loop at its second table
+// read, keeping what the fast loop computed), as does one with fewer than
+// eight words left in w or slots in dst. It classifies each lane exactly
+// (a gather of sub for the reject bound): lanes before the first slow one
+// are consumed (all eight when none is slow, fewer at the end of w); when
+// dst cannot take all their accepted values, the group ends just after the
+// lane of the last value dst takes. The function returns after a group
+// that stopped at a slow lane, so that Go decides that word next.
+//
+// The accepted values step·X are compressed in lane order into dst (op 0),
+// added to it (op 1), or added to grid·round(src·inv) (op 2, round half
+// away from zero, see below); op 3 is op 2 and then adds the value written
+// to pre; op 4 is op 3 after src += levs[2k] and pre −= levs[2k+1] for each
+// k in turn (a tree's lower levels, see fillVectorFrom; levs holds at
+// least one pair, each vector read from byte levOff on). src, pre and levs
+// are read, src and pre written, at dst's indices.
 //
 // Round half away from zero is trunc(v + copysign(h, v)), h = 0.5 − 2^−54
 // (the double below 1/2), for every finite v; by symmetry take v ≥ 0. If
-// v < 1/2, v ≤ h and v + h ≤ 1 − 2^−53, a double: trunc gives 0. If v ≥ 2^52, v is an integer and h below half its ulp: v.
-// Otherwise v = k + f with 0 ≤ f < 1 and k + 1/2 a double of v's binade
-// (or the next power of two): f ≥ 1/2 puts v + h at or above
-// k + 1 − 2^−54, at most half an ulp below k + 1, which it rounds to (a
-// tie only at k = 0, to the even 1); f < 1/2 means v ≤ k + 1/2 − ulp(v),
-// so v + h lies below k + 1 − ulp(v), a double: trunc gives k. Signed
-// zeros come out as math.Round's (−0.3 → −0).
+// v < 1/2, v ≤ h and v + h ≤ 1 − 2^−53, a double: trunc gives 0. If
+// v ≥ 2^52, v is an integer and h below half its ulp: v. Otherwise
+// v = k + f with 0 ≤ f < 1 and k + 1/2 a double of v's binade (or the next
+// power of two): f ≥ 1/2 puts v + h at or above k + 1 − 2^−54, at most half
+// an ulp below k + 1, which it rounds to (a tie only at k = 0, to the even
+// 1); f < 1/2 means v ≤ k + 1/2 − ulp(v), so v + h lies below
+// k + 1 − ulp(v), a double: trunc gives k. Signed zeros come out as
+// math.Round's (−0.3 → −0).
 //
 // Registers: AX pairs, BX sub, SI next word, CX words left, DI next dst,
 // DX room left in dst, R8 src − dst, R9 pre − dst, R10 lanes of the
-// group, R14 op.
+// group, R14 op; on the stack, 0(SP) keeps R10 while op 4 walks levs and
+// 8(SP) holds the end of levs.
 TEXT ·fillAVX512(SB), NOSPLIT, $16-216
 	MOVQ pairs+0(FP), AX
 	MOVQ sub+8(FP), BX
