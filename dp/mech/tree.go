@@ -207,28 +207,23 @@ func (t *Tree) Flush(r *rng.Rand) ([]float64, error) {
 		t.count[i] += t.count[j]
 	}
 	t.atoms = 0
-	// In chunks that stay in cache: the node's sum, its noisy value
-	// g·(round(B/g) + Y) and the prefix update, Ŵ_t = Ŵ_{t−1} −
-	// Σ_{j<i} B̂_j + B̂_i (the 1-bits below i of t−1 are cleared in t).
-	// Where the fill rounds (roundsInFill), all of it is one pass of the
-	// fill over the whole node (roundAddTree), with the same values.
+	// The node's sum, its noisy value g·(round(B/g) + Y) and the prefix
+	// update, Ŵ_t = Ŵ_{t−1} − Σ_{j<i} B̂_j + B̂_i (the 1-bits below i of t−1
+	// are cleared in t): where the fill rounds (roundsInFill), one pass of
+	// it over the whole node (roundAddTree); otherwise separate passes in
+	// chunks that stay in cache. The values are the same.
 	out := t.noisy[i]
-	fused := t.noise != nil && t.stream.roundsInFill()
-	chunk := treeChunk
-	if fused {
-		chunk = t.dim
-	}
-	for lo := 0; lo < t.dim; lo += chunk {
-		hi := min(lo+chunk, t.dim)
-		b, o, p := node[lo:hi], out[lo:hi], t.prefix[lo:hi]
-		if fused { // one chunk: lo = 0, hi = t.dim
-			levs := t.levs[:0]
-			for j := range i {
-				levs = append(levs, t.exact[j], t.noisy[j])
-			}
-			t.stream.roundAddTree(o, b, p, levs)
-			continue
+	if t.noise != nil && t.stream.roundsInFill() {
+		levs := t.levs[:0]
+		for j := range i {
+			levs = append(levs, t.exact[j], t.noisy[j])
 		}
+		t.stream.roundAddTree(out, node, t.prefix, levs)
+		return t.prefix, nil
+	}
+	for lo := 0; lo < t.dim; lo += treeChunk {
+		hi := min(lo+treeChunk, t.dim)
+		b, o, p := node[lo:hi], out[lo:hi], t.prefix[lo:hi]
 		for j := range i {
 			addTo(b, t.exact[j][lo:hi])
 			subFrom(p, t.noisy[j][lo:hi])
