@@ -20,3 +20,9 @@ var fillAVX = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL &
 //go:noescape
 func fillAVX512(pairs *[4 * tableSize]uint64, sub *[4 * tableSize]uint32, offMask, subShift, wBits uint64,
 	w []uint64, dst []float64, step, grid, inv float64, op int, src, pre []float64, levs [][]float64, levOff int) (words, outs int)
+
+// packOuterAVX512 is PackOuter's loop in AVX-512 (cr2 = c·√2), the same
+// products: dst must hold SymDim(len(v)) entries.
+//
+//go:noescape
+func packOuterAVX512(dst, v []float64, c, cr2 float64)

@@ -342,3 +342,60 @@ done:
 	MOVQ DI, outs+208(FP)
 	VZEROUPPER
 	RET
+
+// func packOuterAVX512(dst, v []float64, c, cr2 float64)
+//
+// PackOuter's loop (cr2 = c·√2): for each i, dst[k] = (c·v[i])·v[i], then
+// the row dst[k+1 : k+n−i] = (cr2·v[i])·v[i+1:], eight products at a time
+// (the row's tail under a mask). The same products as the Go loop.
+TEXT ·packOuterAVX512(SB), NOSPLIT, $0-64
+	MOVQ   dst_base+0(FP), DI
+	MOVQ   v_base+24(FP), SI
+	MOVQ   v_len+32(FP), CX
+	VMOVSD c+48(FP), X1
+	VMOVSD cr2+56(FP), X2
+	XORQ   R8, R8                   // i
+
+outerRow:
+	CMPQ         R8, CX
+	JGE          outerDone
+	VMOVSD       (SI)(R8*8), X3     // a = v[i]
+	VMULSD       X1, X3, X4
+	VMULSD       X3, X4, X4         // (c·a)·a
+	VMOVSD       X4, (DI)
+	ADDQ         $8, DI
+	VMULSD       X2, X3, X5         // cr2·a
+	VBROADCASTSD X5, Z5
+	LEAQ         1(R8), R9
+	MOVQ         CX, R10
+	SUBQ         R9, R10            // the row's length
+	LEAQ         (SI)(R9*8), R11
+
+outerEight:
+	CMPQ    R10, $8
+	JLT     outerTail
+	VMULPD  (R11), Z5, Z6
+	VMOVUPD Z6, (DI)
+	ADDQ    $64, R11
+	ADDQ    $64, DI
+	SUBQ    $8, R10
+	JMP     outerEight
+
+outerTail:
+	TESTQ     R10, R10
+	JEQ       outerNext
+	MOVQ      $0xff, R12
+	BZHIQ     R10, R12, R12
+	KMOVB     R12, K1
+	VMOVUPD.Z (R11), K1, Z6
+	VMULPD    Z6, Z5, Z6
+	VMOVUPD   Z6, K1, (DI)
+	LEAQ      (DI)(R10*8), DI
+
+outerNext:
+	INCQ R8
+	JMP  outerRow
+
+outerDone:
+	VZEROUPPER
+	RET

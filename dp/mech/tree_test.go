@@ -397,3 +397,34 @@ func TestTreeFlushRoutes(t *testing.T) {
 		})
 	}
 }
+
+// PackOuter's AVX-512 loop writes the Go loop's products, bit for bit, at
+// every length (full and masked rows) and leaves the rest of dst alone.
+func TestPackOuterRoutes(t *testing.T) {
+	r := rng.Seeded(9)
+	for _, n := range []int{1, 2, 3, 7, 8, 9, 16, 17, 31, 89, 90, 91} {
+		v := make([]float64, n)
+		for k := range v {
+			v[k] = float64(int64(r.Uint64()>>11)-1<<52) / 0x1p51
+		}
+		c := float64(r.Uint64()>>11) / 0x1p53
+		var scalar, vector []float64
+		for _, on := range []bool{false, true} {
+			dst := make([]float64, SymDim(n)+3)
+			for k := range dst {
+				dst[k] = -7
+			}
+			withFillAVX(on, func() { PackOuter(dst, v, c) })
+			if on {
+				vector = dst
+			} else {
+				scalar = dst
+			}
+		}
+		for k := range scalar {
+			if math.Float64bits(scalar[k]) != math.Float64bits(vector[k]) {
+				t.Fatalf("n=%d entry %d: vector %v, scalar %v", n, k, vector[k], scalar[k])
+			}
+		}
+	}
+}
