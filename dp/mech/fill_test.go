@@ -180,3 +180,42 @@ func TestGaussianVectorAddToRoutes(t *testing.T) {
 		}
 	}
 }
+
+// The AVX-512 route decides the words at the edges of fastWord's
+// decisions (fastWords: each bucket's alias threshold, each quarter's
+// squeeze bounds, both signs) as the Go loop does: each block of them,
+// put in the queue as if the source had drawn it, gives the same values
+// and leaves the same state on both routes.
+func TestTableGaussFillVectorEdges(t *testing.T) {
+	if !fillAVX {
+		t.Skip("no AVX-512 on this CPU: both routes are the Go loop")
+	}
+	pick := rand.New(rand.NewPCG(7, 8))
+	for _, nd := range [][2]uint64{{30, 1}, {1 << 20, 3}, {2310000 * 2310000, 1}} {
+		g := mustTable(t, nd[0], nd[1])
+		words := fastWords(g, pick)
+		for lo := 0; lo+wordBlock <= len(words); lo += wordBlock {
+			run := func() (fillRun, []float64) {
+				q := newWordQueue()
+				copy(q.w[:], words[lo:lo+wordBlock])
+				q.k = 0
+				b := bitbuf{r: rng.Seeded(uint64(lo)).Bulk()}
+				out := make([]float64, 200+lo%50)
+				g.fill(&b, q, out, 0.5, false)
+				return fillRun{q: *q, bw: b.w, bn: b.n, next: b.r.Uint64()}, out
+			}
+			var scalar, vector fillRun
+			var sOut, vOut []float64
+			withFillAVX(false, func() { scalar, sOut = run() })
+			withFillAVX(true, func() { vector, vOut = run() })
+			for i := range sOut {
+				if math.Float64bits(sOut[i]) != math.Float64bits(vOut[i]) {
+					t.Fatalf("%s block at %d: value %d: vector %v, scalar %v", nd2name(nd), lo, i, vOut[i], sOut[i])
+				}
+			}
+			if scalar.q != vector.q || scalar.bw != vector.bw || scalar.bn != vector.bn || scalar.next != vector.next {
+				t.Fatalf("%s block at %d: state differs: queue at %d vs %d", nd2name(nd), lo, vector.q.k, scalar.q.k)
+			}
+		}
+	}
+}

@@ -60,7 +60,7 @@ type tableGauss struct {
 	offMask      uint64                // 2^min(wBits, offsetBits) − 1
 	oneWord      bool                  // wBits ≤ offsetBits: fill's fast path applies
 	fast         [tableSize]uint64     // item j | alias[j]<<32 (buildFast)
-	lanes        [tableSize]uint32     // alias[j] | prob[j]<<10, for fillAVX512
+	pairs        [4 * tableSize]uint64 // per bucket and quarter, for fillAVX512 (buildPairs)
 	subShift     uint                  // offset >> subShift is the quarter of a bulk block
 	sub          [4 * tableSize]uint32 // per item and quarter: ⌊2^16·ρ_low⌋ | (⌈2^16·ρ_high⌉ − 1)<<16
 	weight       [tableSize]uint64     // slow paths only from here on
@@ -310,9 +310,30 @@ func (g *tableGauss) buildFast() {
 	g.oneWord = g.wBits <= offsetBits
 	for j := range uint64(tableSize) {
 		g.fast[j] = j | uint64(g.alias[j])<<32
-		g.lanes[j] = uint32(g.alias[j]) | g.prob[j]<<10
 	}
 	g.buildSub()
+	g.buildPairs()
+}
+
+// buildPairs packs, for bucket j and quarter q, what fillAVX512's fast
+// loop needs from one table read: alias[j] XOR j (bits 0–9), the low
+// squeezes of quarter q of item alias[j] (16–31) and of item j (32–47),
+// and the alias threshold P = prob[j] (48–63). P has 16 bits, so a bucket
+// with prob[j] = 2^16, which never takes its alias, gets P = 2^16 − 1 and
+// its own item and squeeze on both sides: a coin of 2^16 − 1 then picks j
+// as it should.
+func (g *tableGauss) buildPairs() {
+	for j := range uint64(tableSize) {
+		a, p := uint64(g.alias[j]), uint64(g.prob[j])
+		if p == 1<<coinBits {
+			a, p = j, 1<<coinBits-1
+		}
+		for q := range uint64(4) {
+			lowJ := uint64(g.sub[j<<2|q]) & (1<<squeezeBits - 1)
+			lowA := uint64(g.sub[a<<2|q]) & (1<<squeezeBits - 1)
+			g.pairs[j<<2|q] = a ^ j | lowA<<16 | lowJ<<32 | p<<48
+		}
+	}
 }
 
 // fill sets dst[i] to step·X_i, or adds it when add is true, with
@@ -397,18 +418,27 @@ func (g *tableGauss) fillGo(b *bitbuf, q *wordQueue, dst []float64, step float64
 
 // What fillVector does with dst[i], given the draw's value y = step·X:
 // set it to y, add y to it, or (fillRound) replace it by
-// y + grid·round(dst[i]/grid), AddTo's rounding to the grid and its noise
-// in one pass.
+// y + grid·round(src[i]/grid), AddTo's rounding to the grid and its noise
+// in one pass (src is dst itself, except in fillVectorFrom); fillTree is
+// fillRound and then pre[i] += dst[i], a tree node's release and its
+// prefix update in the same pass (Tree.Flush); fillTreeLevel is fillTree
+// after the lower levels that Flush adds to the node and takes off the
+// prefix: src[i] += levs[2k][i] and pre[i] −= levs[2k+1][i] for k in turn.
 const (
 	fillSet = iota
 	fillAdd
 	fillRound
+	fillTree
+	fillTreeLevel
 )
 
 // fillVector is fill's loop (g.oneWord only) for CPUs with AVX-512, and
 // with op = fillRound AddTo's too. fillAVX512 runs the common path eight
 // words at a time: fillGo's fast path (fastWord) in every lane, the
-// accepted lanes' values stored in order (compressed). It stops at the
+// accepted lanes' values stored in order (compressed). A group whose eight
+// lanes all accept, the common case, costs one table gather (pairs: both
+// of the bucket's items' squeezes and its alias coin in one word); only
+// the other groups read sub for the reject bound. It stops at the
 // first word that fillGo would pass to fromWord, at the end of
 // q's block, or when dst is full, so that the words it consumes are
 // exactly those the scalar loop would consume; the scalar loop (fillGo)
@@ -423,8 +453,25 @@ const (
 // inverse, and round half away from zero is t + trunc(2(v − t)) with
 // t = trunc(v), both exact).
 func (g *tableGauss) fillVector(b *bitbuf, q *wordQueue, dst []float64, step float64, op int, grid float64) {
-	var inv float64
+	var src []float64
 	if op == fillRound {
+		src = dst
+	}
+	g.fillVectorFrom(b, q, dst, step, op, grid, src, nil, nil)
+}
+
+// fillVectorFrom is fillVector with the rounding ops' input read from
+// src, and the tree ops' vectors pre and levs (all at least of dst's
+// length; nil where the op does not use them; levs holds pairs, at least
+// one for fillTreeLevel): for fillTreeLevel src[i] += levs[2k][i] and
+// pre[i] −= levs[2k+1][i] for k in turn, then dst[i] = y + grid·round(src[i]/grid),
+// then for the tree ops pre[i] += dst[i]. Each coordinate is the same
+// float64 operations in the same order as Tree.Flush's separate passes
+// (addTo, subFrom, copy, roundTo, adding the noise, adding dst to pre), so
+// the values are theirs bit for bit.
+func (g *tableGauss) fillVectorFrom(b *bitbuf, q *wordQueue, dst []float64, step float64, op int, grid float64, src, pre []float64, levs [][]float64) {
+	var inv float64
+	if op >= fillRound {
 		inv = 1 / grid
 	}
 	for i := 0; i < len(dst); {
@@ -432,18 +479,34 @@ func (g *tableGauss) fillVector(b *bitbuf, q *wordQueue, dst []float64, step flo
 			b.r.Fill(q.w[:])
 			q.k = 0
 		}
-		words, outs := fillAVX512(&g.lanes, &g.sub, g.offMask, uint64(g.subShift), uint64(g.wBits),
-			q.w[q.k:], dst[i:], step, grid, inv, op)
+		var s, p []float64
+		if op >= fillRound {
+			s = src[i:]
+		}
+		if op >= fillTree {
+			p = pre[i:]
+		}
+		words, outs := fillAVX512(&g.pairs, &g.sub, g.offMask, uint64(g.subShift), uint64(g.wBits),
+			q.w[q.k:], dst[i:], step, grid, inv, op, s, p, levs, 8*i)
 		q.k += words
 		if i += outs; i == len(dst) || q.k == wordBlock {
 			continue
 		}
 		// q.w[q.k] needs the slow path: the Go loop places the next value
-		// (AddTo's rounding first, in fillRound).
-		if op == fillRound {
-			dst[i] = float64(grid * math.Round(dst[i]*inv))
+		// (the lower level and AddTo's rounding first, in the ops with them).
+		if op == fillTreeLevel {
+			for k := 0; k < len(levs); k += 2 {
+				src[i] += levs[k][i]
+				pre[i] -= levs[k+1][i]
+			}
+		}
+		if op >= fillRound {
+			dst[i] = float64(grid * math.Round(src[i]*inv))
 		}
 		g.fillGo(b, q, dst[i:i+1], step, op != fillSet)
+		if op >= fillTree {
+			pre[i] += dst[i]
+		}
 		i++
 	}
 }

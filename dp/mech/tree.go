@@ -56,6 +56,7 @@ type Tree struct {
 	count              []int           // count[i]: the number of atoms in exact[i]
 	noisy              [][]float64     // noisy[i]: its released (noisy) value
 	prefix             []float64       // Σ noisy[i] over the 1-bits i of t
+	levs               [][]float64     // Flush's scratch: exact[j], noisy[j] for the levels j below the node
 }
 
 // TreeLevels is the number of levels of the tree over steps leaves,
@@ -95,7 +96,7 @@ func newTree(steps, dim int, bound float64) (*Tree, error) {
 	levels := TreeLevels(steps)
 	t := &Tree{steps: steps, levels: levels, dim: dim, bound: bound, prefix: make([]float64, dim),
 		pending: make([]float64, dim), count: make([]int, levels)}
-	t.exact, t.noisy = make([][]float64, levels), make([][]float64, levels)
+	t.exact, t.noisy, t.levs = make([][]float64, levels), make([][]float64, levels), make([][]float64, 0, 2*levels)
 	for i := range levels {
 		t.exact[i], t.noisy[i] = make([]float64, dim), make([]float64, dim)
 	}
@@ -206,10 +207,20 @@ func (t *Tree) Flush(r *rng.Rand) ([]float64, error) {
 		t.count[i] += t.count[j]
 	}
 	t.atoms = 0
-	// One pass in chunks that stay in cache: the node's sum, its noisy
-	// value g·(round(B/g) + Y) and the prefix update, Ŵ_t = Ŵ_{t−1} −
-	// Σ_{j<i} B̂_j + B̂_i (the 1-bits below i of t−1 are cleared in t).
+	// The node's sum, its noisy value g·(round(B/g) + Y) and the prefix
+	// update, Ŵ_t = Ŵ_{t−1} − Σ_{j<i} B̂_j + B̂_i (the 1-bits below i of t−1
+	// are cleared in t): where the fill rounds (roundsInFill), one pass of
+	// it over the whole node (roundAddTree); otherwise separate passes in
+	// chunks that stay in cache. The values are the same.
 	out := t.noisy[i]
+	if t.noise != nil && t.stream.roundsInFill() {
+		levs := t.levs[:0]
+		for j := range i {
+			levs = append(levs, t.exact[j], t.noisy[j])
+		}
+		t.stream.roundAddTree(out, node, t.prefix, levs)
+		return t.prefix, nil
+	}
 	for lo := 0; lo < t.dim; lo += treeChunk {
 		hi := min(lo+treeChunk, t.dim)
 		b, o, p := node[lo:hi], out[lo:hi], t.prefix[lo:hi]
@@ -226,8 +237,9 @@ func (t *Tree) Flush(r *rng.Rand) ([]float64, error) {
 	return t.prefix, nil
 }
 
-// treeChunk is the number of coordinates Flush treats at a time: its four
-// vectors' chunks (4 KB each) stay in the L1 cache.
+// treeChunk is the number of coordinates the separate passes of Flush
+// treat at a time: their four vectors' chunks (4 KB each) stay in the L1
+// cache.
 const treeChunk = 512
 
 // checkRange checks that the node Flush is about to release at level i
@@ -354,6 +366,10 @@ func SymDim(d int) int { return d * (d + 1) / 2 }
 // symmetrised by (A+Aᵀ)/2 (N11(e)): variance σ² on the diagonal and σ²/2
 // off it, at half the draws.
 func PackOuter(dst, v []float64, c float64) {
+	if fillAVX { // the same products, eight at a time
+		packOuterAVX512(dst[:SymDim(len(v))], v, c, c*math.Sqrt2)
+		return
+	}
 	k := 0
 	for i, a := range v {
 		dst[k] = c * a * a

@@ -345,3 +345,86 @@ func TestTreeFlushRangeEmptyLeaf(t *testing.T) {
 		t.Fatalf("empty leaf refused: %v", err)
 	}
 }
+
+// Flush's one-pass route (the AVX-512 fill rounding the node, adding the
+// noise and updating the prefix) releases exactly what its separate passes
+// release: the same seeded prefixes, bit for bit, over leaves of zero, one
+// or several atoms, at a bulk dimension and at a small one drawn in bulk.
+func TestTreeFlushRoutes(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		dim, bulk int
+	}{{"dim=1500", 1500, 0}, {"dim=5/bulk", 5, 1}, {"dim=2100/bulk", 2100, 1}} {
+		t.Run(c.name, func(t *testing.T) {
+			run := func() [][]float64 {
+				tr, err := NewTree(37, c.dim, 1, 0.3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.bulk == 1 {
+					tr.DrawInBulk()
+				}
+				data, r := rng.Seeded(3), rng.Seeded(4)
+				var out [][]float64
+				w := make([]float64, c.dim)
+				for leaf := range 37 {
+					for range leaf % 3 { // 0, 1 or 2 atoms
+						for k := range w {
+							w[k] = (float64(data.Uint64()%2001)/1000 - 1) / math.Sqrt(float64(c.dim))
+						}
+						if err := tr.Accumulate(w); err != nil {
+							t.Fatal(err)
+						}
+					}
+					p, err := tr.Flush(r)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, append([]float64(nil), p...))
+				}
+				return out
+			}
+			var scalar, vector [][]float64
+			withFillAVX(false, func() { scalar = run() })
+			withFillAVX(true, func() { vector = run() })
+			for leaf := range scalar {
+				for k := range scalar[leaf] {
+					if math.Float64bits(scalar[leaf][k]) != math.Float64bits(vector[leaf][k]) {
+						t.Fatalf("leaf %d coord %d: vector %v, scalar %v", leaf+1, k, vector[leaf][k], scalar[leaf][k])
+					}
+				}
+			}
+		})
+	}
+}
+
+// PackOuter's AVX-512 loop writes the Go loop's products, bit for bit, at
+// every length (full and masked rows) and leaves the rest of dst alone.
+func TestPackOuterRoutes(t *testing.T) {
+	r := rng.Seeded(9)
+	for _, n := range []int{1, 2, 3, 7, 8, 9, 16, 17, 31, 89, 90, 91} {
+		v := make([]float64, n)
+		for k := range v {
+			v[k] = float64(int64(r.Uint64()>>11)-1<<52) / 0x1p51
+		}
+		c := float64(r.Uint64()>>11) / 0x1p53
+		var scalar, vector []float64
+		for _, on := range []bool{false, true} {
+			dst := make([]float64, SymDim(n)+3)
+			for k := range dst {
+				dst[k] = -7
+			}
+			withFillAVX(on, func() { PackOuter(dst, v, c) })
+			if on {
+				vector = dst
+			} else {
+				scalar = dst
+			}
+		}
+		for k := range scalar {
+			if math.Float64bits(scalar[k]) != math.Float64bits(vector[k]) {
+				t.Fatalf("n=%d entry %d: vector %v, scalar %v", n, k, vector[k], scalar[k])
+			}
+		}
+	}
+}

@@ -296,6 +296,20 @@ func (s *NoiseStream) roundAdd(v []float64) {
 	s.next(v, true)
 }
 
+// roundAddTree is the tree's release of a node in one pass, where the
+// fill can round (roundsInFill): node += levs[2k] and pre −= levs[2k+1]
+// for each pair of levs in turn (the lower levels' exact and noisy
+// nodes), then out = g·(round(node/g) + Y) and pre += out, the same
+// values as addTo and subFrom per level, copy(out, node), roundAdd(out),
+// then adding out to pre.
+func (s *NoiseStream) roundAddTree(out, node, pre []float64, levs [][]float64) {
+	op := fillTree
+	if len(levs) > 0 {
+		op = fillTreeLevel
+	}
+	s.m.dg.tab.fillVectorFrom(&s.b, s.q, out, s.m.g, op, s.m.g, node, pre, levs)
+}
+
 // roundsInFill says whether AddTo can leave the rounding of v to the
 // grid to the AVX-512 fill (fillRound): a bulk stream on the table's fast
 // path, with a grid step whose inverse is exact (a power of two, as
