@@ -121,35 +121,59 @@ func (s *aesSource) Uint64() uint64 {
 }
 
 // refill encrypts the next counter blocks into buf, rekeying first when the
-// key's quota is spent. Out of line so that Uint64 inlines. The keystream
-// is written over buf's own bytes (unsafe only in this view), then, on a
-// big-endian machine, byte-swapped so that the words are the same
-// everywhere.
+// key's quota is spent. Out of line so that Uint64 inlines. A quota that
+// ends within the buffer (after Fill's direct writes) fills only its tail,
+// so that the stream rekeys after exactly rekeyWords words either way.
 //
 //go:noinline
 func (s *aesSource) refill() {
-	if s.left <= 0 {
-		// The next 32 bytes of the keystream; the rest of the chunk is
-		// never used, as the old stream ends here.
-		var chunk [ctrChunk]byte
-		s.ctr.next(chunk[:])
-		s.rekey((*[32]byte)(chunk[:32]))
-		clear(chunk[:])
-	}
-	s.ctr.next(unsafe.Slice((*byte)(unsafe.Pointer(&s.buf[0])), 8*aesBufWords))
-	if !littleEndian {
-		for i, w := range s.buf {
-			s.buf[i] = bits.ReverseBytes64(w)
-		}
-	}
-	s.i = 0
-	s.left -= aesBufWords
+	s.rekeyIfSpent()
+	n := min(aesBufWords, s.left)
+	s.keystream(s.buf[aesBufWords-n:])
+	s.i = aesBufWords - n
 }
 
-// fill copies words from the buffer, refilling it as needed.
+// rekeyIfSpent rekeys when the key's quota is spent, from the next 32 bytes
+// of the keystream; the rest of the chunk is never used, as the old stream
+// ends here.
+func (s *aesSource) rekeyIfSpent() {
+	if s.left > 0 {
+		return
+	}
+	var chunk [ctrChunk]byte
+	s.ctr.next(chunk[:])
+	s.rekey((*[32]byte)(chunk[:32]))
+	clear(chunk[:])
+}
+
+// keystream writes the next len(w) words of the stream over w (len(w) a
+// multiple of ctrChunk/8, at most s.left) and charges them to the quota.
+// The keystream is written over w's own bytes (unsafe only in this view),
+// then, on a big-endian machine, byte-swapped so that the words are the
+// same everywhere.
+func (s *aesSource) keystream(w []uint64) {
+	s.ctr.next(unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 8*len(w)))
+	if !littleEndian {
+		for i, x := range w {
+			w[i] = bits.ReverseBytes64(x)
+		}
+	}
+	s.left -= len(w)
+}
+
+// fill copies words from the buffer, refilling it as needed; while the
+// buffer is empty and dst wants whole chunks, the keystream goes straight
+// into dst (the same words: buf would only have held them on the way).
 func (s *aesSource) fill(dst []uint64) {
 	for len(dst) > 0 {
 		if s.i == aesBufWords {
+			if m := len(dst) &^ (ctrChunk/8 - 1); m > 0 {
+				s.rekeyIfSpent()
+				m = min(m, s.left)
+				s.keystream(dst[:m])
+				dst = dst[m:]
+				continue
+			}
 			s.refill()
 		}
 		n := copy(dst, s.buf[s.i:])

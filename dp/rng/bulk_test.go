@@ -55,6 +55,30 @@ func TestBulk(t *testing.T) {
 			}
 		}
 	})
+	t.Run("Fill equals Uint64 across rekeys", func(t *testing.T) {
+		// Fill's direct writes (whole chunks into dst) mixed with buffered
+		// words, on both keystream routes, with quotas that end inside a
+		// buffer and a direct write.
+		for _, vaes := range []bool{false, vaesOK} {
+			for _, quota := range []int{64, 640, 3 * aesBufWords} {
+				var key [32]byte
+				key[0] = byte(quota)
+				a, b := newAESSourceRoute(key, vaes), newAESSourceRoute(key, vaes)
+				a.left, b.left = quota, quota
+				n := 0
+				for _, m := range []int{256, 1, 64, 511, 256, 1000, 3, 4096, 130, 2048} {
+					dst := make([]uint64, m)
+					a.fill(dst)
+					for i, w := range dst {
+						if x := b.Uint64(); x != w {
+							t.Fatalf("vaes %v, quota %d: word %d: Fill %#x, Uint64 %#x", vaes, quota, n+i, w, x)
+						}
+					}
+					n += m
+				}
+			}
+		}
+	})
 	t.Run("rekeys", func(t *testing.T) {
 		r := Seeded(4).Bulk()
 		r.aes.left = aesBufWords // one buffer before the rekey
