@@ -9,6 +9,7 @@ import (
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/audit"
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/vec"
 )
 
 func TestTreeLevels(t *testing.T) {
@@ -426,5 +427,74 @@ func TestPackOuterRoutes(t *testing.T) {
 				t.Fatalf("n=%d entry %d: vector %v, scalar %v", n, k, vector[k], scalar[k])
 			}
 		}
+	}
+}
+
+// TestTreeCheckRoutes compares the one-pass checks of Accumulate and
+// AccumulateOuter (sumSquares against fastLimit) with the full checks
+// alone, at the edges: norms at, just below and just above the bound,
+// coordinates that are not finite, a sum of squares that overflows, a
+// scale that is not finite, and tiny and huge bounds. Accept or reject
+// and the error message must be the same.
+func TestTreeCheckRoutes(t *testing.T) {
+	const d = 3
+	var cases []struct {
+		name  string
+		bound float64
+		v     []float64
+		c     float64
+	}
+	add := func(name string, bound float64, v []float64, c float64) {
+		cases = append(cases, struct {
+			name  string
+			bound float64
+			v     []float64
+			c     float64
+		}{name, bound, v, c})
+	}
+	for _, bound := range []float64{1, 3, 0x1p-1010, 0x1p-600, 1e300, math.MaxFloat64} {
+		unit := []float64{0.6, 0, 0.8} // norm 1 up to rounding
+		for _, f := range []float64{1, math.Nextafter(1, 2), math.Nextafter(1, 0), 1 - 0x1p-17, 1 - 0x1p-15, 0.5, 2} {
+			r := math.Sqrt(bound) * f
+			add(fmt.Sprintf("bound %g scale %g", bound, f), bound, []float64{unit[0] * r, unit[1] * r, unit[2] * r}, 1)
+			add(fmt.Sprintf("bound %g norm %g", bound, f), bound, []float64{unit[0] * bound * f, unit[1] * bound * f, unit[2] * bound * f}, 1)
+		}
+		add("nan", bound, []float64{0, math.NaN(), 0}, 1)
+		add("inf", bound, []float64{math.Inf(-1), 0, 0}, 1)
+		add("overflow", bound, []float64{1e200, 1e200, 0}, 1e-300)
+		add("c nan", bound, []float64{0.1, 0, 0}, math.NaN())
+		add("c inf", bound, []float64{0, 0, 0}, math.Inf(1))
+		add("c zero", bound, []float64{1e200, 0, 0}, 0)
+		add("c negative", bound, []float64{0.5, 0.5, 0}, -1)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr, err := newTree(4, d, c.bound)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Accumulate: its one-pass route against the full loop.
+			got := tr.checkAtom(c.v)
+			var want error
+			for k, x := range c.v {
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					want = fmt.Errorf(": coordinate %d is %v", k, x)
+					break
+				}
+			}
+			if n := vec.Norm(c.v); want == nil && n > c.bound {
+				want = fmt.Errorf(" has norm %v above the bound %v", n, c.bound)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("checkAtom: %v, full check %v", got, want)
+			}
+			// AccumulateOuter of the 2-vector (v[0], v[2]) against checkOuter.
+			to, _ := newTree(4, SymDim(2), c.bound)
+			v2 := []float64{c.v[0], c.v[2]}
+			want = to.checkOuter(1, v2, c.c)
+			if got := to.AccumulateOuter(v2, c.c); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("AccumulateOuter: %v, full check %v", got, want)
+			}
+		})
 	}
 }
