@@ -121,14 +121,18 @@ func (s *aesSource) Uint64() uint64 {
 }
 
 // refill encrypts the next counter blocks into buf, rekeying first when the
-// key's quota is spent. Out of line so that Uint64 inlines. A quota that
-// ends within the buffer (after Fill's direct writes) fills only its tail,
-// so that the stream rekeys after exactly rekeyWords words either way.
+// key's quota is spent. Out of line so that Uint64 inlines.
 //
 //go:noinline
-func (s *aesSource) refill() {
+func (s *aesSource) refill() { s.refillN(aesBufWords) }
+
+// refillN puts the next n words of the stream (n a multiple of
+// ctrChunk/8, at most aesBufWords) at the end of buf, or fewer when the
+// key's quota ends sooner, so that the stream rekeys after exactly
+// rekeyWords words however it is read.
+func (s *aesSource) refillN(n int) {
 	s.rekeyIfSpent()
-	n := min(aesBufWords, s.left)
+	n = min(n, s.left)
 	s.keystream(s.buf[aesBufWords-n:])
 	s.i = aesBufWords - n
 }
@@ -161,21 +165,22 @@ func (s *aesSource) keystream(w []uint64) {
 	s.left -= len(w)
 }
 
-// fill copies words from the buffer, refilling it as needed; while the
-// buffer is empty and dst wants whole chunks, the keystream goes straight
-// into dst (the same words: buf would only have held them on the way).
+// fill copies the buffered words, then writes whole chunks of keystream
+// straight into dst (the same words: buf would only have held them on the
+// way), and takes a last part shorter than a chunk from one fresh chunk in
+// buf, whose rest stays buffered.
 func (s *aesSource) fill(dst []uint64) {
-	for len(dst) > 0 {
-		if s.i == aesBufWords {
-			if m := len(dst) &^ (ctrChunk/8 - 1); m > 0 {
-				s.rekeyIfSpent()
-				m = min(m, s.left)
-				s.keystream(dst[:m])
-				dst = dst[m:]
-				continue
-			}
-			s.refill()
+	n := copy(dst, s.buf[s.i:])
+	s.i += n
+	dst = dst[n:]
+	for len(dst) > 0 { // buf is empty
+		s.rekeyIfSpent()
+		if m := min(len(dst)&^(ctrChunk/8-1), s.left); m > 0 {
+			s.keystream(dst[:m])
+			dst = dst[m:]
+			continue
 		}
+		s.refillN(ctrChunk / 8)
 		n := copy(dst, s.buf[s.i:])
 		s.i += n
 		dst = dst[n:]

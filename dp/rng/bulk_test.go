@@ -57,8 +57,8 @@ func TestBulk(t *testing.T) {
 	})
 	t.Run("Fill equals Uint64 across rekeys", func(t *testing.T) {
 		// Fill's direct writes (whole chunks into dst) mixed with buffered
-		// words, on both keystream routes, with quotas that end inside a
-		// buffer and a direct write.
+		// words and single Uint64 calls, on both keystream routes, with
+		// quotas that end inside a buffer and a direct write.
 		for _, vaes := range []bool{false, vaesOK} {
 			for _, quota := range []int{64, 640, 3 * aesBufWords} {
 				var key [32]byte
@@ -75,6 +75,11 @@ func TestBulk(t *testing.T) {
 						}
 					}
 					n += m
+					// A word between fills leaves buf part-read.
+					if x, y := a.Uint64(), b.Uint64(); x != y {
+						t.Fatalf("vaes %v, quota %d: word %d: %#x, %#x", vaes, quota, n, x, y)
+					}
+					n++
 				}
 			}
 		}
