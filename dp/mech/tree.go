@@ -154,10 +154,17 @@ func (t *Tree) AccumulateOuter(v []float64, c float64) error {
 	case SymDim(len(v)) != t.dim:
 		return fmt.Errorf("tree: atom %d: a %d-vector's outer product has packed dimension %d, want %d", step, len(v), SymDim(len(v)), t.dim)
 	}
-	if !(math.Abs(c)*sumSquares(v) <= fastLimit(t.bound, len(v))) {
+	// ‖v‖·‖v‖ rather than ⟨v, v⟩: rounding is monotone, so a v that passed
+	// ‖v‖ ≤ R passes |c|·‖v‖² ≤ |c|·R·R here. ‖v‖² is finite exactly when
+	// every coordinate is and the sum does not overflow, so one pass
+	// checks both; only an atom that fails it is scanned for the
+	// coordinate to name (checkOuter).
+	if ss := vec.Dot(v, v); isInfOrNaN(ss) || isInfOrNaN(c) {
 		if err := t.checkOuter(step, v, c); err != nil {
 			return err
 		}
+	} else if err := t.checkOuterNorm(step, math.Sqrt(ss), c); err != nil { // vec.Norm(v)
+		return err
 	}
 	if t.atoms == 0 {
 		PackOuter(t.pending, v, c)
@@ -168,59 +175,30 @@ func (t *Tree) AccumulateOuter(v []float64, c float64) error {
 	return nil
 }
 
-// checkOuter is AccumulateOuter's check of v and c, in full.
+// checkOuter is AccumulateOuter's full check, in the order of its
+// messages: the first coordinate that is not finite, the scale, the norm.
 func (t *Tree) checkOuter(step int, v []float64, c float64) error {
 	for k, x := range v {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
+		if isInfOrNaN(x) {
 			return fmt.Errorf("tree: atom %d: coordinate %d is %v", step, k, x)
 		}
 	}
-	if math.IsNaN(c) || math.IsInf(c, 0) {
+	if isInfOrNaN(c) {
 		return fmt.Errorf("tree: atom %d: scale %v", step, c)
 	}
-	// ‖v‖·‖v‖ rather than ⟨v, v⟩: rounding is monotone, so a v that passed
-	// ‖v‖ ≤ R passes |c|·‖v‖² ≤ |c|·R·R here.
-	nv := vec.Norm(v)
+	return t.checkOuterNorm(step, vec.Norm(v), c)
+}
+
+// checkOuterNorm checks |c|·‖v‖·‖v‖ ≤ R given nv = ‖v‖.
+func (t *Tree) checkOuterNorm(step int, nv, c float64) error {
 	if n := math.Abs(c) * nv * nv; n > t.bound {
 		return fmt.Errorf("tree: atom %d has norm %v above the bound %v", step, n, t.bound)
 	}
 	return nil
 }
 
-// sumSquares is Σ x² over w in four running sums (the order does not
-// matter: only its bound is used, by fastLimit): finite exactly when
-// every coordinate is and the sum does not overflow.
-func sumSquares(w []float64) float64 {
-	var s0, s1, s2, s3 float64
-	k := 0
-	for ; k+4 <= len(w); k += 4 {
-		s0 += w[k] * w[k]
-		s1 += w[k+1] * w[k+1]
-		s2 += w[k+2] * w[k+2]
-		s3 += w[k+3] * w[k+3]
-	}
-	for ; k < len(w); k++ {
-		s0 += w[k] * w[k]
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
-// fastLimit is the largest sum of squares s of an n-vector, computed by
-// sumSquares, that the full checks are sure to accept against limit (R
-// for checkOuter's |c|·‖v‖·‖v‖ ≤ R with s scaled by |c|, R² for
-// checkAtom's ‖w‖ ≤ R), or −1 where this shortcut does not apply, so that
-// a single pass decides the common case and the full checks, run on any
-// other, make every decision and name the bad coordinate. Both sums carry
-// a relative error of at most (n+4)·2⁻⁵³ (< 2⁻²⁸ for n < 2²⁴; a finite
-// sumSquares also bounds the full check's left-to-right sum away from
-// overflow), far inside the margin 2⁻¹⁶; limits near underflow, where
-// the terms' absolute errors could matter, get no shortcut.
-func fastLimit(limit float64, n int) float64 {
-	if n >= 1<<24 || !(limit >= 0x1p-1000) {
-		return -1
-	}
-	return min(limit, math.MaxFloat64) * (1 - 0x1p-16)
-}
+// isInfOrNaN says whether x is not finite.
+func isInfOrNaN(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) }
 
 // Flush closes the pending leaf as leaf t and returns the noisy prefix sum
 // Ŵ_t. The returned slice is the tree's own and changes at the next Flush.
@@ -332,15 +310,17 @@ func (t *Tree) checkAtom(w []float64) error {
 	if len(w) != t.dim {
 		return fmt.Errorf(" has dimension %d, want %d", len(w), t.dim)
 	}
-	if sumSquares(w) <= fastLimit(t.bound*t.bound, len(w)) {
-		return nil
-	}
-	for k, x := range w {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return fmt.Errorf(": coordinate %d is %v", k, x)
+	// One pass, as in AccumulateOuter: ‖w‖² is finite exactly when every
+	// coordinate is and the sum does not overflow.
+	ss := vec.Dot(w, w)
+	if isInfOrNaN(ss) {
+		for k, x := range w {
+			if isInfOrNaN(x) {
+				return fmt.Errorf(": coordinate %d is %v", k, x)
+			}
 		}
 	}
-	if n := vec.Norm(w); n > t.bound {
+	if n := math.Sqrt(ss); n > t.bound { // vec.Norm(w)
 		return fmt.Errorf(" has norm %v above the bound %v", n, t.bound)
 	}
 	return nil

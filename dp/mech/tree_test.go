@@ -431,8 +431,8 @@ func TestPackOuterRoutes(t *testing.T) {
 }
 
 // TestTreeCheckRoutes compares the one-pass checks of Accumulate and
-// AccumulateOuter (sumSquares against fastLimit) with the full checks
-// alone, at the edges: norms at, just below and just above the bound,
+// AccumulateOuter (‖v‖² finite, then the norm) with the full checks
+// (each coordinate, then the norm), at the edges: norms at, just below and just above the bound,
 // coordinates that are not finite, a sum of squares that overflows, a
 // scale that is not finite, and tiny and huge bounds. Accept or reject
 // and the error message must be the same.
