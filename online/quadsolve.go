@@ -4,10 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/floats"
-	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpal-dev/dpal/dp/mech"
@@ -138,26 +135,31 @@ func (s *quadSolver) solve(t int, packed, u []float64) error {
 	default:
 		return s.eigenSolve(ta, packed, u)
 	}
-	if !s.conjugateGradients(ta, packed, u) {
+	ny, ok := s.conjugateGradients(ta, packed, u)
+	if !ok {
 		return s.eigenSolve(ta, packed, u) // not reached for a certified M; kept as a guard
 	}
-	copy(s.x, s.y)
-	vec.ProjectBall(s.x, s.bound())
+	s.release(ny)
 	return nil
+}
+
+// release sets x = Π(y), given ny, ‖y‖ as the caller computed it (+Inf if
+// unknown): a y clearly inside the ball (ny below the bound by a relative
+// 10⁻¹², far more than the rounding of a sum of d squares) is copied
+// without another pass; otherwise vec.ProjectBall decides.
+func (s *quadSolver) release(ny float64) {
+	copy(s.x, s.y)
+	if ny <= s.bound()*(1-1e-12) {
+		return
+	}
+	vec.ProjectBall(s.x, s.bound())
 }
 
 // cholesky reports whether M − (tα/2 + margin)I = V + (tα/2 − margin)I is
 // numerically positive definite, and if so makes V the reference with
 // λ_min(V) ≥ margin − tα/2.
 func (s *quadSolver) cholesky(ta float64, packed []float64, margin float64) bool {
-	d, k := s.d, 0
-	for i := range d { // V + (tα/2 − margin)I, upper triangle only: Potrf reads no more
-		s.work[i*d+i] = packed[k] + ta/2 - margin
-		floats.ScaleTo(s.work[i*d+i+1:(i+1)*d], 1/math.Sqrt2, packed[k+1:k+d-i])
-		k += d - i
-	}
-	a := blas64.Symmetric{N: d, Stride: d, Data: s.work, Uplo: blas.Upper}
-	if _, ok := lapack64.Potrf(a); !ok {
+	if !s.floor.cholesky(packed, ta/2-margin) {
 		return false
 	}
 	s.setRef(packed, margin-ta/2-s.safety(ta, packed), math.Inf(1))
@@ -182,8 +184,7 @@ func (s *quadSolver) eigenSolve(ta float64, packed, u []float64) error {
 	if floored > 0 {
 		s.stats.Floors++
 	}
-	copy(s.x, s.y)
-	vec.ProjectBall(s.x, s.bound())
+	s.release(math.Inf(1))
 	return nil
 }
 
@@ -279,34 +280,49 @@ func (s *quadSolver) mulPacked(dst []float64, ta float64, packed, x []float64) {
 
 // conjugateGradients solves M y = u (M = tαI + V, V packed) from the
 // current y to s.tol, stopping on the recursively updated residual (no
-// product to recompute it: see quadSolver); it restarts from the true
-// residual should 4d iterations not reach the tolerance, and reports false
-// if three such rounds do not.
-func (s *quadSolver) conjugateGradients(ta float64, packed, u []float64) bool {
+// product to recompute it: see quadSolver), and returns ‖y‖; it restarts
+// from the true residual should 4d iterations not reach the tolerance, and
+// reports false if three such rounds do not. An iteration is the product,
+// ⟨p, q⟩, one pass for y, r, ‖r‖² and ‖y‖² (cgUpdate) and one for p.
+func (s *quadSolver) conjugateGradients(ta float64, packed, u []float64) (float64, bool) {
 	tol := s.tol * ta / 2
 	for range 3 {
 		s.mulPacked(s.q, ta, packed, s.y)
 		floats.SubTo(s.r, u, s.q)
 		rr := floats.Dot(s.r, s.r)
-		if math.Sqrt(rr) <= tol*norm(s.y) {
-			return true
+		if ny := norm(s.y); math.Sqrt(rr) <= tol*ny {
+			return ny, true
 		}
 		copy(s.p, s.r)
 		for range 4 * s.d {
 			s.stats.CGIterations++
 			s.mulPacked(s.q, ta, packed, s.p)
-			step := rr / floats.Dot(s.p, s.q)
-			floats.AddScaled(s.y, step, s.p)
-			floats.AddScaled(s.r, -step, s.q)
-			next := floats.Dot(s.r, s.r)
-			if math.Sqrt(next) <= tol*norm(s.y) {
-				return true
+			next, yy := cgUpdate(s.y, s.r, s.p, s.q, rr/floats.Dot(s.p, s.q))
+			ny := math.Sqrt(yy)
+			if math.IsInf(ny, 0) {
+				ny = floats.Norm(s.y, 2) // ⟨y, y⟩ overflowed
+			}
+			if math.Sqrt(next) <= tol*ny {
+				return ny, true
 			}
 			floats.AddScaledTo(s.p, s.r, next/rr, s.p)
 			rr = next
 		}
 	}
-	return false
+	return 0, false
+}
+
+// cgUpdateGo sets y += step·p and r −= step·q and returns ⟨r, r⟩ and
+// ⟨y, y⟩ of the new vectors, in one pass.
+func cgUpdateGo(y, r, p, q []float64, step float64) (rr, yy float64) {
+	r, p, q = r[:len(y)], p[:len(y)], q[:len(y)]
+	for k := range y {
+		y[k] += step * p[k]
+		r[k] -= step * q[k]
+		rr += r[k] * r[k]
+		yy += y[k] * y[k]
+	}
+	return rr, yy
 }
 
 // norm is ‖x‖₂ as √⟨x, x⟩ (gonum's Norm rescales every entry against

@@ -19,11 +19,44 @@ var symPackedMul = symPackedMulGo
 // assembly loop (sqDistFMA) in sixteen lanes, else sqDistGo.
 var sqDist = sqDistGo
 
+// cgUpdate is conjugateGradients' vector step (cgUpdateGo): with AVX2 and
+// FMA one assembly pass (cgUpdateFMA) instead of four of gonum's.
+var cgUpdate = cgUpdateGo
+
+// symRank2 adds α·(v·wᵀ + w·vᵀ) to a packed upper triangle (symRank2Go;
+// floorSolver.update, packedCholesky): with AVX2 and FMA one assembly pass
+// per row (symRank2FMA) instead of two of gonum's.
+var symRank2 = symRank2Go
+
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		symPackedMul, sqDist = symPackedMulAVX, sqDistAVX
+		symPackedMul, sqDist, cgUpdate, symRank2 = symPackedMulAVX, sqDistAVX, cgUpdateAVX, symRank2AVX
 	}
 }
+
+func symRank2AVX(b, v, w []float64, alpha float64) {
+	m := len(v)
+	if m == 0 {
+		return
+	}
+	_, _ = b[m*(m+1)/2-1], w[m-1] // the kernel reads and writes this much
+	symRank2FMA(&b[0], &v[0], &w[0], m, alpha)
+}
+
+//go:noescape
+func symRank2FMA(b, v, w *float64, m int, alpha float64)
+
+func cgUpdateAVX(y, r, p, q []float64, step float64) (rr, yy float64) {
+	n := len(y)
+	if n == 0 {
+		return 0, 0
+	}
+	_, _, _ = r[n-1], p[n-1], q[n-1]
+	return cgUpdateFMA(&y[0], &r[0], &p[0], &q[0], n, step)
+}
+
+//go:noescape
+func cgUpdateFMA(y, r, p, q *float64, n int, step float64) (rr, yy float64)
 
 func sqDistAVX(a, b []float64) float64 {
 	if len(a) == 0 {

@@ -201,3 +201,147 @@ dsum:
 	VZEROUPPER
 	MOVSD        X0, ret+24(FP)
 	RET
+
+// func cgUpdateFMA(y, r, p, q *float64, n int, step float64) (rr, yy float64)
+// Sets y += step·p and r −= step·q over n entries and returns ⟨r, r⟩ and
+// ⟨y, y⟩ of the new vectors: one pass of eight entries (two 4-lane pairs,
+// the sums in four accumulators), then a scalar tail.
+TEXT ·cgUpdateFMA(SB), NOSPLIT, $0-64
+	MOVQ         y+0(FP), SI
+	MOVQ         r+8(FP), DI
+	MOVQ         p+16(FP), R8
+	MOVQ         q+24(FP), R9
+	MOVQ         n+32(FP), CX
+	VBROADCASTSD step+40(FP), Y15
+	VXORPD       Y0, Y0, Y0
+	VXORPD       Y1, Y1, Y1
+	VXORPD       Y2, Y2, Y2
+	VXORPD       Y3, Y3, Y3
+	XORQ         AX, AX
+	MOVQ         CX, BX
+	ANDQ         $-8, BX
+
+uloop8:
+	CMPQ         AX, BX
+	JGE          utail
+	VMOVUPD      (SI)(AX*8), Y4
+	VMOVUPD      32(SI)(AX*8), Y5
+	VMOVUPD      (DI)(AX*8), Y6
+	VMOVUPD      32(DI)(AX*8), Y7
+	VFMADD231PD  (R8)(AX*8), Y15, Y4
+	VFMADD231PD  32(R8)(AX*8), Y15, Y5
+	VFNMADD231PD (R9)(AX*8), Y15, Y6
+	VFNMADD231PD 32(R9)(AX*8), Y15, Y7
+	VMOVUPD      Y4, (SI)(AX*8)
+	VMOVUPD      Y5, 32(SI)(AX*8)
+	VMOVUPD      Y6, (DI)(AX*8)
+	VMOVUPD      Y7, 32(DI)(AX*8)
+	VFMADD231PD  Y6, Y6, Y0
+	VFMADD231PD  Y7, Y7, Y2
+	VFMADD231PD  Y4, Y4, Y1
+	VFMADD231PD  Y5, Y5, Y3
+	ADDQ         $8, AX
+	JMP          uloop8
+
+utail:
+	VXORPD X8, X8, X8
+	VXORPD X9, X9, X9
+
+utail1:
+	CMPQ         AX, CX
+	JGE          usum
+	VMOVSD       (SI)(AX*8), X4
+	VMOVSD       (DI)(AX*8), X6
+	VFMADD231SD  (R8)(AX*8), X15, X4
+	VFNMADD231SD (R9)(AX*8), X15, X6
+	VMOVSD       X4, (SI)(AX*8)
+	VMOVSD       X6, (DI)(AX*8)
+	VFMADD231SD  X6, X6, X8
+	VFMADD231SD  X4, X4, X9
+	INCQ         AX
+	JMP          utail1
+
+usum:
+	VADDPD       Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X2
+	VADDPD       X2, X0, X0
+	VHADDPD      X0, X0, X0
+	VADDSD       X8, X0, X0
+	VADDPD       Y3, Y1, Y1
+	VEXTRACTF128 $1, Y1, X3
+	VADDPD       X3, X1, X1
+	VHADDPD      X1, X1, X1
+	VADDSD       X9, X1, X1
+	VZEROUPPER
+	MOVSD        X0, rr+48(FP)
+	MOVSD        X1, yy+56(FP)
+	RET
+
+// func symRank2FMA(b, v, w *float64, m int, alpha float64)
+// Adds α·(v·wᵀ + w·vᵀ) to the packed m×m upper triangle b (row j: the
+// m − j entries (j, j..m−1)): row j += α·v_j·w[j:] + α·w_j·v[j:]. Per row
+// eight entries a step, then four, then a scalar tail. SI walks b's rows,
+// R8 v[j:], R9 w[j:], CX = m − j; Y8 = α·v_j, Y9 = α·w_j, Y15 = α.
+TEXT ·symRank2FMA(SB), NOSPLIT, $0-40
+	MOVQ         b+0(FP), SI
+	MOVQ         v+8(FP), R8
+	MOVQ         w+16(FP), R9
+	MOVQ         m+24(FP), CX
+	VBROADCASTSD alpha+32(FP), Y15
+
+rrow:
+	CMPQ         CX, $0
+	JLE          rdone
+	VBROADCASTSD (R8), Y8
+	VBROADCASTSD (R9), Y9
+	VMULPD       Y15, Y8, Y8
+	VMULPD       Y15, Y9, Y9
+	XORQ         AX, AX
+	MOVQ         CX, BX
+	ANDQ         $-8, BX
+
+rloop8:
+	CMPQ        AX, BX
+	JGE         rtail4
+	VMOVUPD     (SI)(AX*8), Y4
+	VMOVUPD     32(SI)(AX*8), Y5
+	VFMADD231PD (R9)(AX*8), Y8, Y4
+	VFMADD231PD 32(R9)(AX*8), Y8, Y5
+	VFMADD231PD (R8)(AX*8), Y9, Y4
+	VFMADD231PD 32(R8)(AX*8), Y9, Y5
+	VMOVUPD     Y4, (SI)(AX*8)
+	VMOVUPD     Y5, 32(SI)(AX*8)
+	ADDQ        $8, AX
+	JMP         rloop8
+
+rtail4:
+	MOVQ        CX, BX
+	ANDQ        $-4, BX
+	CMPQ        AX, BX
+	JGE         rtail1
+	VMOVUPD     (SI)(AX*8), Y4
+	VFMADD231PD (R9)(AX*8), Y8, Y4
+	VFMADD231PD (R8)(AX*8), Y9, Y4
+	VMOVUPD     Y4, (SI)(AX*8)
+	ADDQ        $4, AX
+
+rtail1:
+	CMPQ        AX, CX
+	JGE         rnext
+	VMOVSD      (SI)(AX*8), X4
+	VFMADD231SD (R9)(AX*8), X8, X4
+	VFMADD231SD (R8)(AX*8), X9, X4
+	VMOVSD      X4, (SI)(AX*8)
+	INCQ        AX
+	JMP         rtail1
+
+rnext:
+	LEAQ (SI)(CX*8), SI
+	ADDQ $8, R8
+	ADDQ $8, R9
+	DECQ CX
+	JMP  rrow
+
+rdone:
+	VZEROUPPER
+	RET

@@ -8,3 +8,9 @@ var symPackedMul = symPackedMulGo
 
 // sqDist is sqDistGo.
 var sqDist = sqDistGo
+
+// cgUpdate is cgUpdateGo.
+var cgUpdate = cgUpdateGo
+
+// symRank2 is symRank2Go.
+var symRank2 = symRank2Go
