@@ -124,10 +124,14 @@ func newQuadSolver(cost Cost, tol float64) *quadSolver {
 func (s *quadSolver) solve(t int, packed, u []float64) error {
 	ta := float64(t) * s.cost.Alpha
 	s.stats.Solves++
-	// Weyl: |λ_min(V) − λ_min(ref)| ≤ ‖V − ref‖_F.
+	// Weyl: |λ_min(V) − λ_min(ref)| ≤ ‖V − ref‖_F, in the same pass as
+	// conjugate gradients' first product M·y (wasted only on the rare
+	// eigendecomposition path).
 	dist := math.Inf(1)
 	if s.ref != nil {
-		dist = distance(packed, s.ref) * (1 + 1e-12)
+		dist = math.Sqrt(symPackedMulDist(s.zero(s.q), packed, s.ref, s.y, 1/math.Sqrt2, ta)) * (1 + 1e-12)
+	} else {
+		s.mulPacked(s.q, ta, packed, s.y)
 	}
 	switch {
 	case s.low-dist >= -ta/2:
@@ -260,24 +264,23 @@ func (s *quadSolver) unpack(dst, packed []float64, shift float64) {
 	}
 }
 
-// distance is ‖a − b‖₂ (sqDist).
-func distance(a, b []float64) float64 { return math.Sqrt(sqDist(a, b)) }
-
-// sqDistGo is Σ (a_k − b_k)², summed in four lanes (one would wait on the
-// latency of each addition).
-func sqDistGo(a, b []float64) float64 {
-	b = b[:len(a)]
+// symPackedMulDistGo is symPackedMulGo that also returns Σ (packed_k −
+// ref_k)², summed in four lanes (one would wait on the latency of each
+// addition).
+func symPackedMulDistGo(dst, packed, ref, x []float64, scale, shift float64) float64 {
+	symPackedMulGo(dst, packed, x, scale, shift)
+	ref = ref[:len(packed)]
 	var s0, s1, s2, s3 float64
 	k := 0
-	for ; k+4 <= len(a); k += 4 {
-		e0, e1, e2, e3 := a[k]-b[k], a[k+1]-b[k+1], a[k+2]-b[k+2], a[k+3]-b[k+3]
+	for ; k+4 <= len(packed); k += 4 {
+		e0, e1, e2, e3 := packed[k]-ref[k], packed[k+1]-ref[k+1], packed[k+2]-ref[k+2], packed[k+3]-ref[k+3]
 		s0 += e0 * e0
 		s1 += e1 * e1
 		s2 += e2 * e2
 		s3 += e3 * e3
 	}
-	for ; k < len(a); k++ {
-		e := a[k] - b[k]
+	for ; k < len(packed); k++ {
+		e := packed[k] - ref[k]
 		s0 += e * e
 	}
 	return (s0 + s1) + (s2 + s3)
@@ -300,20 +303,27 @@ func symPackedMulGo(dst, packed, x []float64, scale, shift float64) {
 // mulPacked sets dst = M·x for M = tαI + V, straight from V's packed form
 // (its off-diagonal entries are √2 times V's).
 func (s *quadSolver) mulPacked(dst []float64, ta float64, packed, x []float64) {
+	symPackedMul(s.zero(dst), packed, x, 1/math.Sqrt2, ta)
+}
+
+// zero clears and returns dst.
+func (s *quadSolver) zero(dst []float64) []float64 {
 	clear(dst)
-	symPackedMul(dst, packed, x, 1/math.Sqrt2, ta)
+	return dst
 }
 
 // conjugateGradients solves M y = u (M = tαI + V, V packed) from the
-// current y to s.tol, stopping on the recursively updated residual (no
+// current y, with s.q = M·y on entry, to s.tol, stopping on the recursively updated residual (no
 // product to recompute it: see quadSolver), and returns ‖y‖; it restarts
 // from the true residual should 4d iterations not reach the tolerance, and
 // reports false if three such rounds do not. An iteration is the product,
 // ⟨p, q⟩, one pass for y, r, ‖r‖² and ‖y‖² (cgUpdate) and one for p.
 func (s *quadSolver) conjugateGradients(ta float64, packed, u []float64) (float64, bool) {
 	tol := s.tol * ta / 2
-	for range 3 {
-		s.mulPacked(s.q, ta, packed, s.y)
+	for round := range 3 {
+		if round > 0 {
+			s.mulPacked(s.q, ta, packed, s.y)
+		}
 		floats.SubTo(s.r, u, s.q)
 		rr := floats.Dot(s.r, s.r)
 		if ny := norm(s.y); math.Sqrt(rr) <= tol*ny {

@@ -227,7 +227,8 @@ func packSym(a []float64, n int) []float64 {
 }
 
 // The packed product's assembly route agrees with the Go one to rounding,
-// and the Go one with a dense product, for sizes that exercise every tail
+// and the Go one with a dense product (the fused product, symPackedMulDist,
+// too, and its distance with a plain sum), for sizes that exercise every tail
 // of the loop (odd d: the last single row).
 func TestSymPackedRoutes(t *testing.T) {
 	r := rng.Seeded(3)
@@ -260,27 +261,28 @@ func TestSymPackedRoutes(t *testing.T) {
 					t.Fatalf("Go route, entry %d: %v, want %v", i, want[i], ref)
 				}
 			}
+			ref, fused := make([]float64, len(packed)), make([]float64, d)
+			var sq float64
+			for k := range ref {
+				ref[k] = r.NormFloat64()
+				sq += (packed[k] - ref[k]) * (packed[k] - ref[k])
+			}
+			for j := range fused {
+				fused[j] = float64(j)
+			}
+			dist := symPackedMulDist(fused, packed, ref, w, 0.7, 1.3)
+			if math.Abs(dist-sq) > 1e-13*(1+sq) {
+				t.Fatalf("distance %v, want %v", dist, sq)
+			}
 			for j := range got {
 				if math.Abs(got[j]-want[j]) > 1e-13*float64(d)*(1+math.Abs(want[j])) {
 					t.Fatalf("entry %d: %v, want %v", j, got[j], want[j])
 				}
+				if math.Abs(fused[j]-want[j]) > 1e-13*float64(d)*(1+math.Abs(want[j])) {
+					t.Fatalf("fused, entry %d: %v, want %v", j, fused[j], want[j])
+				}
 			}
 		})
-	}
-}
-
-// The squared distance's assembly route agrees with the Go one to rounding.
-func TestSqDistRoutes(t *testing.T) {
-	r := rng.Seeded(4)
-	for _, n := range []int{0, 1, 3, 15, 16, 17, 33, 4095} {
-		a, b := make([]float64, n), make([]float64, n)
-		for k := range a {
-			a[k], b[k] = r.NormFloat64(), r.NormFloat64()
-		}
-		got, want := sqDist(a, b), sqDistGo(a, b)
-		if math.Abs(got-want) > 1e-13*(1+want) {
-			t.Fatalf("n=%d: %v, want %v", n, got, want)
-		}
 	}
 }
 

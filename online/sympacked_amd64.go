@@ -15,9 +15,11 @@ import "golang.org/x/sys/cpu"
 // level.
 var symPackedMul = symPackedMulGo
 
-// sqDist is Σ (a_k − b_k)² (len(b) ≥ len(a)): with AVX2 and FMA one
-// assembly loop (sqDistFMA) in sixteen lanes, else sqDistGo.
-var sqDist = sqDistGo
+// symPackedMulDist is symPackedMul that also returns Σ (packed_k − ref_k)²
+// (symPackedMulDistGo): with AVX2 and FMA one assembly loop
+// (symPackedMulDistFMA) that reuses the product's loads of packed, so the
+// Weyl distance costs one extra read (ref) instead of a pass over both.
+var symPackedMulDist = symPackedMulDistGo
 
 // cgUpdate is conjugateGradients' vector step (cgUpdateGo): with AVX2 and
 // FMA one assembly pass (cgUpdateFMA) instead of four of gonum's.
@@ -30,7 +32,7 @@ var symRank2 = symRank2Go
 
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		symPackedMul, sqDist, cgUpdate, symRank2 = symPackedMulAVX, sqDistAVX, cgUpdateAVX, symRank2AVX
+		symPackedMul, symPackedMulDist, cgUpdate, symRank2 = symPackedMulAVX, symPackedMulDistAVX, cgUpdateAVX, symRank2AVX
 	}
 }
 
@@ -58,16 +60,18 @@ func cgUpdateAVX(y, r, p, q []float64, step float64) (rr, yy float64) {
 //go:noescape
 func cgUpdateFMA(y, r, p, q *float64, n int, step float64) (rr, yy float64)
 
-func sqDistAVX(a, b []float64) float64 {
-	if len(a) == 0 {
+func symPackedMulDistAVX(dst, packed, ref, x []float64, scale, shift float64) float64 {
+	d := len(dst)
+	if d == 0 {
 		return 0
 	}
-	b = b[:len(a)]
-	return sqDistFMA(&a[0], &b[0], len(a))
+	n := d * (d + 1) / 2
+	_, _, _ = packed[n-1], ref[n-1], x[d-1] // the kernel reads this much
+	return symPackedMulDistFMA(&packed[0], &ref[0], &x[0], &dst[0], d, scale, shift)
 }
 
 //go:noescape
-func sqDistFMA(a, b *float64, n int) float64
+func symPackedMulDistFMA(packed, ref, x, dst *float64, d int, scale, shift float64) float64
 
 func symPackedMulAVX(dst, packed, x []float64, scale, shift float64) {
 	d := len(dst)

@@ -6,8 +6,8 @@ package online
 // or under purego.
 var symPackedMul = symPackedMulGo
 
-// sqDist is sqDistGo.
-var sqDist = sqDistGo
+// symPackedMulDist is symPackedMulDistGo.
+var symPackedMulDist = symPackedMulDistGo
 
 // cgUpdate is cgUpdateGo.
 var cgUpdate = cgUpdateGo
