@@ -137,6 +137,7 @@ func TestFloorSolverMatchesDense(t *testing.T) {
 		{"d=1", []float64{-3}, 0.5},
 		{"d=2", []float64{1, 2, 2, 1}, 0.5},
 		{"d=90/gauss/some", gauss(90, 1), 2},
+		{"d=31/gauss/some", gauss(31, 1), 1},
 		{"d=90/gauss/none", gauss(90, 1), -100},
 		{"d=90/gauss/all", gauss(90, 1), 100},
 		{"d=90/spread", gauss(90, 1e6), 1},
@@ -321,15 +322,19 @@ func TestCGUpdateRoutes(t *testing.T) {
 func TestSymRank2Routes(t *testing.T) {
 	r := rng.Seeded(7)
 	for _, m := range []int{1, 2, 3, 4, 5, 8, 9, 12, 13, 17, 89} {
-		b, v, w := make([]float64, mech.SymDim(m)), make([]float64, m), make([]float64, m)
-		for _, x := range [][]float64{b, v, w} {
+		b := make([]float64, mech.SymDim(m))
+		vs := make([][]float64, 4)
+		for i := range vs {
+			vs[i] = make([]float64, m)
+		}
+		for _, x := range append(vs, b) {
 			for k := range x {
 				x[k] = r.NormFloat64()
 			}
 		}
 		want := append([]float64(nil), b...)
-		symRank2(b, v, w, -0.7)
-		symRank2Go(want, v, w, -0.7)
+		symRank2(b, vs[0], vs[1], vs[2], vs[3], -0.7)
+		symRank2Go(want, vs[0], vs[1], vs[2], vs[3], -0.7)
 		for k := range b {
 			if math.Abs(b[k]-want[k]) > 1e-13*(1+math.Abs(want[k])) {
 				t.Fatalf("m=%d, entry %d: %v, want %v", m, k, b[k], want[k])

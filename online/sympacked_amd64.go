@@ -25,9 +25,9 @@ var symPackedMulDist = symPackedMulDistGo
 // FMA one assembly pass (cgUpdateFMA) instead of four of gonum's.
 var cgUpdate = cgUpdateGo
 
-// symRank2 adds α·(v·wᵀ + w·vᵀ) to a packed upper triangle (symRank2Go;
-// floorSolver.update, packedCholesky): with AVX2 and FMA one assembly pass
-// per row (symRank2FMA) instead of two of gonum's.
+// symRank2 adds α·(p·qᵀ + r·sᵀ) to a packed upper triangle (symRank2Go;
+// floorSolver.update, floorSolver.cholesky): with AVX2 and FMA one
+// assembly pass per row (symRank2FMA) instead of two of gonum's.
 var symRank2 = symRank2Go
 
 func init() {
@@ -36,17 +36,17 @@ func init() {
 	}
 }
 
-func symRank2AVX(b, v, w []float64, alpha float64) {
-	m := len(v)
+func symRank2AVX(b, p, q, r, s []float64, alpha float64) {
+	m := len(p)
 	if m == 0 {
 		return
 	}
-	_, _ = b[m*(m+1)/2-1], w[m-1] // the kernel reads and writes this much
-	symRank2FMA(&b[0], &v[0], &w[0], m, alpha)
+	_, _, _, _ = b[m*(m+1)/2-1], q[m-1], r[m-1], s[m-1] // the kernel reads and writes this much
+	symRank2FMA(&b[0], &p[0], &q[0], &r[0], &s[0], m, alpha)
 }
 
 //go:noescape
-func symRank2FMA(b, v, w *float64, m int, alpha float64)
+func symRank2FMA(b, p, q, r, s *float64, m int, alpha float64)
 
 func cgUpdateAVX(y, r, p, q []float64, step float64) (rr, yy float64) {
 	n := len(y)

@@ -344,23 +344,26 @@ usum:
 	MOVSD        X1, yy+56(FP)
 	RET
 
-// func symRank2FMA(b, v, w *float64, m int, alpha float64)
-// Adds α·(v·wᵀ + w·vᵀ) to the packed m×m upper triangle b (row j: the
-// m − j entries (j, j..m−1)): row j += α·v_j·w[j:] + α·w_j·v[j:]. Per row
-// eight entries a step, then four, then a scalar tail. SI walks b's rows,
-// R8 v[j:], R9 w[j:], CX = m − j; Y8 = α·v_j, Y9 = α·w_j, Y15 = α.
-TEXT ·symRank2FMA(SB), NOSPLIT, $0-40
+// func symRank2FMA(b, p, q, r, s *float64, m int, alpha float64)
+// Adds α·(p·qᵀ + r·sᵀ) to the upper triangle of the packed m×m b (row j:
+// the m − j entries (j, j..m−1)): row j += α·p_j·q[j:] + α·r_j·s[j:].
+// Per row eight entries a step, then four, then a scalar tail. SI walks
+// b's rows, R8 p[j:], R9 q[j:], R10 r[j:], R11 s[j:], CX = m − j;
+// Y8 = α·p_j, Y9 = α·r_j, Y15 = α.
+TEXT ·symRank2FMA(SB), NOSPLIT, $0-56
 	MOVQ         b+0(FP), SI
-	MOVQ         v+8(FP), R8
-	MOVQ         w+16(FP), R9
-	MOVQ         m+24(FP), CX
-	VBROADCASTSD alpha+32(FP), Y15
+	MOVQ         p+8(FP), R8
+	MOVQ         q+16(FP), R9
+	MOVQ         r+24(FP), R10
+	MOVQ         s+32(FP), R11
+	MOVQ         m+40(FP), CX
+	VBROADCASTSD alpha+48(FP), Y15
 
 rrow:
 	CMPQ         CX, $0
 	JLE          rdone
 	VBROADCASTSD (R8), Y8
-	VBROADCASTSD (R9), Y9
+	VBROADCASTSD (R10), Y9
 	VMULPD       Y15, Y8, Y8
 	VMULPD       Y15, Y9, Y9
 	XORQ         AX, AX
@@ -374,8 +377,8 @@ rloop8:
 	VMOVUPD     32(SI)(AX*8), Y5
 	VFMADD231PD (R9)(AX*8), Y8, Y4
 	VFMADD231PD 32(R9)(AX*8), Y8, Y5
-	VFMADD231PD (R8)(AX*8), Y9, Y4
-	VFMADD231PD 32(R8)(AX*8), Y9, Y5
+	VFMADD231PD (R11)(AX*8), Y9, Y4
+	VFMADD231PD 32(R11)(AX*8), Y9, Y5
 	VMOVUPD     Y4, (SI)(AX*8)
 	VMOVUPD     Y5, 32(SI)(AX*8)
 	ADDQ        $8, AX
@@ -388,7 +391,7 @@ rtail4:
 	JGE         rtail1
 	VMOVUPD     (SI)(AX*8), Y4
 	VFMADD231PD (R9)(AX*8), Y8, Y4
-	VFMADD231PD (R8)(AX*8), Y9, Y4
+	VFMADD231PD (R11)(AX*8), Y9, Y4
 	VMOVUPD     Y4, (SI)(AX*8)
 	ADDQ        $4, AX
 
@@ -397,7 +400,7 @@ rtail1:
 	JGE         rnext
 	VMOVSD      (SI)(AX*8), X4
 	VFMADD231SD (R9)(AX*8), X8, X4
-	VFMADD231SD (R8)(AX*8), X9, X4
+	VFMADD231SD (R11)(AX*8), X9, X4
 	VMOVSD      X4, (SI)(AX*8)
 	INCQ        AX
 	JMP         rtail1
@@ -406,6 +409,8 @@ rnext:
 	LEAQ (SI)(CX*8), SI
 	ADDQ $8, R8
 	ADDQ $8, R9
+	ADDQ $8, R10
+	ADDQ $8, R11
 	DECQ CX
 	JMP  rrow
 
