@@ -242,9 +242,10 @@ func (s *quadSolver) denseFloorSolve(ta float64, u []float64) (lmin float64, flo
 }
 
 // safety covers the rounding of a factorisation of M: a backward error of
-// a relative 1e-10 of ‖M‖_F, far above what LAPACK's routines incur.
+// a relative 1e-10 of ‖M‖_F, far above the O(d·2⁻⁵³) relative that a
+// Cholesky factorisation or a tridiagonal eigensolver incurs at these d.
 func (s *quadSolver) safety(ta float64, packed []float64) float64 {
-	return 1e-10 * (ta*math.Sqrt(float64(s.d)) + vec.Norm(packed))
+	return 1e-10 * (ta*math.Sqrt(float64(s.d)) + norm(packed))
 }
 
 // setRef makes packed the reference, with low ≤ λ_min(ref) ≤ high.
