@@ -86,7 +86,7 @@ func (a *QFTL) Observe(ex Example) error {
 // construction (the packed isometric form of mech.PackOuter, whose noise
 // is the law of the paper's symmetrised i.i.d. noise); the system is solved
 // with the eigenvalues of tαI + V̂_t floored at tα/2 (quadSolver: warm
-// conjugate gradients to a relative 1e-6, far below the noise's own
+// conjugate gradients to a relative 1e-5, far below the noise's own
 // effect on x̂, when the floor is certified inactive, an
 // eigendecomposition otherwise); and x̂ is projected
 // onto the ball of radius R·B/α, which contains every exact iterate

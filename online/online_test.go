@@ -257,6 +257,8 @@ func TestBadInputsRejected(t *testing.T) {
 	}{
 		{"norm", Example{V: []float64{1, 1}, Y: 1}, "record 2: ‖v‖ = 1.414"},
 		{"nan", Example{V: []float64{math.NaN(), 0}, Y: 1}, "record 2: feature 0 is NaN"},
+		{"inf", Example{V: []float64{0, math.Inf(-1)}, Y: 1}, "record 2: feature 1 is -Inf"},
+		{"overflow", Example{V: []float64{1e200, 1e200}, Y: 1}, "record 2: ‖v‖ = +Inf"},
 		{"label", Example{V: []float64{0, 0}, Y: 0.5}, "record 2: label 0.5 is not ±1"},
 		{"dim", Example{V: []float64{0}, Y: 1}, "record 2: dimension 1, want 2"},
 	}
@@ -423,5 +425,22 @@ func TestGIGAPaperSensitivityTooSmall(t *testing.T) {
 	}
 	if ours := a.Stability() / tau; moved > ours {
 		t.Fatalf("moved %v above the corrected bound %v", moved, ours)
+	}
+}
+
+// A record exactly at the feature bound, as vec.ProjectBall leaves it, is
+// accepted (Cost.Check's fast path defers to vec.Norm near the bound).
+func TestCheckAtBound(t *testing.T) {
+	cost := Cost{Loss: Squared, Dim: 90, FeatureBound: 1, LabelBound: 1, Alpha: 1, Radius: 1}
+	r := rng.Seeded(2)
+	for i := range 200 {
+		v := make([]float64, cost.Dim)
+		for j := range v {
+			v[j] = r.NormFloat64()
+		}
+		vec.ProjectBall(v, cost.FeatureBound)
+		if err := cost.Check(i+1, Example{V: v, Y: 0.5}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

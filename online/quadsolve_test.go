@@ -5,6 +5,9 @@ import (
 	"math"
 	"testing"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dpal-dev/dpal/dp/mech"
@@ -134,6 +137,7 @@ func TestFloorSolverMatchesDense(t *testing.T) {
 		{"d=1", []float64{-3}, 0.5},
 		{"d=2", []float64{1, 2, 2, 1}, 0.5},
 		{"d=90/gauss/some", gauss(90, 1), 2},
+		{"d=31/gauss/some", gauss(31, 1), 1},
 		{"d=90/gauss/none", gauss(90, 1), -100},
 		{"d=90/gauss/all", gauss(90, 1), 100},
 		{"d=90/spread", gauss(90, 1e6), 1},
@@ -171,8 +175,43 @@ func TestFloorSolverMatchesDense(t *testing.T) {
 			if math.Abs(lmin-wantMin) > 1e-13*math.Max(1, scale) || floored != wantFloored {
 				t.Fatalf("λ_min %v, %d floored; want %v, %d", lmin, floored, wantMin, wantFloored)
 			}
+			checkCholesky(t, s.floor, c.a, -wantMin, math.Max(1, scale))
 		})
 	}
+}
+
+// checkCholesky checks floorSolver.cholesky against lapack64.Potrf on
+// a + shift·I for shifts just above and below −λ_min(a) (to a relative 10⁻⁶
+// of scale ≥ ‖a‖₂) and zero: the same verdict, and the same factor to
+// rounding where it succeeds.
+func checkCholesky(t *testing.T, f *floorSolver, a []float64, shift, scale float64) {
+	t.Helper()
+	n := f.n
+	for _, sh := range []float64{shift + 1e-6*scale, shift - 1e-6*scale, 0} {
+		got := f.cholesky(packSym(a, n), sh)
+		dense := append([]float64(nil), a...)
+		for i := range n {
+			dense[i*n+i] += sh
+		}
+		_, want := lapack64.Potrf(blas64.Symmetric{N: n, Stride: n, Data: dense, Uplo: blas.Upper})
+		if got != want {
+			t.Fatalf("shift %v: Cholesky %v, Potrf %v", sh, got, want)
+		}
+		for i := range n * btoi(want) {
+			for j := i; j < n; j++ {
+				if e := f.a[f.start[i]+j-i] - dense[i*n+j]; math.Abs(e) > 1e-10*math.Sqrt(scale+math.Abs(sh)) {
+					t.Fatalf("shift %v: U[%d, %d] = %v, Potrf %v", sh, i, j, f.a[f.start[i]+j-i], dense[i*n+j])
+				}
+			}
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // packSym is the packed form of the n×n row-major symmetric a
@@ -189,7 +228,8 @@ func packSym(a []float64, n int) []float64 {
 }
 
 // The packed product's assembly route agrees with the Go one to rounding,
-// and the Go one with a dense product, for sizes that exercise every tail
+// and the Go one with a dense product (the fused product, symPackedMulDist,
+// too, and its distance with a plain sum), for sizes that exercise every tail
 // of the loop (odd d: the last single row).
 func TestSymPackedRoutes(t *testing.T) {
 	r := rng.Seeded(3)
@@ -222,26 +262,83 @@ func TestSymPackedRoutes(t *testing.T) {
 					t.Fatalf("Go route, entry %d: %v, want %v", i, want[i], ref)
 				}
 			}
+			ref, fused := make([]float64, len(packed)), make([]float64, d)
+			var sq float64
+			for k := range ref {
+				ref[k] = r.NormFloat64()
+				sq += (packed[k] - ref[k]) * (packed[k] - ref[k])
+			}
+			for j := range fused {
+				fused[j] = float64(j)
+			}
+			dist := symPackedMulDist(fused, packed, ref, w, 0.7, 1.3)
+			if math.Abs(dist-sq) > 1e-13*(1+sq) {
+				t.Fatalf("distance %v, want %v", dist, sq)
+			}
 			for j := range got {
 				if math.Abs(got[j]-want[j]) > 1e-13*float64(d)*(1+math.Abs(want[j])) {
 					t.Fatalf("entry %d: %v, want %v", j, got[j], want[j])
+				}
+				if math.Abs(fused[j]-want[j]) > 1e-13*float64(d)*(1+math.Abs(want[j])) {
+					t.Fatalf("fused, entry %d: %v, want %v", j, fused[j], want[j])
 				}
 			}
 		})
 	}
 }
 
-// The squared distance's assembly route agrees with the Go one to rounding.
-func TestSqDistRoutes(t *testing.T) {
-	r := rng.Seeded(4)
-	for _, n := range []int{0, 1, 3, 15, 16, 17, 33, 4095} {
-		a, b := make([]float64, n), make([]float64, n)
-		for k := range a {
-			a[k], b[k] = r.NormFloat64(), r.NormFloat64()
+// Conjugate gradients' vector step: the assembly route agrees with the Go
+// one to rounding, in y, r and both sums, for sizes that exercise the tail.
+func TestCGUpdateRoutes(t *testing.T) {
+	r := rng.Seeded(5)
+	for _, n := range []int{0, 1, 7, 8, 9, 17, 90} {
+		vecs := make([][]float64, 6) // y, r, p, q; then copies of y, r
+		for i := range vecs {
+			vecs[i] = make([]float64, n)
 		}
-		got, want := sqDist(a, b), sqDistGo(a, b)
-		if math.Abs(got-want) > 1e-13*(1+want) {
-			t.Fatalf("n=%d: %v, want %v", n, got, want)
+		for i := range 4 {
+			for k := range vecs[i] {
+				vecs[i][k] = r.NormFloat64()
+			}
+		}
+		copy(vecs[4], vecs[0])
+		copy(vecs[5], vecs[1])
+		rr, yy := cgUpdate(vecs[0], vecs[1], vecs[2], vecs[3], 0.3)
+		wantRR, wantYY := cgUpdateGo(vecs[4], vecs[5], vecs[2], vecs[3], 0.3)
+		close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-13*(1+math.Abs(b)) }
+		if !close(rr, wantRR) || !close(yy, wantYY) {
+			t.Fatalf("n=%d: sums %v, %v, want %v, %v", n, rr, yy, wantRR, wantYY)
+		}
+		for k := range n {
+			if !close(vecs[0][k], vecs[4][k]) || !close(vecs[1][k], vecs[5][k]) {
+				t.Fatalf("n=%d, entry %d: y %v r %v, want %v, %v", n, k, vecs[0][k], vecs[1][k], vecs[4][k], vecs[5][k])
+			}
+		}
+	}
+}
+
+// The packed rank-2 update's assembly route agrees with the Go one to
+// rounding, for sizes that exercise every tail of the loop.
+func TestSymRank2Routes(t *testing.T) {
+	r := rng.Seeded(7)
+	for _, m := range []int{1, 2, 3, 4, 5, 8, 9, 12, 13, 17, 89} {
+		b := make([]float64, mech.SymDim(m))
+		vs := make([][]float64, 4)
+		for i := range vs {
+			vs[i] = make([]float64, m)
+		}
+		for _, x := range append(vs, b) {
+			for k := range x {
+				x[k] = r.NormFloat64()
+			}
+		}
+		want := append([]float64(nil), b...)
+		symRank2(b, vs[0], vs[1], vs[2], vs[3], -0.7)
+		symRank2Go(want, vs[0], vs[1], vs[2], vs[3], -0.7)
+		for k := range b {
+			if math.Abs(b[k]-want[k]) > 1e-13*(1+math.Abs(want[k])) {
+				t.Fatalf("m=%d, entry %d: %v, want %v", m, k, b[k], want[k])
+			}
 		}
 	}
 }

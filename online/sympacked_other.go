@@ -6,5 +6,11 @@ package online
 // or under purego.
 var symPackedMul = symPackedMulGo
 
-// sqDist is sqDistGo.
-var sqDist = sqDistGo
+// symPackedMulDist is symPackedMulDistGo.
+var symPackedMulDist = symPackedMulDistGo
+
+// cgUpdate is cgUpdateGo.
+var cgUpdate = cgUpdateGo
+
+// symRank2 is symRank2Go.
+var symRank2 = symRank2Go
