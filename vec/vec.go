@@ -20,6 +20,23 @@ func Dot(a, b []float64) float64 {
 // Norm returns the Euclidean norm ‖a‖.
 func Norm(a []float64) float64 { return math.Sqrt(Dot(a, a)) }
 
+// FiniteNorm returns Norm(a) and the index of a's first NaN or ±Inf
+// coordinate, or −1 when every coordinate is finite. It takes one pass
+// when they all are: Dot(a, a) is NaN or +Inf whenever some coordinate is,
+// and only then are the coordinates searched (finite coordinates whose
+// squares overflow give norm +Inf and −1, which a bound check refuses).
+func FiniteNorm(a []float64) (norm float64, bad int) {
+	ss := Dot(a, a)
+	if math.IsNaN(ss) || math.IsInf(ss, 0) {
+		for i, x := range a {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return math.Sqrt(ss), i
+			}
+		}
+	}
+	return math.Sqrt(ss), -1
+}
+
 // ProjectBall scales w in place onto the ℓ2 ball of the given radius
 // (the projection Π of Ghassemi et al. eq. 10); a w inside the ball is
 // left unchanged. Afterwards Norm(w) ≤ radius holds exactly as computed

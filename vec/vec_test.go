@@ -31,3 +31,24 @@ func TestProjectBallBoundHoldsAsComputed(t *testing.T) {
 		}
 	}
 }
+
+func TestFiniteNorm(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		a    []float64
+		bad  int
+	}{
+		{"finite", []float64{3, 4}, -1},
+		{"empty", nil, -1},
+		{"nan", []float64{1, math.NaN(), math.Inf(1)}, 1},
+		{"inf first", []float64{math.Inf(-1), 0}, 0},
+		{"overflow", []float64{1e200, 1e200}, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n, bad := FiniteNorm(c.a)
+			if bad != c.bad || (bad < 0 && n != Norm(c.a)) {
+				t.Errorf("FiniteNorm = %v, %d; want Norm %v, %d", n, bad, Norm(c.a), c.bad)
+			}
+		})
+	}
+}

@@ -155,16 +155,17 @@ func (t *Tree) AccumulateOuter(v []float64, c float64) error {
 		return fmt.Errorf("tree: atom %d: a %d-vector's outer product has packed dimension %d, want %d", step, len(v), SymDim(len(v)), t.dim)
 	}
 	// ‖v‖·‖v‖ rather than ⟨v, v⟩: rounding is monotone, so a v that passed
-	// ‖v‖ ≤ R passes |c|·‖v‖² ≤ |c|·R·R here. ‖v‖² is finite exactly when
-	// every coordinate is and the sum does not overflow, so one pass
-	// checks both; only an atom that fails it is scanned for the
-	// coordinate to name (checkOuter).
-	if ss := vec.Dot(v, v); isInfOrNaN(ss) || isInfOrNaN(c) {
-		if err := t.checkOuter(step, v, c); err != nil {
-			return err
-		}
-	} else if err := t.checkOuterNorm(step, math.Sqrt(ss), c); err != nil { // vec.Norm(v)
-		return err
+	// ‖v‖ ≤ R passes |c|·‖v‖² ≤ |c|·R·R here. The messages come in this
+	// order: the first coordinate that is not finite, the scale, the norm.
+	nv, bad := vec.FiniteNorm(v)
+	switch {
+	case bad >= 0:
+		return fmt.Errorf("tree: atom %d: coordinate %d is %v", step, bad, v[bad])
+	case isInfOrNaN(c):
+		return fmt.Errorf("tree: atom %d: scale %v", step, c)
+	}
+	if n := math.Abs(c) * nv * nv; n > t.bound {
+		return fmt.Errorf("tree: atom %d has norm %v above the bound %v", step, n, t.bound)
 	}
 	if t.atoms == 0 {
 		PackOuter(t.pending, v, c)
@@ -172,28 +173,6 @@ func (t *Tree) AccumulateOuter(v []float64, c float64) error {
 		addOuter(t.pending, v, c)
 	}
 	t.atoms++
-	return nil
-}
-
-// checkOuter is AccumulateOuter's full check, in the order of its
-// messages: the first coordinate that is not finite, the scale, the norm.
-func (t *Tree) checkOuter(step int, v []float64, c float64) error {
-	for k, x := range v {
-		if isInfOrNaN(x) {
-			return fmt.Errorf("tree: atom %d: coordinate %d is %v", step, k, x)
-		}
-	}
-	if isInfOrNaN(c) {
-		return fmt.Errorf("tree: atom %d: scale %v", step, c)
-	}
-	return t.checkOuterNorm(step, vec.Norm(v), c)
-}
-
-// checkOuterNorm checks |c|·‖v‖·‖v‖ ≤ R given nv = ‖v‖.
-func (t *Tree) checkOuterNorm(step int, nv, c float64) error {
-	if n := math.Abs(c) * nv * nv; n > t.bound {
-		return fmt.Errorf("tree: atom %d has norm %v above the bound %v", step, n, t.bound)
-	}
 	return nil
 }
 
@@ -310,17 +289,11 @@ func (t *Tree) checkAtom(w []float64) error {
 	if len(w) != t.dim {
 		return fmt.Errorf(" has dimension %d, want %d", len(w), t.dim)
 	}
-	// One pass, as in AccumulateOuter: ‖w‖² is finite exactly when every
-	// coordinate is and the sum does not overflow.
-	ss := vec.Dot(w, w)
-	if isInfOrNaN(ss) {
-		for k, x := range w {
-			if isInfOrNaN(x) {
-				return fmt.Errorf(": coordinate %d is %v", k, x)
-			}
-		}
+	n, bad := vec.FiniteNorm(w)
+	if bad >= 0 {
+		return fmt.Errorf(": coordinate %d is %v", bad, w[bad])
 	}
-	if n := math.Sqrt(ss); n > t.bound { // vec.Norm(w)
+	if n > t.bound {
 		return fmt.Errorf(" has norm %v above the bound %v", n, t.bound)
 	}
 	return nil

@@ -488,10 +488,21 @@ func TestTreeCheckRoutes(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("checkAtom: %v, full check %v", got, want)
 			}
-			// AccumulateOuter of the 2-vector (v[0], v[2]) against checkOuter.
+			// AccumulateOuter of the 2-vector (v[0], v[2]) against the full check.
 			to, _ := newTree(4, SymDim(2), c.bound)
 			v2 := []float64{c.v[0], c.v[2]}
-			want = to.checkOuter(1, v2, c.c)
+			want = nil
+			for k, x := range v2 { // the full check, in the order of its messages
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					want = fmt.Errorf("tree: atom 1: coordinate %d is %v", k, x)
+					break
+				}
+			}
+			if nv := vec.Norm(v2); want == nil && (math.IsNaN(c.c) || math.IsInf(c.c, 0)) {
+				want = fmt.Errorf("tree: atom 1: scale %v", c.c)
+			} else if n := math.Abs(c.c) * nv * nv; want == nil && n > c.bound {
+				want = fmt.Errorf("tree: atom 1 has norm %v above the bound %v", n, c.bound)
+			}
 			if got := to.AccumulateOuter(v2, c.c); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("AccumulateOuter: %v, full check %v", got, want)
 			}
