@@ -38,6 +38,11 @@ type Config struct {
 	Schedule string
 	// TotalSteps is the cosine schedule's length.
 	TotalSteps int
+	// Divisor, if > 0, divides every noisy sum instead of the groups'
+	// expected batch Σ_g q_g·|g|. Poisson active learning needs it: there
+	// the groups' sizes are private, and a divisor read from them would
+	// release them; the plan fixes it from expected sizes instead.
+	Divisor float64
 }
 
 // Group is a set of records sampled at one Poisson rate and charged as one
@@ -106,6 +111,9 @@ type Trainer struct {
 
 // New returns a trainer for net.
 func New(net *nn.Net, cfg Config) (*Trainer, error) {
+	if !(cfg.Divisor >= 0) || math.IsInf(cfg.Divisor, 0) {
+		return nil, fmt.Errorf("dpsgd: divisor must be finite and >= 0, got %v", cfg.Divisor)
+	}
 	noise, err := mech.NewGaussianVector(cfg.NoiseMultiplier, cfg.Clip, net.NumParams())
 	if err != nil {
 		return nil, fmt.Errorf("dpsgd: %w", err)
@@ -137,6 +145,12 @@ func (t *Trainer) Run(led *ledger.Ledger, r *rng.Rand, d Data, groups []Group, s
 		return RunResult{}, errors.New("dpsgd: a ledger is required: every step is charged before it runs")
 	}
 	b, err := checkRun(d, groups, steps)
+	switch {
+	case t.cfg.Divisor > 0 && err == errNoBatch:
+		b, err = t.cfg.Divisor, nil
+	case t.cfg.Divisor > 0:
+		b = t.cfg.Divisor
+	}
 	if err != nil {
 		return RunResult{}, err
 	}
@@ -229,10 +243,13 @@ func checkRun(d Data, groups []Group, steps int) (float64, error) {
 		b += g.Rate * float64(len(g.Records))
 	}
 	if !(b > 0) {
-		return 0, errors.New("dpsgd: no record can be sampled (expected batch 0)")
+		return 0, errNoBatch
 	}
 	return b, nil
 }
+
+// errNoBatch is checkRun's error for groups that can sample no record.
+var errNoBatch = errors.New("dpsgd: no record can be sampled (expected batch 0)")
 
 // charge records each sampled group's loss for the whole run.
 func (t *Trainer) charge(led *ledger.Ledger, groups []Group, steps int) ([]Charge, error) {

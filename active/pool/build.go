@@ -15,11 +15,28 @@ const batchTol = 1e-9
 // paid for, composed under cfg.Accounting and read as the ledger reads it)
 // is at most cfg.Epsilon; under step amplification and noise reduction all
 // groups end at cfg.Epsilon (to the searches' 1e-12) and are equal after
-// every phase, with expected batch b.
+// every phase, with expected batch b. Under Poisson selection the groups'
+// training is planned the same way at the training target whose amplified
+// worst-entry loss (PoissonPrivacy) is cfg.Epsilon, the ε every pool record
+// is charged.
 func Build(cfg Config) (*Plan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("pool plan: %w", err)
 	}
+	if cfg.Selection == Poisson {
+		return buildPoisson(cfg)
+	}
+	p, err := buildTraining(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.Selection = cfg.Selection.String()
+	return p, nil
+}
+
+// buildTraining plans the training phases so that every group's total
+// loss (training and the selections it paid for) ends at cfg.Epsilon.
+func buildTraining(cfg Config) (*Plan, error) {
 	p, err := newPlanner(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pool plan: %w", err)

@@ -122,6 +122,21 @@ type Config struct {
 	// Conversion turns RDP into (ε, δ); the zero value is Balle2020, as
 	// in dp/ledger.
 	Conversion account.Conversion
+	// Selection is how records are chosen for labelling: TopK (the
+	// paper's fixed sizes, the zero value) or Poisson (independent coins,
+	// see poisson.go and docs/pool.md).
+	Selection Selection
+	// Labeler is whom the chosen records are shown to: Trusted (the
+	// paper's §3.1, the zero value) or Untrusted, for whom a selection is
+	// a release; Poisson selection needs a trusted labeler.
+	Labeler Labeler
+	// PoolSize is n, the number of pool records, which sets the initial
+	// set's Poisson rate β = Initial/n (Poisson selection only). Like
+	// every DP-SGD sampling rate q = b/n, it is treated as public.
+	PoolSize int
+	// PMax is p_max, the largest probability with which a selection may
+	// choose a record (Poisson selection only, 0 < p_max ≤ 1).
+	PMax float64
 }
 
 // maxRecords bounds the dataset sizes the planner accepts.
@@ -166,7 +181,7 @@ func (c Config) Validate() error {
 	if _, err := c.Conversion.MarshalText(); err != nil {
 		return err
 	}
-	return nil
+	return c.validateSelection()
 }
 
 // GroupRate is one group's Poisson sampling rate in a phase.
@@ -223,6 +238,11 @@ type Plan struct {
 	Phases []Phase `json:"phases"`
 	// Groups are the labelled groups' final losses.
 	Groups []Group `json:"groups"`
+	// Selection names the selection scheme the plan is for.
+	Selection string `json:"selection"`
+	// Poisson is the per-record guarantee of Poisson selection (nil for
+	// top-k).
+	Poisson *PoissonPrivacy `json:"poisson,omitempty"`
 }
 
 // GroupNames returns the planner's group names: initial, query-1, …
@@ -273,15 +293,7 @@ func (p *Plan) PhaseLoss(e, g int) (l account.Loss, ok bool, err error) {
 // query-j) after training round `round` (1…T+1), the selections it paid for
 // included, with the training part alone. round = T+1 is the end.
 func (p *Plan) GroupLoss(g, round int) (total, training account.Loss, err error) {
-	var steps []account.Phase
-	for _, ph := range p.Phases {
-		if ph.Round > round {
-			break
-		}
-		if g < len(ph.Groups) && ph.Groups[g].SampleRate > 0 {
-			steps = append(steps, account.Phase{SampleRate: ph.Groups[g].SampleRate, NoiseMultiplier: ph.NoiseMultiplier, Steps: ph.Steps})
-		}
-	}
+	steps := p.groupSteps(g, round)
 	parts := []account.Loss{}
 	if len(steps) > 0 {
 		if training, err = account.SubsampledGaussian(steps); err != nil {

@@ -237,6 +237,12 @@ func climb(n, k int, f func(int) float64, better func(a, b float64) bool) (int, 
 // the boundary where f was evaluated > 0 (b = a = hi when f(hi) ≤ 0). ok is
 // false when f(lo) > 0.
 func largestFeasible(f func(float64) float64, x0, lo, hi float64) (a, b float64, ok bool) {
+	return largestFeasibleTol(f, x0, lo, hi, rootTol)
+}
+
+// largestFeasibleTol is largestFeasible with the bracket's final relative
+// width tol.
+func largestFeasibleTol(f func(float64) float64, x0, lo, hi, tol float64) (a, b float64, ok bool) {
 	x0 = math.Min(math.Max(x0, lo), hi)
 	a, b = x0, x0
 	fa, fb := f(x0), 0.0
@@ -264,15 +270,15 @@ func largestFeasible(f func(float64) float64, x0, lo, hi float64) (a, b float64,
 			}
 		}
 	}
-	a, b = illinois(f, a, b, fa, fb)
+	a, b = illinois(f, a, b, fa, fb, tol)
 	return a, b, true
 }
 
 // illinois narrows the bracket [a, b] (f(a) ≤ 0 < f(b)) by regula falsi
-// with the Illinois modification.
-func illinois(f func(float64) float64, a, b, fa, fb float64) (float64, float64) {
+// with the Illinois modification, to relative width tol.
+func illinois(f func(float64) float64, a, b, fa, fb, tol float64) (float64, float64) {
 	side := 0
-	for it := 0; it < 200 && b-a > rootTol*math.Max(1, math.Abs(a)); it++ {
+	for it := 0; it < 200 && b-a > tol*math.Max(1, math.Abs(a)); it++ {
 		c := b - fb*(b-a)/(fb-fa)
 		if !(c > a && c < b) || math.IsInf(fa, 0) || math.IsInf(fb, 0) {
 			c, side = a+(b-a)/2, 0

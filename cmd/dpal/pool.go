@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dpal-dev/dpal/active/pool"
 	"github.com/dpal-dev/dpal/dp/account"
@@ -44,13 +45,25 @@ func init() {
 	f.String("accounting", "basic", "how selection and training compose: basic or rdp")
 	f.Bool("scores-labelled", false, "the acquisition scores labelled records too (§3.5): everyone pays ε_Sel")
 	f.String("conversion", "balle2020", "RDP to (ε, δ) conversion: balle2020 or classic")
+	selectionFlags(f, "topk")
+	f.Int("pool-size", 0, "poisson: the number of pool records n (the initial rate is --initial/n; required)")
 	f.Bool("json", false, "print one JSON object")
 	poolCmd.AddCommand(poolPlanCmd)
 	rootCmd.AddCommand(poolCmd)
 }
 
+// selectionFlags are the selection scheme's flags, shared by pool plan and
+// pool run.
+func selectionFlags(f *pflag.FlagSet, def string) {
+	f.String("selection", def, "poisson (independent coins, the sound scheme: docs/pool.md) or topk (the paper's fixed sizes, "+
+		"training charged under replace-one)")
+	f.String("labeler", "trusted", "trusted (sees the selections, paper 001 §3.1) or untrusted (selections are releases: topk only)")
+	f.Float64("p-max", 0.2, "poisson: the largest probability with which a selection chooses a record")
+}
+
 func runPoolPlan(cmd *cobra.Command, _ []string) error {
-	cfg, err := poolConfig(cmd)
+	n, _ := cmd.Flags().GetInt("pool-size")
+	cfg, err := poolConfig(cmd, n)
 	if err != nil {
 		return err
 	}
@@ -64,8 +77,8 @@ func runPoolPlan(cmd *cobra.Command, _ []string) error {
 	return poolTable(cmd.OutOrStdout(), p)
 }
 
-// poolConfig reads the plan's flags.
-func poolConfig(cmd *cobra.Command) (pool.Config, error) {
+// poolConfig reads the plan's flags; poolSize is the pool's n.
+func poolConfig(cmd *cobra.Command, poolSize int) (pool.Config, error) {
 	f := cmd.Flags()
 	for _, name := range []string{"epsilon", "delta", "batch", "epochs", "initial", "queries"} {
 		if !f.Changed(name) {
@@ -97,6 +110,16 @@ func poolConfig(cmd *cobra.Command) (pool.Config, error) {
 	if cfg.Conversion, err = account.ParseConversion(s); err != nil {
 		return cfg, fmt.Errorf("--conversion: %w", err)
 	}
+	s, _ = f.GetString("selection")
+	if cfg.Selection, err = pool.ParseSelection(s); err != nil {
+		return cfg, fmt.Errorf("--selection: %w", err)
+	}
+	s, _ = f.GetString("labeler")
+	if cfg.Labeler, err = pool.ParseLabeler(s); err != nil {
+		return cfg, fmt.Errorf("--labeler: %w", err)
+	}
+	cfg.PMax, _ = f.GetFloat64("p-max")
+	cfg.PoolSize = poolSize
 	return cfg, cfg.Validate()
 }
 

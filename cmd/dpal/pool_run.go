@@ -64,6 +64,9 @@ func init() {
 	f.String("ledger", "", "durable ledger file (created with budget --epsilon/--delta if new)")
 	f.String("labels-from", "", "ask labels from FILE, or - for stdin (default: the dataset's labels)")
 	f.Uint64("seed", 0, "seed for reproducible sampling, noise and selection (experiments only; default: secure randomness)")
+	selectionFlags(f, "poisson")
+	f.Float64("threshold", 0.25, "poisson: the acquisition score (in [0, 1]) from which a record is chosen with probability --p-max")
+	f.Float64("p-min", 0, "poisson: the probability of choosing a record scored below --threshold")
 	f.Bool("json", false, "print one JSON object")
 	f.Bool("no-progress", false, "draw no progress bar")
 	poolCmd.AddCommand(poolRunCmd)
@@ -74,7 +77,7 @@ type poolRunOutput struct {
 	Dataset string  `json:"dataset"`
 	Model   string  `json:"model"`
 	Pool    int     `json:"pool"`
-	Labels  string  `json:"labels"`
+	Labels  string  `json:"label_source"`
 	Seed    *uint64 `json:"seed,omitempty"`
 	// Epsilon … Epochs are the plan's settings (Plan omits its Config).
 	Epsilon       float64      `json:"epsilon"`
@@ -85,6 +88,15 @@ type poolRunOutput struct {
 	Plan          *pool.Plan   `json:"plan"`
 	Result        *pool.Result `json:"result"`
 	Classes       []string     `json:"class_names"`
+	// The summary a script reads first (copied from Result): the final
+	// model's accuracies, the labels asked, the selection scheme, and the
+	// largest and smallest ε over every pool record read from the ledger.
+	TestAccuracy     float64 `json:"test_accuracy"`
+	BalancedAccuracy float64 `json:"balanced_accuracy"`
+	LabelsAsked      int     `json:"labels"`
+	Selection        string  `json:"selection"`
+	EpsilonMax       float64 `json:"epsilon_max"`
+	EpsilonMin       float64 `json:"epsilon_min"`
 }
 
 func runPoolRun(cmd *cobra.Command, _ []string) error {
@@ -136,6 +148,9 @@ func runPoolRun(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	res := out.Result
+	out.TestAccuracy, out.BalancedAccuracy, out.LabelsAsked, out.Selection = res.TestAccuracy, res.BalancedAccuracy, res.Labels, res.Selection
+	out.EpsilonMax, out.EpsilonMin = res.Privacy.All.Max, res.Privacy.All.Min
 	if asJSON, _ := f.GetBool("json"); asJSON {
 		return printJSON(cmd.OutOrStdout(), out)
 	}
@@ -157,7 +172,7 @@ func poolRunInput(cmd *cobra.Command, name string, train, test *data.Dataset, im
 	if err != nil {
 		return pool.Input{}, err
 	}
-	cfg, err := poolConfig(cmd)
+	cfg, err := poolConfig(cmd, train.Len())
 	if err != nil {
 		return pool.Input{}, err
 	}
@@ -169,6 +184,8 @@ func poolRunInput(cmd *cobra.Command, name string, train, test *data.Dataset, im
 	lr := pool.Learner{Spec: s.spec, Train: s.cfg, Acquisition: acq}
 	lr.NotDP, _ = f.GetBool("not-dp")
 	lr.Passes, _ = f.GetInt("passes")
+	lr.Threshold, _ = f.GetFloat64("threshold")
+	lr.PMin, _ = f.GetFloat64("p-min")
 	if lr.Passes < 1 || lr.Passes > 1000 {
 		return pool.Input{}, fmt.Errorf("--passes must be in [1, 1000], got %d", lr.Passes)
 	}

@@ -37,6 +37,7 @@ func TestPoolPlanJSON(t *testing.T) {
 						EpsilonSelection float64 `json:"epsilon_selection"`
 						EpsilonTotal     float64 `json:"epsilon_total"`
 					} `json:"groups"`
+					Selection string `json:"selection"`
 				}
 				dec := json.NewDecoder(strings.NewReader(out))
 				dec.DisallowUnknownFields()
