@@ -133,3 +133,35 @@ func TestReproPoolQuick(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolRunPoissonJSON pins the CLI contract of `dpal pool run --json`
+// under the default Poisson selection: one object with test_accuracy,
+// balanced_accuracy, labels (asked), epsilon_max and epsilon_min over every
+// pool record (read from the ledger), delta and selection.
+func TestPoolRunPoissonJSON(t *testing.T) {
+	file := twoBlobsCSV(t, 1000)
+	out, _, err := runCLI(t, "", "pool", "run", "--data", "csv", "--file", file, "--epsilon", "4", "--delta", "1e-5",
+		"--initial", "200", "--queries", "100,100", "--batch", "50", "--epochs", "3", "--p-max", "0.3", "--seed", "2", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, k := range []string{"test_accuracy", "balanced_accuracy", "labels", "epsilon_max", "epsilon_min", "delta", "selection"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("no %q in the output", k)
+		}
+	}
+	if got["selection"] != "poisson" || got["delta"] != 1e-5 {
+		t.Errorf("selection %v, δ %v", got["selection"], got["delta"])
+	}
+	emax, emin, labels := got["epsilon_max"].(float64), got["epsilon_min"].(float64), got["labels"].(float64)
+	if emax > 4 || emax < 4*(1-1e-4) || emin != emax {
+		t.Errorf("ε over the pool records %v…%v, want every record at the target 4", emin, emax)
+	}
+	if labels < 100 || labels != math.Trunc(labels) {
+		t.Errorf("labels %v", labels)
+	}
+}
