@@ -224,11 +224,11 @@ type Row struct {
 	Scale      float64 `json:"scale"`
 	// Labels is the number of records labelled (random under Poisson
 	// selection).
-	Labels int    `json:"labels"`
-	Run    int    `json:"run"`
-	Seed   uint64 `json:"seed"`
-	Accuracy   float64 `json:"test_accuracy"`
-	Balanced   float64 `json:"balanced_accuracy"`
+	Labels   int     `json:"labels"`
+	Run      int     `json:"run"`
+	Seed     uint64  `json:"seed"`
+	Accuracy float64 `json:"test_accuracy"`
+	Balanced float64 `json:"balanced_accuracy"`
 	// MaxDeviation is the largest |ledger ε − planned ε| over every pool
 	// record (the baseline: of its one group).
 	MaxDeviation float64 `json:"max_ledger_deviation"`
