@@ -229,6 +229,8 @@ type Row struct {
 	Seed     uint64  `json:"seed"`
 	Accuracy float64 `json:"test_accuracy"`
 	Balanced float64 `json:"balanced_accuracy"`
+	// Recall is the final model's recall per class on the test set.
+	Recall []float64 `json:"test_recall"`
 	// MaxDeviation is the largest |ledger ε − planned ε| over every pool
 	// record (the baseline: of its one group).
 	MaxDeviation float64 `json:"max_ledger_deviation"`
@@ -239,18 +241,20 @@ type Row struct {
 
 // Point is the mean ± std over runs of one method in one experiment.
 type Point struct {
-	Experiment   string  `json:"experiment"`
-	Dataset      string  `json:"dataset"`
-	Method       string  `json:"method"`
-	DP           bool    `json:"dp"`
-	Epsilon      float64 `json:"epsilon"`
-	EpsSelect    float64 `json:"epsilon_select"`
-	Accuracy     float64 `json:"mean_accuracy"`
-	AccuracyStd  float64 `json:"std_accuracy"`
-	Balanced     float64 `json:"mean_balanced_accuracy"`
-	BalancedStd  float64 `json:"std_balanced_accuracy"`
-	Runs         int     `json:"runs"`
-	MaxDeviation float64 `json:"max_ledger_deviation"`
+	Experiment  string  `json:"experiment"`
+	Dataset     string  `json:"dataset"`
+	Method      string  `json:"method"`
+	DP          bool    `json:"dp"`
+	Epsilon     float64 `json:"epsilon"`
+	EpsSelect   float64 `json:"epsilon_select"`
+	Accuracy    float64 `json:"mean_accuracy"`
+	AccuracyStd float64 `json:"std_accuracy"`
+	Balanced    float64 `json:"mean_balanced_accuracy"`
+	BalancedStd float64 `json:"std_balanced_accuracy"`
+	// Recall is the mean recall per class.
+	Recall       []float64 `json:"mean_test_recall"`
+	Runs         int       `json:"runs"`
+	MaxDeviation float64   `json:"max_ledger_deviation"`
 	// Labels is the mean number of records labelled; Scale the budget
 	// fraction.
 	Labels float64 `json:"mean_labels"`
@@ -422,10 +426,13 @@ func Methods(exp string) []Method {
 }
 
 // poissonMethod is a Poisson row: step amplification, the public selection
-// rule, the budget scaled by f.
+// rule, the budget and p_max scaled by f (an uncertainty rule asks about
+// p_max times the uncertain records whatever the declared sizes, so a
+// smaller budget needs a smaller p_max; random selection at the same f
+// shares the plan, hence η, σ and the steps).
 func poissonMethod(name, acq string, eps, f float64) Method {
 	return Method{Name: name, Acquisition: acq, Mode: pool.StepAmplification, Epsilon: eps, Selection: pool.Poisson,
-		PMax: PoissonPMax, Threshold: PoissonThreshold, Scale: f}
+		PMax: PoissonPMax * f, Threshold: PoissonThreshold, Scale: f}
 }
 
 // Validate checks the options.
@@ -544,6 +551,14 @@ func point(exp, d string, m Method, rows []Row) Point {
 		acc[i], bal[i] = r.Accuracy, r.Balanced
 		p.MaxDeviation = max(p.MaxDeviation, r.MaxDeviation)
 		p.Labels += float64(r.Labels) / float64(len(rows))
+		if p.Recall == nil {
+			p.Recall = make([]float64, len(r.Recall))
+		}
+		for c, v := range r.Recall {
+			if c < len(p.Recall) {
+				p.Recall[c] += v / float64(len(rows))
+			}
+		}
 	}
 	p.Accuracy, p.AccuracyStd = meanStd(acc)
 	p.Balanced, p.BalancedStd = meanStd(bal)
@@ -629,7 +644,7 @@ func active(row *Row, r *rng.Rand, s Setting, m Method, lr pool.Learner, train, 
 		return err
 	}
 	row.Accuracy, row.Balanced, row.MaxDeviation = res.TestAccuracy, res.BalancedAccuracy, res.Privacy.MaxDeviation
-	row.Labels = res.Labels
+	row.Labels, row.Recall = res.Labels, res.TestRecall
 	_, row.LedgerMax = led.MaxEpsilon()
 	return nil
 }
@@ -671,7 +686,7 @@ func baseline(row *Row, r *rng.Rand, s Setting, spec nn.Spec, cfg dpsgd.Config, 
 	if err != nil {
 		return err
 	}
-	row.Accuracy, _, row.Balanced = pool.Scores(pred, test.Class, spec.Classes)
+	row.Accuracy, row.Recall, row.Balanced = pool.Scores(pred, test.Class, spec.Classes)
 	row.Labels = b
 	row.LedgerMax, _ = led.Spent("random-subset")
 	row.MaxDeviation = math.Max(0, row.LedgerMax-row.Epsilon)
