@@ -5,7 +5,8 @@
 // Mechanism interface through which every mechanism reports its Loss; the
 // optimal composition of Kairouz, Oh & Viswanath and the
 // Dwork–Rothblum–Vadhan bound; the Rényi-DP accountant for the
-// Poisson-subsampled Gaussian, the Gaussian and the Laplace mechanisms;
+// Poisson-subsampled Gaussian (under add/remove, and under replace-one by
+// quadrature: replace.go), the Gaussian and the Laplace mechanisms;
 // the privacy-loss-distribution (PLD) accountant (pld*.go: Gaussian,
 // Laplace, their Poisson-subsampled forms, randomized response, discrete
 // Laplace and Gaussian and any (ε, δ) black box, composed by FFT, with a

@@ -96,22 +96,7 @@ func RDPCurve(mechanism string, orders, rdp []float64) (Loss, error) {
 // SubsampledGaussian returns the loss of DP-SGD phases (Poisson-subsampled
 // Gaussian steps, ScheduleRDP) as an RDP curve over DefaultOrders.
 func SubsampledGaussian(phases []Phase) (Loss, error) {
-	orders := DefaultOrders()
-	curve, err := ScheduleRDP(phases, orders)
-	if err != nil {
-		return Loss{}, err
-	}
-	l, err := RDPCurve("subsampled-gaussian", orders, curve)
-	if err != nil {
-		return Loss{}, err
-	}
-	if len(phases) == 1 {
-		p := phases[0]
-		l.Params = map[string]float64{"sample_rate": p.SampleRate, "noise_multiplier": p.NoiseMultiplier, "steps": float64(p.Steps)}
-	} else {
-		l.Params = map[string]float64{"phases": float64(len(phases))}
-	}
-	return l, nil
+	return scheduleLoss("subsampled-gaussian", phases, addRemoveCurve)
 }
 
 // HasRDP reports whether l has a Rényi part (a curve or ρ > 0), which

@@ -103,16 +103,21 @@ func SubsampledGaussianRDP(q, sigma float64, orders []float64) ([]float64, error
 // ScheduleRDP returns the RDP curve of the phases run one after another
 // (RDP composes by addition, Mironov 2017 Prop. 1).
 func ScheduleRDP(phases []Phase, orders []float64) ([]float64, error) {
+	return scheduleCurve(phases, orders, addRemoveCurve)
+}
+
+// scheduleCurve evaluates a schedule's curve at the orders.
+func scheduleCurve(phases []Phase, orders []float64, curve curveFunc) ([]float64, error) {
 	if err := validatePhases(phases); err != nil {
 		return nil, err
 	}
 	if err := ValidateOrders(orders); err != nil {
 		return nil, err
 	}
-	pts := newPhaseTerms(phases)
+	at := curve(phases)
 	out := make([]float64, len(orders))
 	for k, a := range orders {
-		out[k] = totalRDP(newOrderTerms(a), pts)
+		out[k] = at(newOrderTerms(a))
 	}
 	return out, nil
 }
