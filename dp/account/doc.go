@@ -8,9 +8,10 @@
 // Poisson-subsampled Gaussian (under add/remove, and under replace-one by
 // quadrature: replace.go), the Gaussian and the Laplace mechanisms;
 // the privacy-loss-distribution (PLD) accountant (pld*.go: Gaussian,
-// Laplace, their Poisson-subsampled forms, randomized response, discrete
-// Laplace and Gaussian and any (ε, δ) black box, composed by FFT, with a
-// certified ε and a sound lower bound on the exact one; see
+// Laplace, their Poisson-subsampled forms (the Gaussian's also under
+// replace-one), randomized response, discrete Laplace and Gaussian and any
+// (ε, δ) black box, composed by FFT, with a certified ε and a sound lower
+// bound on the exact one; see
 // docs/accounting-pld.md); and noise and sampling-rate calibration with
 // either. The ledger that records losses against budgets is dp/ledger.
 //

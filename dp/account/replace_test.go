@@ -165,6 +165,149 @@ func TestReplaceLoss(t *testing.T) {
 	}
 }
 
+// replaceDeltaClosedForm is one step's δ(ε) = P(X > x*) − e^ε·Q(X > x*),
+// L(x*) = ε, with x* found by bisection on log P/Q from the densities
+// (the loss is increasing).
+func replaceDeltaClosedForm(q, sigma, eps float64) float64 {
+	lo, hi := -40*sigma-1, 40*sigma+1
+	for range 200 {
+		m := (lo + hi) / 2
+		p, qq := replaceDensities(q, sigma, m)
+		if math.Log(p)-math.Log(qq) > eps {
+			hi = m
+		} else {
+			lo = m
+		}
+	}
+	x := (lo + hi) / 2
+	tail := func(mu float64) float64 { return 0.5 * math.Erfc((x-mu)/(sigma*math.Sqrt2)) }
+	pt := (1-q)*tail(0) + q*tail(1)
+	qt := (1-q)*tail(0) + q*tail(-1)
+	return pt - math.Exp(eps)*qt
+}
+
+func TestReplacePLDClosedForm(t *testing.T) {
+	for _, c := range []struct{ q, sigma float64 }{{0.01, 0.8}, {0.1, 1}, {0.4, 2}, {1, 1.5}} {
+		t.Run(fmt.Sprintf("q=%v/σ=%v", c.q, c.sigma), func(t *testing.T) {
+			pp := mustPair(t, PLDOptions{}, PLDTerm{Kind: PLDSubsampledGaussianReplace, SampleRate: c.q, NoiseMultiplier: c.sigma, Count: 1})
+			if pp.Add != pp.Remove {
+				t.Error("the replace-one pair is symmetric: one law should serve both directions")
+			}
+			for _, eps := range []float64{0, 0.1, 0.5, 1, 2.5} {
+				want := replaceDeltaClosedForm(c.q, c.sigma, eps)
+				lo, up, err := pp.Delta(eps)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !(lo <= want*(1+1e-9)+1e-15 && want <= up*(1+1e-9)+1e-15) {
+					t.Errorf("ε=%v: closed form δ=%v not in [%v, %v]", eps, want, lo, up)
+				}
+				// ε on the grid: connect-the-dots is exact there.
+				if want > 1e-12 && relErr(up, want) > 1e-6 {
+					t.Errorf("ε=%v: upper δ %v, closed form %v (rel err %.2g)", eps, up, want, relErr(up, want))
+				}
+			}
+		})
+	}
+}
+
+// scheduleEpsilon is the ε at delta (Balle2020) of the loss that loss
+// gives the phases.
+func scheduleEpsilon(t *testing.T, loss func([]Phase) (Loss, error), phases []Phase, delta float64) float64 {
+	t.Helper()
+	l, err := loss(phases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := l.EpsilonAt(delta, Balle2020)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// replaceEpsilons returns the replace-one ε of phases at delta by the RDP
+// route (SubsampledGaussianReplace) and by the PLD accountant at step.
+func replaceEpsilons(t *testing.T, phases []Phase, delta, step float64) (float64, PLDResult) {
+	t.Helper()
+	er := scheduleEpsilon(t, SubsampledGaussianReplace, phases, delta)
+	terms, err := PhaseTermsReplace(phases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pld, err := PLDEpsilon(terms, delta, PLDOptions{Step: step})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return er, pld
+}
+
+// TestReplacePLDBelowRDP: the PLD accountant's certified ε is at most the
+// RDP route's, and not implausibly far below it; and both exceed
+// add/remove's. Loss.EpsilonAt reads the same PLD.
+func TestReplacePLDBelowRDP(t *testing.T) {
+	const delta = 1e-5
+	for _, phases := range [][]Phase{
+		{{SampleRate: 0.05, NoiseMultiplier: 1.2, Steps: 200}},
+		{{SampleRate: 0.01, NoiseMultiplier: 0.9, Steps: 500}, {SampleRate: 0.2, NoiseMultiplier: 2, Steps: 20}},
+	} {
+		t.Run(fmt.Sprint(phases), func(t *testing.T) {
+			er, pld := replaceEpsilons(t, phases, delta, 1e-3)
+			arTerms, _ := PhaseTerms(phases)
+			ar, err := PLDEpsilon(arTerms, delta, PLDOptions{Step: 1e-3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !(pld.Epsilon <= er && er < 1.5*pld.Epsilon && pld.EpsilonLower > ar.Epsilon) {
+				t.Errorf("RDP ε %v, PLD ε %+v, add/remove PLD ε %v", er, pld, ar.Epsilon)
+			}
+			terms, _ := PhaseTermsReplace(phases)
+			l, err := PLDLoss("dp-sgd", terms...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e, err := l.EpsilonAt(delta, Balle2020); err != nil || e < pld.EpsilonLower || e > er {
+				t.Errorf("EpsilonAt %v (%v), PLD %+v, RDP %v", e, err, pld, er)
+			}
+		})
+	}
+}
+
+// anchorPhases is the initial group's schedule of
+//
+//	dpal pool plan --epsilon 8 --epsilon-select 2 --delta 0.000333333 --batch 400 \
+//	  --epochs 10 --initial 1000 --queries 500,500,500,500 --json
+//
+// (steps, σ and the initial group's sample rate per phase), planned for
+// ε = 8 under add/remove.
+var anchorPhases = []Phase{
+	{SampleRate: 0.4000000000000001, NoiseMultiplier: 2.02977910976341, Steps: 25},
+	{SampleRate: 0.23116256028962162, NoiseMultiplier: 2.0222339397869935, Steps: 49},
+	{SampleRate: 0.16736668702302565, NoiseMultiplier: 2.0218906641016514, Steps: 71},
+	{SampleRate: 0.13279228202653454, NoiseMultiplier: 2.0278727309765348, Steps: 90},
+	{SampleRate: 0.11123338594583689, NoiseMultiplier: 2.022513620997576, Steps: 107},
+}
+
+// TestReplaceAnchorPoolPlan: an independent numerical integration put the
+// plan's initial group at about ε = 17 under replace-one against 8.0
+// under add/remove. The RDP route gives 17.3347 (order 2.2) and the PLD
+// accountant, tighter, 15.93 at its default grid.
+func TestReplaceAnchorPoolPlan(t *testing.T) {
+	const delta = 0.000333333
+	ea := scheduleEpsilon(t, SubsampledGaussian, anchorPhases, delta)
+	er, pld := replaceEpsilons(t, anchorPhases, delta, 1e-3)
+	t.Logf("add/remove RDP ε = %.6f; replace-one RDP ε = %.6f, PLD ε ∈ [%.4f, %.4f]", ea, er, pld.EpsilonLower, pld.Epsilon)
+	if math.Abs(ea-8) > 1e-9 {
+		t.Errorf("the plan was calibrated to ε = 8 under add/remove, got %v", ea)
+	}
+	if math.Abs(er-17.3347) > 1e-3 {
+		t.Errorf("replace-one RDP ε = %v, want 17.3347", er)
+	}
+	if !(pld.EpsilonLower > 15.8 && pld.Epsilon < 16.1 && pld.Epsilon <= er) {
+		t.Errorf("replace-one PLD ε %+v, want about 15.93 and below the RDP ε %v", pld, er)
+	}
+}
+
 func TestSubsampledGaussianReplaceLoss(t *testing.T) {
 	one := []Phase{{SampleRate: 0.01, NoiseMultiplier: 1.1, Steps: 100}}
 	l, err := SubsampledGaussianReplace(one)
@@ -193,6 +336,25 @@ func TestSubsampledGaussianReplaceLoss(t *testing.T) {
 	}
 	if _, err := ScheduleRDPReplace(one, []float64{0.5}); err == nil {
 		t.Error("order 0.5 accepted")
+	}
+}
+
+func TestPhaseTermsReplace(t *testing.T) {
+	if _, err := PhaseTermsReplace([]Phase{{SampleRate: -1, NoiseMultiplier: 1, Steps: 1}}); err == nil {
+		t.Error("negative rate accepted")
+	}
+	terms, err := PhaseTermsReplace([]Phase{{SampleRate: 0, NoiseMultiplier: 1, Steps: 3}, {SampleRate: 0.2, NoiseMultiplier: 1, Steps: 0}, {SampleRate: 0.2, NoiseMultiplier: 1, Steps: 4}})
+	if err != nil || len(terms) != 1 || terms[0].Kind != PLDSubsampledGaussianReplace || terms[0].Count != 4 {
+		t.Errorf("terms %+v (%v)", terms, err)
+	}
+	for _, bad := range []PLDTerm{
+		{Kind: PLDSubsampledGaussianReplace, SampleRate: 0, NoiseMultiplier: 1, Count: 1},
+		{Kind: PLDSubsampledGaussianReplace, SampleRate: 0.1, NoiseMultiplier: 0, Count: 1},
+		{Kind: PLDSubsampledGaussianReplace, SampleRate: 0.1, NoiseMultiplier: 2e6, Count: 1},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("term %+v accepted", bad)
+		}
 	}
 }
 
