@@ -125,3 +125,14 @@ func BenchmarkSubsampledGaussianReplaceCurve(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCalibrateNoiseReplace is CalibrateNoiseScheduleReplace of the
+// ten-phase schedule for ε = 8, δ = 1e-5, cold.
+func BenchmarkCalibrateNoiseReplace(b *testing.B) {
+	for b.Loop() {
+		resetReplaceCache()
+		if _, _, err := CalibrateNoiseScheduleReplace(Budget{Epsilon: 8, Delta: 1e-5}, plannerPhases(1), Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

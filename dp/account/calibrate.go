@@ -24,6 +24,15 @@ func CalibrateNoiseSchedule(target Budget, phases []Phase, opt Options) (float64
 	return calibrateNoise(target, phases, opt, addRemoveCurve)
 }
 
+// CalibrateNoiseScheduleReplace is CalibrateNoiseSchedule under the
+// replace-one relation: the smallest shared σ (to relative tolerance 1e-9,
+// rounded to the safe side) for which the phases' curve
+// ScheduleRDPReplace converts to at most target, with the guarantee
+// reached. The same solver, on the replace-one curve.
+func CalibrateNoiseScheduleReplace(target Budget, phases []Phase, opt Options) (float64, EpsilonResult, error) {
+	return calibrateNoise(target, phases, opt, replaceCurve)
+}
+
 func calibrateNoise(target Budget, phases []Phase, opt Options, curve curveFunc) (float64, EpsilonResult, error) {
 	at := func(sigma float64) []Phase { return withNoise(phases, sigma) }
 	if err := validatePhases(at(1)); err != nil {

@@ -395,3 +395,58 @@ func TestReplaceConcurrent(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+func TestCalibrateNoiseScheduleReplace(t *testing.T) {
+	for _, c := range []struct {
+		eps, delta float64
+		phases     []Phase
+	}{
+		{8, 1e-5, []Phase{{SampleRate: 0.01, Steps: 1000}}},
+		{2, 1e-5, []Phase{{SampleRate: 0.01, Steps: 300}, {SampleRate: 0.05, Steps: 50}}},
+		{17.3347, 0.000333333, anchorPhases},
+	} {
+		t.Run(fmt.Sprintf("ε=%v", c.eps), func(t *testing.T) {
+			target := Budget{Epsilon: c.eps, Delta: c.delta}
+			sigma, res, err := CalibrateNoiseScheduleReplace(target, c.phases, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := func(s float64) float64 {
+				return scheduleEpsilon(t, SubsampledGaussianReplace, withNoise(c.phases, s), c.delta)
+			}
+			if got := at(sigma); got > c.eps || got != res.Epsilon {
+				t.Errorf("σ=%v gives ε=%v (reported %+v), target %v", sigma, got, res, c.eps)
+			}
+			if below := at(sigma * (1 - 2e-9)); below <= c.eps {
+				t.Errorf("σ·(1−2e-9) still meets the target (ε=%v)", below)
+			}
+			arSigma, _, err := CalibrateNoiseSchedule(target, c.phases, Options{})
+			if err != nil || !(sigma > arSigma) {
+				t.Errorf("replace-one σ %v should exceed add/remove's %v (%v)", sigma, arSigma, err)
+			}
+		})
+	}
+}
+
+func TestCalibrateNoisePLDReplace(t *testing.T) {
+	target := Budget{Epsilon: 2, Delta: 1e-5}
+	phases := []Phase{{SampleRate: 0.02, Steps: 200}}
+	sigma, res, err := CalibrateNoisePLDReplace(target, phases, PLDOptions{Step: 1e-3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdpSigma, _, err := CalibrateNoiseScheduleReplace(target, phases, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(res.Epsilon <= 2 && res.Epsilon > 2*(1-1e-3) && sigma < rdpSigma) {
+		t.Errorf("σ=%v gives %+v (RDP σ %v)", sigma, res, rdpSigma)
+	}
+	terms, _ := PhaseTermsReplace(withNoise(phases, sigma*(1-1e-3)))
+	if r, err := PLDEpsilon(terms, target.Delta, PLDOptions{Step: 1e-3}); err != nil || r.Epsilon <= 2 {
+		t.Errorf("σ below the calibrated one still meets the target: %+v, %v", r, err)
+	}
+	if _, _, err := CalibrateNoisePLDReplace(target, []Phase{{SampleRate: 0, Steps: 10}}, PLDOptions{}); err == nil {
+		t.Error("calibrating noise for a run that samples nothing should fail")
+	}
+}
