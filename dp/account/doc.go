@@ -1,7 +1,8 @@
 // Package account owns dpal's privacy-loss arithmetic: the one Loss type
 // (pure ε, approximate (ε, δ), zCDP ρ and Rényi-DP curves, alone or mixed)
 // with sequential composition, parallel composition over disjoint groups,
-// Poisson amplification and conversion to (ε, δ) defined once; the
+// Poisson amplification (of (ε, δ) losses and, by Zhu & Wang's general
+// bound, of RDP curves) and conversion to (ε, δ) defined once; the
 // Mechanism interface through which every mechanism reports its Loss; the
 // optimal composition of Kairouz, Oh & Viswanath and the
 // Dwork–Rothblum–Vadhan bound; the Rényi-DP accountant for the
