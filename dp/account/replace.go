@@ -20,28 +20,31 @@ import (
 //
 // u = g(x), v = g(x') with ‖u‖, ‖v‖ ≤ 1. The component (1−q)·N(s) is
 // shared: unlike add/remove, neither side is the plain Gaussian. Mixing
-// over s and translating by −s do not raise a divergence (joint convexity;
-// translation invariance), so s = 0. The difference u − v has norm at most
-// 2, and the worst case is taken at antipodal unit vectors u = −v, which in
-// one dimension is the pair
+// over s and translating by −s do not raise a divergence (joint
+// quasi-convexity; translation invariance), so s = 0. The difference
+// g(x) − g(x') has norm at most 2, reached at antipodal unit vectors
+// u = −v, which in one dimension is the pair
 //
 //	P = (1−q)·N(0, σ²) + q·N(1, σ²)   and   Q = (1−q)·N(0, σ²) + q·N(−1, σ²).
 //
-// For every pair with v = −u, ‖u‖ ≤ 1 this dominance is a post-processing:
-// y ↦ y·u + N(0, σ²(I − uuᵀ)) maps N(0), N(1), N(−1) to N(0), N(u), N(−u)
-// in any dimension. For v ≠ −u no such map exists (it would have to keep
-// N(0) fixed), and projecting on u − v does not reduce the problem either:
-// the component of u and v orthogonal to u − v is common to both, but it
-// tells whether the record was sampled, so it is not independent noise.
-// There we rely on a numerical check (hockey-stick divergences at ε = 0.3,
-// 1, 3 of random u, v in the unit disc, two dimensions, six (q, σ)
-// settings by semi-closed-form integration): none exceeded the antipodal
-// pair. This is the pair of Koskela, Jälkö & Honkela (2020, "substitute"
-// relation) and of dp_accounting's REPLACE adjacency for Poisson-subsampled
-// Gaussian PLDs (privacy_loss_mechanism.py, 2026), whose RDP accountant
-// still refuses Poisson sampling under REPLACE_ONE; Zhu, Dong & Wang 2022
-// and Lebeda, Regehr, Kamath & Steinke 2024 discuss substitution under
-// Poisson subsampling and why it costs more than add/remove.
+// It dominates every pair with v = −u, ‖u‖ ≤ 1, in any dimension, by a
+// post-processing: y ↦ y·u + N(0, σ²(I − uuᵀ)) maps N(0), N(1), N(−1) to
+// N(0), N(u), N(−u). That argument does not reach v ≠ −u (a linear map
+// that keeps N(0) fixed sends ±1 to ±u), and projecting on u − v does not
+// reduce the problem to one dimension either: the component of u and v
+// orthogonal to u − v is common to both, but it tells whether the record
+// was sampled, so it is not independent noise. For those pairs we rely on
+// a numerical check, not a proof: hockey-stick divergences at ε = 0.3, 1
+// and 3 of random u, v in the unit disc (two dimensions, six (q, σ)
+// settings, by semi-closed-form integration) never exceeded the antipodal
+// pair's, and the remove pair (u = e₁, v = 0) stays below it (tests).
+// This is the pair of Koskela, Jälkö & Honkela 2020 ("Computing tight
+// differential privacy guarantees using FFT", Poisson subsampling under
+// the substitute relation, Sec. 5.2) and of dp_accounting's REPLACE
+// adjacency for Poisson-subsampled Gaussian PLDs (privacy_loss_mechanism.py,
+// 2026), whose RDP accountant still refuses Poisson sampling under
+// REPLACE_ONE; Zhu, Dong & Wang 2022 and Lebeda, Regehr, Kamath & Steinke
+// 2024 discuss substitution under Poisson subsampling.
 //
 // The pair is symmetric, P(x) = Q(−x), so both orders (D, D') and (D', D)
 // have the same divergences, and the privacy loss
@@ -228,7 +231,8 @@ func (g *replaceGrid) logAm1(alpha float64) (logAm1, diff float64, ok bool) {
 	for i := 0; ; i++ {
 		if i == n {
 			// The last term must be negligible: else extend the range.
-			if last < floor || last-t.m < -70 {
+			// (No term at all: L underflows to 0 on the whole grid.)
+			if math.IsInf(t.m, -1) || last < floor || last-t.m < -70 {
 				break
 			}
 			n += int(math.Ceil(replaceTailSigmas * sigma / g.h))

@@ -80,6 +80,17 @@ func TestReplaceRDPEndpoints(t *testing.T) {
 			return 2 * a / (1.3 * 1.3)
 		}, 2e-8},
 		{"huge σ is the negligible Gaussian bound", 0.5, 1e60, func(a float64) float64 { return 2 * a / 1e120 }, 1e-15},
+		// Small q: D_α ≈ (α/2)·χ²(P‖Q) = 2α·q²·sinh(1/σ²), as
+		// ∫φ(x−a)φ(x−b)/φ(x) dx = e^{ab/σ²}; the next term is O(q³).
+		// Up to α = 10: from α ≈ 53 on the term q^α e^{α(α−1)/(2σ²)} of
+		// the tilted mode near x = α dominates instead.
+		{"tiny q is α/2 times the χ² divergence", 1e-8, 1.2, func(a float64) float64 {
+			if a > 10 {
+				return math.NaN()
+			}
+			return 2 * a * 1e-16 * math.Sinh(1/1.44)
+		}, 1e-6},
+		{"q at the edge of underflow", 1e-300, 1.2, func(float64) float64 { return 0 }, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ScheduleRDPReplace([]Phase{{SampleRate: tc.q, NoiseMultiplier: tc.sigma, Steps: 1}}, orders)
