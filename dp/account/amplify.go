@@ -34,8 +34,8 @@ import (
 // compose_poisson_subsampled_mechanisms1 sums e^{ℓ·ε(ℓ+1)} terms without
 // the 3 instead; this follows the theorem as published.)
 //
-// The output lives on l's integer orders from 2 on; fractional orders are
-// dropped. The bound at α needs ε(ℓ) for every integer 2 ≤ ℓ ≤ α: where l
+// The output lives on l's integer orders from 2 to 4096; fractional
+// orders are dropped. The bound at α needs ε(ℓ) for every integer 2 ≤ ℓ ≤ α: where l
 // lacks an integer order (DefaultOrders has no 11), the smallest value l
 // has at any order ≥ ℓ stands in, as D_ℓ is non-decreasing in ℓ (van
 // Erven & Harremoës 2014, Thm 3). A zCDP part ρ joins the curve as ℓ·ρ.
@@ -56,10 +56,11 @@ func AmplifyPoissonRDP(l Loss, gamma float64) (Loss, error) {
 	case l.HasPLD():
 		return Loss{}, fmt.Errorf("%s: a PLD part has no RDP curve; amplify its terms instead (subsampled PLD kinds)", l.Mechanism)
 	}
-	top := int(math.Floor(l.Orders[len(l.Orders)-1]))
-	if top < 2 {
-		return Loss{}, fmt.Errorf("%s: the RDP curve has no order >= 2 (largest %v)", l.Mechanism, l.Orders[len(l.Orders)-1])
+	largest := l.Orders[len(l.Orders)-1]
+	if largest < 2 {
+		return Loss{}, fmt.Errorf("%s: the RDP curve has no order >= 2 (largest %v)", l.Mechanism, largest)
 	}
+	top := int(math.Min(math.Floor(largest), amplifyMaxOrder))
 	// eps[ℓ] = min over l's orders α ≥ ℓ of RDP(α) + ℓρ, ℓ = 2…top.
 	eps := make([]float64, top+1)
 	j, best := len(l.Orders)-1, math.Inf(1)
@@ -71,7 +72,7 @@ func AmplifyPoissonRDP(l Loss, gamma float64) (Loss, error) {
 	}
 	var orders, rdp []float64
 	for _, a := range l.Orders {
-		if n := int(a); a == float64(n) && n >= 2 {
+		if n := int(a); a <= amplifyMaxOrder && a == float64(n) && n >= 2 {
 			orders = append(orders, a)
 			rdp = append(rdp, math.Min(poissonRDPBound(n, gamma, eps), eps[n]))
 		}
@@ -86,6 +87,10 @@ func AmplifyPoissonRDP(l Loss, gamma float64) (Loss, error) {
 	out.Params = maps.Clone(l.Params)
 	return out, nil
 }
+
+// amplifyMaxOrder is the largest order AmplifyPoissonRDP evaluates (the
+// bound at α sums α terms); larger orders of the input only bound ε(ℓ).
+const amplifyMaxOrder = 4096
 
 // poissonRDPBound is Zhu & Wang's Theorem 6 at integer order n ≥ 2 (see
 // AmplifyPoissonRDP), eps[ℓ] being the base curve at ℓ = 2…n. With the

@@ -239,6 +239,14 @@ func TestAmplifyPoissonRDPErrors(t *testing.T) {
 			}
 		})
 	}
+	// Orders past 4096 only bound the ones below (no panic at 1e300).
+	big, err := RDPCurve("big", []float64{2, 3, 5000, 1e300}, []float64{0.1, 0.2, 0.3, 0.4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if amp, err := AmplifyPoissonRDP(big, 0.1); err != nil || fmt.Sprint(amp.Orders) != "[2 3]" {
+		t.Errorf("curve up to 1e300: %+v (%v)", amp, err)
+	}
 	// A PLD part beside a curve is refused for the PLD.
 	both := curve
 	both.PLD = pld.PLD

@@ -213,7 +213,11 @@ const replaceSkip = 80
 func (g *replaceGrid) logAm1(alpha float64) (logAm1, diff float64, ok bool) {
 	sigma := g.pair.sigma
 	end := math.Max(2*alpha-1, 2) + replaceTailSigmas*sigma
-	n := int(math.Ceil(end / g.h))
+	points := math.Ceil(end / g.h)
+	if !(points <= replaceMaxPoints) { // before the conversion: α may be huge
+		return 0, 0, false
+	}
+	n := int(points)
 	if !g.extend(n) {
 		return 0, 0, false
 	}

@@ -348,6 +348,12 @@ func TestSubsampledGaussianReplaceLoss(t *testing.T) {
 	if _, err := ScheduleRDPReplace(one, []float64{0.5}); err == nil {
 		t.Error("order 0.5 accepted")
 	}
+	// Orders whose grid would exceed its bound carry no bound (+Inf),
+	// which RDPCurve drops; nothing panics.
+	huge, err := ScheduleRDPReplace(one, []float64{2, 1e7, 1e300})
+	if err != nil || math.IsInf(huge[0], 0) || !math.IsInf(huge[1], 1) || !math.IsInf(huge[2], 1) {
+		t.Errorf("curve at 2, 1e7, 1e300: %v (%v)", huge, err)
+	}
 }
 
 func TestPhaseTermsReplace(t *testing.T) {
