@@ -43,6 +43,12 @@ type Config struct {
 	// the groups' sizes are private, and a divisor read from them would
 	// release them; the plan fixes it from expected sizes instead.
 	Divisor float64
+	// ReplaceOne charges every group under the replace-one relation
+	// (account.SubsampledGaussianReplace) instead of add/remove: for
+	// groups that are fixed-size samples of a larger set (the paper's
+	// top-k active learning), where a record that enters pushes another
+	// out and neighbouring training sets differ by a substitution.
+	ReplaceOne bool
 }
 
 // Group is a set of records sampled at one Poisson rate and charged as one
@@ -251,6 +257,16 @@ func checkRun(d Data, groups []Group, steps int) (float64, error) {
 // errNoBatch is checkRun's error for groups that can sample no record.
 var errNoBatch = errors.New("dpsgd: no record can be sampled (expected batch 0)")
 
+// TrainingLoss is the loss of DP-SGD phases under add/remove
+// (account.SubsampledGaussian) or, with replaceOne, under replace-one
+// (account.SubsampledGaussianReplace): the one place that picks the curve.
+func TrainingLoss(phases []account.Phase, replaceOne bool) (account.Loss, error) {
+	if replaceOne {
+		return account.SubsampledGaussianReplace(phases)
+	}
+	return account.SubsampledGaussian(phases)
+}
+
 // charge records each sampled group's loss for the whole run.
 func (t *Trainer) charge(led *ledger.Ledger, groups []Group, steps int) ([]Charge, error) {
 	var out []Charge
@@ -261,7 +277,7 @@ func (t *Trainer) charge(led *ledger.Ledger, groups []Group, steps int) ([]Charg
 		if g.Rate == 0 || len(g.Records) == 0 {
 			continue
 		}
-		loss, err := account.SubsampledGaussian([]account.Phase{{SampleRate: g.Rate, NoiseMultiplier: t.cfg.NoiseMultiplier, Steps: steps}})
+		loss, err := TrainingLoss([]account.Phase{{SampleRate: g.Rate, NoiseMultiplier: t.cfg.NoiseMultiplier, Steps: steps}}, t.cfg.ReplaceOne)
 		if err != nil {
 			return out, fmt.Errorf("dpsgd: group %q: %w", g.Name, err)
 		}

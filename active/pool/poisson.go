@@ -70,6 +70,8 @@ func (c Config) validateSelection() error {
 	switch {
 	case c.Labeler != Trusted && c.Labeler != Untrusted:
 		return fmt.Errorf("unknown labeler %d", int(c.Labeler))
+	case c.PaperTopK && c.Selection != TopK:
+		return errors.New("the paper's accounting is a top-k plan; Poisson selection has its own")
 	case c.Selection == TopK:
 		return nil
 	case c.Selection != Poisson:

@@ -32,7 +32,6 @@ func TestPoissonPlan(t *testing.T) {
 		{"ε 8, p_max 0.05", 8, 0.05},
 		{"ε 8, p_max 0.2", 8, 0.2},
 		{"ε 8, p_max 1", 8, 1},
-		{"ε 1, p_max 0.2", 1, 0.2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := poissonConfig(tc.eps, tc.pmax)

@@ -251,6 +251,8 @@ func checkInput(led *ledger.Ledger, in Input) error {
 		return fmt.Errorf("pool: the ledger converts RDP by %v, the plan by %v", meta.Conversion, cfg.Conversion)
 	case cfg.ScoresLabelled:
 		return errors.New("pool: the uncertainty acquisitions score only the unlabelled pool; plan without ScoresLabelled")
+	case cfg.PaperTopK:
+		return errors.New("pool: a plan made the paper's way (top-k training charged add/remove) under-charges; it is for comparison only")
 	}
 	a := in.Learner.Acquisition
 	switch {
@@ -448,6 +450,7 @@ func (l *loop) phase(e int, ph Phase) error {
 	}
 	cfg := l.in.Learner.Train
 	cfg.NoiseMultiplier = ph.NoiseMultiplier
+	cfg.ReplaceOne = l.in.Plan.Config.replaceOne()
 	if l.in.Plan.Config.Selection == Poisson {
 		cfg.Divisor = ph.ExpectedBatch // the plan's, from expected sizes: the realised sizes are private
 	}

@@ -49,10 +49,16 @@ type planner struct {
 	// sigmaNaive is the naive plan's σ, from which step amplification's
 	// step search starts (Fig. 5's input σ).
 	sigmaNaive float64
+	// curve is the training's RDP at given orders: add/remove
+	// (account.ScheduleRDP) or replace-one (account.ScheduleRDPReplace).
+	curve func(phases []account.Phase, orders []float64) ([]float64, error)
 }
 
 func newPlanner(cfg Config) (*planner, error) {
-	p := &planner{cfg: cfg, orders: account.DefaultOrders()}
+	p := &planner{cfg: cfg, orders: account.DefaultOrders(), curve: account.ScheduleRDP}
+	if cfg.replaceOne() {
+		p.curve = account.ScheduleRDPReplace
+	}
 	p.epsSel = cfg.EpsilonSelect / float64(len(cfg.Queries))
 	if cfg.Accounting == RDP && p.epsSel > 0 {
 		c, err := account.PureRDP(p.epsSel, p.orders)
@@ -83,7 +89,7 @@ func (p *planner) pure(g *group) float64 {
 // phases and, under RDP accounting, its selections.
 func (p *planner) hist(g *group, k int) float64 {
 	if g.memoN[k] < len(g.steps) {
-		c, err := account.ScheduleRDP(g.steps[g.memoN[k]:], p.orders[k:k+1])
+		c, err := p.curve(g.steps[g.memoN[k]:], p.orders[k:k+1])
 		if err != nil || math.IsInf(c[0], 1) {
 			g.memo[k] = math.Inf(1)
 		} else {
@@ -129,7 +135,7 @@ func (p *planner) rdpAt(k int, limit float64, phases ...account.Phase) float64 {
 }
 
 func (p *planner) rdpOrder(alpha float64, phases []account.Phase) float64 {
-	c, err := account.ScheduleRDP(phases, []float64{alpha})
+	c, err := p.curve(phases, []float64{alpha})
 	if err != nil {
 		return math.Inf(1)
 	}

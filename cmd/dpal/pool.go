@@ -47,6 +47,8 @@ func init() {
 	f.String("conversion", "balle2020", "RDP to (ε, δ) conversion: balle2020 or classic")
 	selectionFlags(f, "topk")
 	f.Int("pool-size", 0, "poisson: the number of pool records n (the initial rate is --initial/n; required)")
+	f.Bool("paper-accounting", false, "topk: calibrate σ the paper's way, training charged add/remove, to show what that plan "+
+		"really costs (epsilon_replace); for comparison only, pool run refuses such a plan")
 	f.Bool("json", false, "print one JSON object")
 	poolCmd.AddCommand(poolPlanCmd)
 	rootCmd.AddCommand(poolCmd)
@@ -120,6 +122,9 @@ func poolConfig(cmd *cobra.Command, poolSize int) (pool.Config, error) {
 	}
 	cfg.PMax, _ = f.GetFloat64("p-max")
 	cfg.PoolSize = poolSize
+	if f.Lookup("paper-accounting") != nil {
+		cfg.PaperTopK, _ = f.GetBool("paper-accounting")
+	}
 	return cfg, cfg.Validate()
 }
 
@@ -178,16 +183,31 @@ func poolTable(w io.Writer, p *pool.Plan) error {
 	if cfg.Accounting == pool.RDP {
 		other = pool.Basic
 	}
-	fmt.Fprintf(tw, "group\tsize\tε training\tε selection\tε total\tε total (%s)\t\n", other)
+	topk := cfg.Selection == pool.TopK
+	fmt.Fprintf(tw, "group\tsize\tε training\tε selection\tε total\tε total (%s)\t", other)
+	if topk {
+		fmt.Fprint(tw, "ε add/remove (paper)\tε replace-one (true)\t")
+	}
+	fmt.Fprintln(tw)
 	for i, g := range p.Groups {
 		alt, err := p.EpsilonUnder(other, i)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.6f\t%.6f\t%.9f\t%.6f\t\n", g.Group, g.Size, g.EpsilonTraining, g.EpsilonSelection, g.EpsilonTotal, alt)
+		fmt.Fprintf(tw, "%s\t%d\t%.6f\t%.6f\t%.9f\t%.6f\t", g.Group, g.Size, g.EpsilonTraining, g.EpsilonSelection, g.EpsilonTotal, alt)
+		if topk {
+			fmt.Fprintf(tw, "%.6f\t%.6f\t", g.EpsilonAddRemove, g.EpsilonReplace)
+		}
+		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if pp := p.Poisson; pp != nil {
+		fmt.Fprintf(w, "\nPoisson selection (β = %.6g, p_max = %v, η = %.6f): every pool record is charged ε = %.9f, "+
+			"the worst entry (%s, training ε %.6f) amplified once (docs/pool.md, Theorem 1)\n",
+			pp.InitialRate, pp.PMax, pp.EntryRate, pp.Epsilon, pp.WorstEntry, pp.EpsilonTraining)
+		return nil
 	}
 	u, err := p.UnselectedEpsilon()
 	if err != nil {
