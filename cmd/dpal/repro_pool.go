@@ -34,6 +34,8 @@ MC dropout), 10 epochs per phase:
               δ = min(1e-5, 1/(10·pool)), p_max 0.2, threshold 0.25 (fixed a priori)
   efficiency  the same two at budgets 10–100 % of B: labels needed to reach random's
               full-budget accuracy (summary.json's label_efficiency)
+  topk        the paper's top-k rows (random AL, entropy and margin with DP selection)
+              with σ calibrated to their true, replace-one ε
 
 Writes <out>/rows.csv (every run), points.csv (mean ± std), summary.json (options,
 seeds, majority-class baselines, rows) and <data>-table2/-fig7 .png/.csv. Every private

@@ -103,6 +103,9 @@ const (
 	// sweep over budgets.
 	PoissonExp = "poisson"
 	Efficiency = "efficiency"
+	// TopKTrue is the paper's top-k rows with σ calibrated to their true
+	// (replace-one) ε.
+	TopKTrue = "topk"
 )
 
 // The Poisson rows' public selection rule, fixed before any run (not
@@ -130,7 +133,7 @@ func DefaultOptions() Options {
 	kdd := base
 	kdd.PoolSize = 50000
 	return Options{Seed: 1,
-		Runs:        map[string]int{Table1: 5, Table2: 3, Fig7: 3, Table4: 3, Accounting: 3, PoissonExp: 5, Efficiency: 5},
+		Runs:        map[string]int{Table1: 5, Table2: 3, Fig7: 3, Table4: 3, Accounting: 3, PoissonExp: 5, Efficiency: 5, TopKTrue: 5},
 		Datasets:    []string{"kdd99-5class", "mnist", "fashion-mnist"},
 		Settings:    map[string]Setting{"kdd99-5class": kdd, "mnist": base, "fashion-mnist": base},
 		Experiments: []string{Table1, Table2, Fig7, Table4, Accounting},
@@ -142,7 +145,7 @@ func QuickOptions() Options {
 	o := DefaultOptions()
 	s := Setting{PoolSize: 2000, Initial: 200, Queries: []int{100, 50}, Batch: 100, Epochs: 3, RandomEpochs: 6,
 		Model: "logreg", BALDModel: "mlp:16", BALDDropout: 0.25, Clip: 1, LR: 0.5, Optimizer: dpsgd.Momentum}
-	o.Runs = map[string]int{Table1: 1, Table2: 1, Fig7: 1, Table4: 1, Accounting: 1, PoissonExp: 1, Efficiency: 1}
+	o.Runs = map[string]int{Table1: 1, Table2: 1, Fig7: 1, Table4: 1, Accounting: 1, PoissonExp: 1, Efficiency: 1, TopKTrue: 1}
 	for k := range o.Settings {
 		o.Settings[k] = s
 	}
@@ -415,6 +418,9 @@ func Methods(exp string) []Method {
 			out = append(out, poissonMethod("Random, Poisson", "random", eps, 1), poissonMethod("entropy, Poisson", "entropy", eps, 1))
 		}
 		return append(out, poissonMethod("lc, Poisson", "lc", 8, 1), poissonMethod("margin, Poisson", "margin", 8, 1))
+	case TopKTrue:
+		return []Method{{Name: "Random AL (SA), true ε", Acquisition: "random", Mode: pool.StepAmplification, Epsilon: 8},
+			dp("entropy (DP), true ε", "entropy", 8, 2), dp("margin (DP), true ε", "margin", 8, 2)}
 	case Efficiency:
 		var out []Method
 		for _, f := range EfficiencyScales {
@@ -442,7 +448,7 @@ func (o Options) Validate() error {
 	}
 	for _, e := range o.Experiments {
 		if Methods(e) == nil {
-			return fmt.Errorf("repro pool: unknown experiment %q (want table1, table2, fig7, table4, accounting, poisson, efficiency)", e)
+			return fmt.Errorf("repro pool: unknown experiment %q (want table1, table2, fig7, table4, accounting, poisson, efficiency, topk)", e)
 		}
 		if o.Runs[e] < 1 {
 			return fmt.Errorf("repro pool: experiment %s needs at least one run", e)
