@@ -43,15 +43,16 @@ comparison only, planned with ε_Sel = 0 and labelled "not DP" in the output.`,
 func init() {
 	f := poolRunCmd.Flags()
 	dataModelFlags(f, "pool file (the pool is the dataset's training part)")
-	f.Int("pool-size", 0, "use a uniform random subset of this many training records as the pool (0: all)")
+	f.Int("pool-size", 0, "use a uniform random subset of this many training records as the pool (0: all; "+
+		"default 50000 for kdd99-5class, 20000 for mnist and fashion-mnist, all for csv and libsvm: the scaled setting of docs/repro-pool.md)")
 	f.String("acquisition", "entropy", "random|lc|margin|entropy|bald")
 	f.Bool("not-dp", false, "select by the exact top-k: NOT differentially private (upper bound only)")
 	f.Int("passes", 10, "bald: MC-dropout forward passes")
 	f.Float64("epsilon", 0, "total ε of every record, selection and training (required)")
 	f.Float64("epsilon-select", 0, "ε_Sel of all selections together (required > 0 unless --acquisition random or --not-dp)")
-	f.Float64("delta", 0, "δ (default 1/B, B = initial + queries: the paper's choice)")
-	f.Int("initial", 0, "size of the random initial labelled set (required)")
-	f.String("queries", "", "sizes of the T selections, comma-separated (required)")
+	f.Float64("delta", 0, "δ (default min(1e-5, 1/(10 n)) for a pool of n records: the guarantee covers every pool record)")
+	f.Int("initial", 2000, "size of the initial labelled set (poisson: its expected size)")
+	f.String("queries", "2000,600,200,200", "sizes of the T selections, comma-separated (poisson: their expected sizes, which set the plan's rates)")
 	f.Int("batch", 0, "expected batch size b (default: the dataset's dpal train batch, at most 2/5 of --initial, as App. B's 4096 of 10 000)")
 	f.Int("epochs", 0, "epochs per phase of the naive schedule (default 10, as docs/repro-pool.md)")
 	f.String("mode", "step-amplification", "naive, step-amplification, noise-reduction or continual")
@@ -122,6 +123,9 @@ func runPoolRun(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	r := rng.New(seed)
+	if err := poolSizeDefault(cmd, name); err != nil {
+		return err
+	}
 	if train, err = poolSubset(cmd, r.Split(), train); err != nil {
 		return err
 	}
@@ -160,12 +164,12 @@ func runPoolRun(cmd *cobra.Command, _ []string) error {
 // poolRunInput resolves the flags into the loop's input (without oracle).
 func poolRunInput(cmd *cobra.Command, name string, train, test *data.Dataset, image [3]int) (pool.Input, error) {
 	f := cmd.Flags()
-	for _, req := range []string{"epsilon", "initial", "queries"} {
+	for _, req := range []string{"epsilon"} {
 		if !f.Changed(req) {
 			return pool.Input{}, fmt.Errorf("--%s is required", req)
 		}
 	}
-	if err := poolRunDefaults(cmd, name); err != nil {
+	if err := poolRunDefaults(cmd, name, train.Len()); err != nil {
 		return pool.Input{}, err
 	}
 	s, err := trainFlags(cmd, name, train, image)
@@ -196,10 +200,30 @@ func poolRunInput(cmd *cobra.Command, name string, train, test *data.Dataset, im
 	return pool.Input{Plan: plan, Learner: lr, Pool: train.X, Test: test}, nil
 }
 
-// poolRunDefaults fills --delta, --batch and --epochs from the labelling
-// budget and the dataset when not given, so that poolConfig reads them.
-func poolRunDefaults(cmd *cobra.Command, name string) error {
+// poolSizeDefault sets --pool-size to the dataset's scaled setting of
+// docs/repro-pool.md when not given: 50 000 KDD'99 records (so that its
+// rare classes occur at all), 20 000 MNIST or Fashion-MNIST images.
+func poolSizeDefault(cmd *cobra.Command, name string) error {
 	f := cmd.Flags()
+	def := map[string]string{"kdd99-5class": "50000", "mnist": "20000", "fashion-mnist": "20000"}[name]
+	if f.Changed("pool-size") || def == "" {
+		return nil
+	}
+	return f.Set("pool-size", def)
+}
+
+// poolRunDefaults fills --delta (from the pool's n records), --batch and
+// --epochs from the labelling budget and the dataset when not given, so
+// that poolConfig reads them.
+func poolRunDefaults(cmd *cobra.Command, name string, n int) error {
+	f := cmd.Flags()
+	for _, flag := range []string{"initial", "queries"} { // the scaled setting: poolConfig reads them as given
+		if !f.Changed(flag) {
+			if err := f.Set(flag, f.Lookup(flag).DefValue); err != nil {
+				return err
+			}
+		}
+	}
 	qs, _ := f.GetString("queries")
 	queries, err := parseQueries(qs)
 	if err != nil {
@@ -216,7 +240,7 @@ func poolRunDefaults(cmd *cobra.Command, name string) error {
 	// steps (the dataset's dpal train epochs spread over T+1 phases)
 	// left KDD'99 at the majority class.
 	set := map[string]string{
-		"delta":  strconv.FormatFloat(1/float64(max(2, budget)), 'g', -1, 64),
+		"delta":  strconv.FormatFloat(account.DefaultDelta(n), 'g', -1, 64),
 		"batch":  strconv.Itoa(max(1, min(def.batch, 2*initial/5))),
 		"epochs": "10",
 	}

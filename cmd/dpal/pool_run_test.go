@@ -29,7 +29,7 @@ func TestPoolRunCSV(t *testing.T) {
 				t.Fatalf("%v\n%s", err, out)
 			}
 			r := got.Result
-			if got.Delta != 1.0/400 || len(r.Rounds) != 3 || r.Privacy.MaxDeviation > 1e-9 {
+			if got.Delta != 1e-5 || len(r.Rounds) != 3 || r.Privacy.MaxDeviation > 1e-9 {
 				t.Errorf("δ %v, %d rounds, deviation %v", got.Delta, len(r.Rounds), r.Privacy.MaxDeviation)
 			}
 			for _, g := range r.Privacy.Trained {
@@ -83,7 +83,7 @@ func TestPoolRunErrors(t *testing.T) {
 		want string
 	}{
 		{"no data", []string{"pool", "run", "--epsilon", "4"}, "--data"},
-		{"no queries", []string{"pool", "run", "--data", "csv", "--file", file, "--epsilon", "4", "--initial", "50"}, "--queries is required"},
+		{"default queries exceed a small pool", []string{"pool", "run", "--data", "csv", "--file", file, "--epsilon", "4", "--initial", "50"}, "must be at least the expected labels 3050"},
 		{"bad acquisition", append(base, "--acquisition", "coreset"), "--acquisition"},
 		{"private top-k without ε_Sel", append(base, "--acquisition", "lc", "--selection", "topk"), "needs ε_Sel > 0"},
 		{"random with ε_Sel", append(base, "--acquisition", "random", "--epsilon-select", "1", "--selection", "topk"), "ε_Sel = 0"},

@@ -40,3 +40,12 @@ func (b Budget) Validate() error {
 	}
 	return nil
 }
+
+// DefaultDelta is the δ dpal picks when the user gives none, for a
+// guarantee that covers n records: 1/(10 n), at most 1e-5. δ is the
+// probability mass on which the guarantee may fail outright, so it must
+// stay well below 1/n, the weight of one record (a mechanism that
+// publishes one random record whole is (0, 1/n)-DP).
+func DefaultDelta(n int) float64 {
+	return math.Min(1e-5, 1/(10*float64(max(1, n))))
+}

@@ -206,11 +206,7 @@ func (s Setting) scaled(f float64) Setting {
 	return out
 }
 
-// PoolDelta is the δ of the Poisson rows: 1/(10 n) for a pool of n
-// records, at most 1e-5. The guarantee covers every pool record (each is
-// scored and may be chosen), so δ is set against the pool, not against the
-// labelling budget as the paper's 1/B.
-func PoolDelta(n int) float64 { return math.Min(1e-5, 1/(10*float64(n))) }
+
 
 // Row is one run.
 type Row struct {
@@ -588,7 +584,9 @@ func runOne(s Setting, name string, d Data, m Method, seed uint64) (Row, error) 
 	s = s.scaled(m.scale())
 	delta := 1 / float64(s.Budget()) // the paper's rows keep the paper's δ = 1/B
 	if m.Selection == pool.Poisson {
-		delta = PoolDelta(train.Len())
+		// The guarantee covers every pool record (each is scored and may be
+		// chosen), so δ is set against the pool, not the labelling budget.
+		delta = account.DefaultDelta(train.Len())
 	}
 	row := Row{Dataset: name, Method: m.Name, DP: !m.NotDP, Mode: m.Mode.String(), Accounting: m.Accounting.String(),
 		Epsilon: m.Epsilon, EpsSelect: m.EpsilonSelect, Delta: delta, Selection: m.Selection.String(), Scale: m.scale()}
