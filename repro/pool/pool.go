@@ -206,8 +206,6 @@ func (s Setting) scaled(f float64) Setting {
 	return out
 }
 
-
-
 // Row is one run.
 type Row struct {
 	Experiment string  `json:"experiment"`
