@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -44,13 +45,15 @@ func TestPageInBrowser(t *testing.T) {
 	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 
-	var before, after, status, releases string
+	var before, after, status, releases, queue, annQueue string
 	err := chromedp.Run(ctx,
 		chromedp.Navigate(ts.http.URL+"/ui/"),
 		chromedp.SendKeys("#token", ts.tok[RoleAdmin], chromedp.ByID),
 		chromedp.Click("#login", chromedp.ByID),
 		chromedp.WaitVisible("#budget-a", chromedp.ByID),
 		chromedp.Text("#budget-a", &before, chromedp.ByID),
+		chromedp.Text("#queue-a", &queue, chromedp.ByID),
+		chromedp.Text("#queue", &annQueue, chromedp.ByID),
 		chromedp.Click("#claim", chromedp.ByID),
 		chromedp.WaitVisible("#record-box", chromedp.ByID),
 		chromedp.KeyEvent("k"),
@@ -66,7 +69,11 @@ func TestPageInBrowser(t *testing.T) {
 		_ = chromedp.Run(ctx, chromedp.Text("#status", &st, chromedp.ByID))
 		t.Fatalf("%v (page status %q)", err, st)
 	}
-	t.Logf("budget before %q, after %q; %q", before, after, status)
+	t.Logf("budget before %q, after %q; %q; queue %q, annotator's %q", before, after, status, queue, annQueue)
+	open := fmt.Sprintf("%d open", len(list.Requests))
+	if !strings.Contains(queue, open+" of at most 10000") || !strings.Contains(annQueue, open+" requests") {
+		t.Errorf("officer's queue line %q, annotator's %q: want %s", queue, annQueue, open)
+	}
 	if before == after || !strings.Contains(after, "ε spent per record 2") {
 		t.Errorf("budget before %q, after %q: want the update's ε_g added", before, after)
 	}

@@ -72,7 +72,9 @@ func (h *hosted) commitGroup(group []*commitJob) commitDone {
 	rels := h.l.Releases()
 	h.l.DropReleases()
 	var state bytes.Buffer
-	if err := h.l.SaveState(&state); err != nil {
+	// The open requests are the <name>/open index's (meta.PendingOutside):
+	// the checkpoint's size does not grow with the queue.
+	if err := h.l.SaveStateWithoutPending(&state); err != nil {
 		return commitDone{err: err}
 	}
 	meta := h.meta

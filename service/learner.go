@@ -29,12 +29,30 @@ type learnerMeta struct {
 	// BudgetReachedAt is the event count when the label budget was used
 	// up (0: not yet); later events are not screened and spend nothing.
 	BudgetReachedAt int `json:"budget_reached_at,omitempty"`
+	// MaxOpen bounds the open label requests (0, in a store written
+	// before the bound: defaultMaxOpen); Masked counts the selections
+	// masked because the queue was full.
+	MaxOpen int `json:"max_open_requests,omitempty"`
+	Masked  int `json:"masked,omitempty"`
+	// PendingOutside says the checkpoint leaves the open requests out
+	// (stream.Learner.SaveStateWithoutPending): they are the <name>/open
+	// index's, restored from there.
+	PendingOutside bool `json:"pending_outside,omitempty"`
+}
+
+// maxOpen is the learner's bound on open requests.
+func (m learnerMeta) maxOpen() int {
+	if m.MaxOpen > 0 {
+		return m.MaxOpen
+	}
+	return defaultMaxOpen
 }
 
 // requestRecord is one label request: the record the annotator sees, its
 // claim and its label.
 type requestRecord struct {
 	ID        uint64    `json:"id"`
+	At        time.Time `json:"at,omitzero"` // when the request was made
 	X         []float64 `json:"x"`
 	Record    string    `json:"record,omitempty"`
 	ClaimedBy string    `json:"claimed_by,omitempty"`
@@ -84,11 +102,17 @@ type hosted struct {
 	commitQueue
 	inflightKeys   map[string]bool // idempotency keys being committed
 	inflightLabels map[uint64]bool // labels being committed
+	// open counts the committed open requests (the <name>/open index);
+	// claims holds the claim time of the open requests claimed, for the
+	// unclaimed count.
+	open   int
+	claims map[uint64]time.Time
 }
 
 // newHosted returns a hosted learner around meta and its ledger.
 func newHosted(s *Store, meta learnerMeta, led *ledger.Ledger) *hosted {
-	return &hosted{store: s, meta: meta, led: led, inflightKeys: map[string]bool{}, inflightLabels: map[uint64]bool{}}
+	return &hosted{store: s, meta: meta, led: led, inflightKeys: map[string]bool{}, inflightLabels: map[uint64]bool{},
+		claims: map[uint64]time.Time{}}
 }
 
 // usable refuses calls to a broken learner.
@@ -120,7 +144,8 @@ func updateDelta(cfg stream.Config) float64 {
 }
 
 // createLearner creates, charges nothing, and checkpoints a new learner.
-func (s *Store) createLearner(name string, cfg stream.Config, budget float64) (*hosted, error) {
+func (s *Store) createLearner(spec learnerSpec) (*hosted, error) {
+	name, cfg, budget := spec.Name, spec.Config, spec.Budget
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketLearners).Get([]byte(name)) != nil {
 			return errExists
@@ -144,10 +169,11 @@ func (s *Store) createLearner(name string, cfg stream.Config, budget float64) (*
 	if err := session.SetInfo(l, session.StreamInfo{Mode: "service"}); err != nil {
 		return nil, err
 	}
-	h := newHosted(s, learnerMeta{Name: name, Config: cfg, Budget: budget, Created: time.Now().UTC()}, led)
+	h := newHosted(s, learnerMeta{Name: name, Config: cfg, Budget: budget, Created: time.Now().UTC(),
+		MaxOpen: spec.MaxOpen, PendingOutside: true}, led)
 	h.l = l
 	var state bytes.Buffer
-	if err := l.SaveState(&state); err != nil {
+	if err := l.SaveStateWithoutPending(&state); err != nil {
 		return nil, err
 	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
@@ -191,10 +217,15 @@ func (s *Store) loadLearners() (map[string]*hosted, error) {
 }
 
 // restore replaces the in-memory learner by its last checkpoint, with
-// fresh secure randomness. Restore re-makes any charge the checkpoint
-// implies that the ledger lacks, so the spend never decreases.
+// fresh secure randomness, and its open requests by the <name>/open
+// index. Restore re-makes any charge the checkpoint implies that the
+// ledger lacks, so the spend never decreases. A checkpoint written before
+// the index (its pending requests inside) is restored as it is and the
+// index built from it, once.
 func (h *hosted) restore() error {
 	var state []byte
+	var pend []stream.PendingEvent
+	claims := map[uint64]time.Time{}
 	err := h.store.db.View(func(tx *bolt.Tx) error {
 		state = bytes.Clone(tx.Bucket(bucketState).Get([]byte(h.meta.Name)))
 		var m learnerMeta
@@ -202,7 +233,22 @@ func (h *hosted) restore() error {
 			return err
 		}
 		h.meta = m
-		return nil
+		if !m.PendingOutside {
+			return nil
+		}
+		rq := bucket(tx, m.Name, subRequests)
+		return bucket(tx, m.Name, subOpen).ForEach(func(k, _ []byte) error {
+			var r requestRecord
+			ok, err := getJSON(rq, k, &r)
+			if err != nil || !ok {
+				return cmpOr(err, fmt.Errorf("open request %d has no record", keyU64(k)))
+			}
+			pend = append(pend, stream.PendingEvent{ID: r.ID, X: r.X})
+			if r.ClaimedBy != "" {
+				claims[r.ID] = r.ClaimedAt
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("learner %s: %w", h.meta.Name, err)
@@ -210,11 +256,63 @@ func (h *hosted) restore() error {
 	if state == nil {
 		return fmt.Errorf("learner %s: no checkpoint", h.meta.Name)
 	}
-	l, err := stream.Restore(bytes.NewReader(state), rng.Secure(), h.led)
+	var l *stream.Learner
+	if h.meta.PendingOutside {
+		l, err = stream.RestoreWithPending(bytes.NewReader(state), rng.Secure(), h.led, pend)
+	} else {
+		l, err = stream.Restore(bytes.NewReader(state), rng.Secure(), h.led)
+	}
 	if err != nil {
 		return fmt.Errorf("learner %s: %w", h.meta.Name, err)
 	}
-	h.l = l
+	h.l, h.claims, h.open = l, claims, len(pend)
+	if !h.meta.PendingOutside {
+		return h.indexOpen()
+	}
+	return nil
+}
+
+// indexOpen moves the open requests of a checkpoint written before the
+// <name>/open index into it, and writes the checkpoint without them.
+func (h *hosted) indexOpen() error {
+	ids := h.l.Pending()
+	meta := h.meta
+	meta.PendingOutside = true
+	var state bytes.Buffer
+	if err := h.l.SaveStateWithoutPending(&state); err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	err := h.store.db.Update(func(tx *bolt.Tx) error {
+		if err := learnerBuckets(tx, meta.Name); err != nil {
+			return err
+		}
+		rq, open := bucket(tx, meta.Name, subRequests), bucket(tx, meta.Name, subOpen)
+		for _, id := range ids {
+			var r requestRecord
+			if ok, err := getJSON(rq, u64Key(id), &r); err != nil || !ok {
+				return cmpOr(err, fmt.Errorf("open request %d has no record", id))
+			}
+			at := r.At
+			if at.IsZero() {
+				at = now
+			}
+			if r.ClaimedBy != "" {
+				h.claims[id] = r.ClaimedAt
+			}
+			if err := open.Put(u64Key(id), u64Key(uint64(at.UnixNano()))); err != nil {
+				return err
+			}
+		}
+		if err := putJSON(tx.Bucket(bucketLearners), []byte(meta.Name), meta); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketState).Put([]byte(meta.Name), state.Bytes())
+	})
+	if err != nil {
+		return fmt.Errorf("learner %s: indexing the open requests: %w", meta.Name, err)
+	}
+	h.meta, h.open = meta, len(ids)
 	return nil
 }
 
@@ -263,7 +361,7 @@ func (h *hosted) ingest(evs []event, key string, extra func(tx *bolt.Tx) error) 
 			return nil, errInFlight
 		}
 	}
-	res, reqs, refs, err := h.observe(evs)
+	res, reqs, refs, masked, err := h.observe(evs)
 	if err != nil {
 		h.broken = err
 		h.mu.Unlock()
@@ -278,9 +376,12 @@ func (h *hosted) ingest(evs []event, key string, extra func(tx *bolt.Tx) error) 
 		h.inflightKeys[key] = true
 	}
 	rels, err := h.enqueue(func(tx *bolt.Tx) error {
-		rq := bucket(tx, h.meta.Name, subRequests)
+		rq, open := bucket(tx, h.meta.Name, subRequests), bucket(tx, h.meta.Name, subOpen)
 		for _, r := range reqs {
 			if err := putJSON(rq, u64Key(r.ID), r); err != nil {
+				return err
+			}
+			if err := open.Put(u64Key(r.ID), u64Key(uint64(r.At.UnixNano()))); err != nil {
 				return err
 			}
 		}
@@ -299,22 +400,34 @@ func (h *hosted) ingest(evs []event, key string, extra func(tx *bolt.Tx) error) 
 			return extra(tx)
 		}
 		return nil
-	}, func() { delete(h.inflightKeys, key) })
+	}, func() { delete(h.inflightKeys, key); h.open += len(reqs) })
 	if err != nil {
 		return nil, err
 	}
-	h.met.ingested(h.meta.Name, res.Accepted, res.Rejected, len(reqs), rels)
+	h.met.ingested(h.meta.Name, res.Accepted, res.Rejected, len(reqs), masked, rels)
 	h.met.spent(h.meta.Name, h.led)
 	return answer, nil
 }
 
-// observe feeds the events to the learner (h.mu held). Its error is an
-// internal one: the learner is then unusable until a restart.
-func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string]recordRef, error) {
+// observe feeds the events to the learner (h.mu held) and returns the
+// answer, the new requests, the client ids and the selections masked
+// because the queue was full. Its error is an internal one: the learner
+// is then unusable until a restart.
+//
+// The bound: a selection made while the learner already holds
+// meta.maxOpen() open requests is declined at once (stream.Learner.Decline)
+// and not published. The draw was made and is charged as any other
+// (ε_s, GroupObserved); whether it is masked depends only on the count of
+// open requests, a function of the requests already published and of when
+// labels arrived, so masking is post-processing (docs/serve.md).
+func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string]recordRef, int, error) {
 	res := ingestResult{Results: make([]lineResult, len(evs))}
 	var reqs []requestRecord
 	refs := map[string]recordRef{}
 	exhausted := false
+	masked := 0
+	limit := h.meta.maxOpen()
+	now := time.Now().UTC()
 	for i, ev := range evs {
 		lr := &res.Results[i]
 		lr.Line = ev.line
@@ -327,19 +440,28 @@ func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string
 				// Observe left the learner unchanged: what came before stands.
 				exhausted = true
 			case err != nil:
-				return res, nil, nil, fmt.Errorf("learner %s line %d: %w", h.meta.Name, ev.line, err)
+				return res, nil, nil, 0, fmt.Errorf("learner %s line %d: %w", h.meta.Name, ev.line, err)
 			default:
 				lr.Status, lr.Event = "accepted", dec.ID
 				res.Accepted++
 				if ev.record != "" {
 					refs[ev.record] = recordRef{Learner: h.meta.Name, Event: dec.ID}
 				}
-				if dec.Request {
-					reqs = append(reqs, requestRecord{ID: dec.ID, X: ev.x, Record: ev.record})
-					if h.meta.BudgetReachedAt == 0 && h.l.Stats().BudgetReached {
-						h.meta.BudgetReachedAt = int(dec.ID)
-					}
+				if !dec.Request {
+					continue
 				}
+				if h.meta.BudgetReachedAt == 0 && h.l.Stats().BudgetReached {
+					h.meta.BudgetReachedAt = int(dec.ID)
+				}
+				if h.l.Stats().Pending > limit {
+					if err := h.l.Decline(dec.ID); err != nil {
+						return res, nil, nil, 0, fmt.Errorf("learner %s line %d: %w", h.meta.Name, ev.line, err)
+					}
+					masked++
+					h.meta.Masked++
+					continue
+				}
+				reqs = append(reqs, requestRecord{ID: dec.ID, At: now, X: ev.x, Record: ev.record})
 				continue
 			}
 		}
@@ -351,7 +473,7 @@ func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string
 		lr.Status, lr.Error, lr.Field = "rejected", session.RejectedClass, ev.field
 		h.log.Warn("event rejected", "learner", h.meta.Name, "line", ev.line, "field", ev.field)
 	}
-	return res, reqs, refs, nil
+	return res, reqs, refs, masked, nil
 }
 
 func (h *hosted) storedAnswer(key string) []byte {
@@ -392,6 +514,9 @@ func (h *hosted) claim(id uint64, who string) (requestRecord, error) {
 	err = h.store.db.Update(func(tx *bolt.Tx) error {
 		return putJSON(bucket(tx, h.meta.Name, subRequests), u64Key(id), r)
 	})
+	if err == nil {
+		h.claims[id] = r.ClaimedAt
+	}
 	return r, err
 }
 
@@ -425,8 +550,11 @@ func (h *hosted) label(id uint64, y float64, who string) error {
 	r.Label, r.ClaimedBy = y, who
 	h.inflightLabels[id] = true
 	rels, err := h.enqueue(func(tx *bolt.Tx) error {
+		if err := bucket(tx, h.meta.Name, subOpen).Delete(u64Key(id)); err != nil {
+			return err
+		}
 		return putJSON(bucket(tx, h.meta.Name, subRequests), u64Key(id), r)
-	}, func() { delete(h.inflightLabels, id) })
+	}, func() { delete(h.inflightLabels, id); delete(h.claims, id); h.open-- })
 	if err != nil {
 		return err
 	}
@@ -456,34 +584,48 @@ type pendingView struct {
 	Claimed bool   `json:"claimed"`
 }
 
-// pending lists up to limit open requests after id after.
+// pending lists up to limit open requests after id after, from the
+// <name>/open index: its cost is the page's, not the queue's.
 func (h *hosted) pending(after uint64, limit int) ([]pendingView, error) {
-	h.mu.Lock()
-	ids := h.l.Pending()
-	h.mu.Unlock()
 	out := []pendingView{}
 	err := h.store.db.View(func(tx *bolt.Tx) error {
 		rq := bucket(tx, h.meta.Name, subRequests)
-		for _, id := range ids {
-			if id <= after {
-				continue
-			}
-			if len(out) == limit {
-				break
-			}
+		c := bucket(tx, h.meta.Name, subOpen).Cursor()
+		for k, _ := c.Seek(u64Key(after + 1)); k != nil && len(out) < limit; k, _ = c.Next() {
 			var r requestRecord
-			ok, err := getJSON(rq, u64Key(id), &r)
-			if err != nil {
-				return err
+			ok, err := getJSON(rq, k, &r)
+			if err != nil || !ok {
+				return cmpOr(err, fmt.Errorf("open request %d has no record", keyU64(k)))
 			}
-			if !ok {
-				continue // not committed yet
-			}
-			out = append(out, pendingView{ID: id, Claimed: r.ClaimedBy != "" && time.Since(r.ClaimedAt) < claimTTL})
+			out = append(out, pendingView{ID: r.ID, Claimed: r.ClaimedBy != "" && time.Since(r.ClaimedAt) < claimTTL})
 		}
 		return nil
 	})
 	return out, err
+}
+
+// queueState reports the learner's queue of open requests: its size, bound,
+// the age of its oldest request, the selections masked, and how many
+// open requests no live claim holds.
+func (h *hosted) queueState() (queueView, int, error) {
+	h.mu.Lock()
+	q := queueView{Open: h.open, Max: h.meta.maxOpen(), Masked: h.meta.Masked}
+	claimed := 0
+	for id, at := range h.claims {
+		if time.Since(at) < claimTTL {
+			claimed++
+		} else {
+			delete(h.claims, id)
+		}
+	}
+	h.mu.Unlock()
+	err := h.store.db.View(func(tx *bolt.Tx) error {
+		if k, v := bucket(tx, h.meta.Name, subOpen).Cursor().First(); k != nil {
+			q.OldestAgeSeconds = max(0, time.Since(time.Unix(0, int64(keyU64(v)))).Seconds())
+		}
+		return nil
+	})
+	return q, max(0, q.Open-claimed), err
 }
 
 // releases lists up to limit stored releases after update after.
@@ -534,13 +676,15 @@ type budgetView struct {
 	Budget  account.Budget        `json:"budget"`
 	Groups  []ledger.GroupSummary `json:"groups"`
 	Stats   stream.Stats          `json:"stats"`
+	Queue   queueView             `json:"queue"`
 }
 
-func (h *hosted) budget() budgetView {
+func (h *hosted) budget() (budgetView, error) {
 	h.mu.Lock()
 	st := h.l.Stats()
 	h.mu.Unlock()
-	return budgetView{Learner: h.meta.Name, Budget: h.led.Budget(), Groups: h.led.Summary(), Stats: st}
+	q, _, err := h.queueState()
+	return budgetView{Learner: h.meta.Name, Budget: h.led.Budget(), Groups: h.led.Summary(), Stats: st, Queue: q}, err
 }
 
 // recordEpsilonView is what one record has spent.
@@ -600,4 +744,12 @@ func (s *Store) lookupRecord(id string) (recordRef, error) {
 		err = errNoRecord
 	}
 	return ref, err
+}
+
+// queueView is a learner's queue of open label requests.
+type queueView struct {
+	Open             int     `json:"open"`
+	Max              int     `json:"max"`
+	OldestAgeSeconds float64 `json:"oldest_age_seconds"`
+	Masked           int     `json:"masked"`
 }

@@ -69,12 +69,12 @@ func LearnerFlag(s string) (json.RawMessage, error) {
 
 // ensureLearner creates the learner of a create request unless it exists.
 func (s *Server) ensureLearner(raw []byte) error {
-	name, cfg, budget, err := decodeCreate(raw)
+	spec, err := decodeCreate(raw)
 	if err != nil {
 		return err
 	}
-	if err := s.addLearner(name, cfg, budget); err != nil && !errors.Is(err, errExists) {
-		return fmt.Errorf("learner %s: %w", name, err)
+	if err := s.addLearner(spec); err != nil && !errors.Is(err, errExists) {
+		return fmt.Errorf("learner %s: %w", spec.Name, err)
 	}
 	return nil
 }

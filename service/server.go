@@ -17,7 +17,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/dp/ledger"
 )
 
@@ -82,6 +81,7 @@ func New(store *Store, opts Options) (*Server, error) {
 	for _, h := range learners {
 		h.log, h.met = s.log, s.met
 		s.met.spent(h.meta.Name, h.led)
+		s.met.masked.WithLabelValues(h.meta.Name).Add(float64(h.meta.Masked))
 	}
 	s.learners = learners
 	if s.searches, err = store.loadSearches(); err != nil {
@@ -215,6 +215,9 @@ func (s *Server) routeAll() {
 		return nil
 	})
 	s.handle("GET /metrics", func(w http.ResponseWriter, r *http.Request, _ caller) error {
+		if err := s.queueGauges(); err != nil {
+			return err
+		}
 		s.met.handler().ServeHTTP(w, r)
 		return nil
 	}, RoleOfficer)
@@ -225,12 +228,12 @@ func (s *Server) routeAll() {
 	s.handle("POST /v1/learners", s.createLearner, RoleAdmin)
 	s.handle("GET /v1/learners", s.listLearners, RoleOfficer, RoleAnnotator)
 	s.handle("POST /v1/learners/{name}/events", s.ingest, RoleIngest)
-	s.handle("GET /v1/learners/{name}/requests", listing(s, "requests", (*hosted).pending), RoleAnnotator)
+	s.handle("GET /v1/learners/{name}/requests", s.requests, RoleAnnotator)
 	s.handle("POST /v1/learners/{name}/requests/{id}/claim", s.claim, RoleAnnotator)
 	s.handle("POST /v1/learners/{name}/labels", s.label, RoleAnnotator)
 	s.handle("GET /v1/learners/{name}/releases", listing(s, "releases", (*hosted).releases), RoleOfficer)
-	s.handle("GET /v1/learners/{name}/model", s.model, RoleOfficer)
-	s.handle("GET /v1/learners/{name}/budget", s.budget, RoleOfficer)
+	s.handle("GET /v1/learners/{name}/model", learnerGet(s, (*hosted).model), RoleOfficer)
+	s.handle("GET /v1/learners/{name}/budget", learnerGet(s, (*hosted).budget), RoleOfficer)
 	s.handle("GET /v1/records/{id}/epsilon", s.recordEpsilon, RoleOfficer)
 	s.handle("GET /v1/ledger", s.ledger, RoleOfficer)
 	s.handle("POST /v1/searches", s.createSearch, RoleAdmin)
@@ -330,31 +333,32 @@ func (s *Server) createLearner(w http.ResponseWriter, r *http.Request, _ caller)
 	if err != nil {
 		return err
 	}
-	name, cfg, budget, err := decodeCreate(body)
+	spec, err := decodeCreate(body)
 	if err != nil {
 		return err
 	}
-	if err := s.addLearner(name, cfg, budget); err != nil {
+	if err := s.addLearner(spec); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"name": name, "config": cfg, "budget": budget})
+	writeJSON(w, http.StatusCreated, map[string]any{"name": spec.Name, "config": spec.Config, "budget": spec.Budget,
+		"max_open_requests": spec.MaxOpen})
 	return nil
 }
 
 // addLearner creates and hosts a learner.
-func (s *Server) addLearner(name string, cfg stream.Config, budget float64) error {
+func (s *Server) addLearner(spec learnerSpec) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.learners[name]; ok {
+	if _, ok := s.learners[spec.Name]; ok {
 		return errExists
 	}
-	h, err := s.store.createLearner(name, cfg, budget)
+	h, err := s.store.createLearner(spec)
 	if err != nil {
 		return err
 	}
 	h.log, h.met = s.log, s.met
-	s.learners[name] = h
-	s.log.Info("learner created", "learner", name, "dim", cfg.Dim, "budget", budget)
+	s.learners[spec.Name] = h
+	s.log.Info("learner created", "learner", spec.Name, "dim", spec.Config.Dim, "budget", spec.Budget, "max_open_requests", spec.MaxOpen)
 	return nil
 }
 
@@ -479,25 +483,61 @@ func (s *Server) label(w http.ResponseWriter, r *http.Request, c caller) error {
 	return nil
 }
 
-func (s *Server) model(w http.ResponseWriter, r *http.Request, _ caller) error {
+// learnerGet is a GET handler that answers view of the named learner.
+func learnerGet[T any](s *Server, view func(h *hosted) (T, error)) handler {
+	return func(w http.ResponseWriter, r *http.Request, _ caller) error {
+		h, err := s.learner(r)
+		if err != nil {
+			return err
+		}
+		v, err := view(h)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, v)
+		return nil
+	}
+}
+
+// requests lists a page of open requests with the true counts: open
+// requests, and those no live claim holds.
+func (s *Server) requests(w http.ResponseWriter, r *http.Request, _ caller) error {
 	h, err := s.learner(r)
 	if err != nil {
 		return err
 	}
-	m, err := h.model()
+	after, limit, err := listLimits(r, 1000)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, m)
+	items, err := h.pending(after, limit)
+	if err != nil {
+		return err
+	}
+	q, unclaimed, err := h.queueState()
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"requests": items, "open": q.Open, "unclaimed": unclaimed,
+		"max": q.Max, "oldest_age_seconds": q.OldestAgeSeconds})
 	return nil
 }
 
-func (s *Server) budget(w http.ResponseWriter, r *http.Request, _ caller) error {
-	h, err := s.learner(r)
-	if err != nil {
-		return err
+// queueGauges sets every learner's queue gauges, for a scrape.
+func (s *Server) queueGauges() error {
+	s.mu.RLock()
+	hs := make([]*hosted, 0, len(s.learners))
+	for _, h := range s.learners {
+		hs = append(hs, h)
 	}
-	writeJSON(w, http.StatusOK, h.budget())
+	s.mu.RUnlock()
+	for _, h := range hs {
+		q, _, err := h.queueState()
+		if err != nil {
+			return err
+		}
+		s.met.queue(h.meta.Name, q)
+	}
 	return nil
 }
 

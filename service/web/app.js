@@ -26,6 +26,14 @@ async function api(method, path, body) {
 
 function status(msg) { $("status").textContent = msg || ""; }
 
+// age writes a duration in seconds for people.
+function age(s) {
+  if (s < 120) return `${Math.round(s)} s`;
+  if (s < 7200) return `${Math.round(s / 60)} min`;
+  if (s < 172800) return `${(s / 3600).toFixed(1)} h`;
+  return `${(s / 86400).toFixed(1)} days`;
+}
+
 async function signIn() {
   try {
     const me = await api("GET", "/v1/whoami");
@@ -55,10 +63,13 @@ async function signIn() {
 async function refreshQueue() {
   const name = $("learner").value;
   if (!name) { $("queue").textContent = "no learners"; return; }
-  const { requests } = await api("GET", `/v1/learners/${name}/requests`);
-  const open = requests.filter((r) => !r.claimed).length;
-  $("queue").textContent = `${requests.length} open requests (${open} unclaimed)`;
-  return requests;
+  const q = await api("GET", `/v1/learners/${name}/requests`);
+  // open and unclaimed are the server's counts over the whole queue, not
+  // over this page of at most 1000.
+  $("queue").textContent = `${q.open} open requests (${q.unclaimed} unclaimed)` +
+    (q.open > 0 ? `, oldest ${age(q.oldest_age_seconds)}` : "") +
+    (q.open >= q.max ? `; the queue is full (${q.max}): new selections are masked` : "");
+  return q.requests;
 }
 
 async function claimNext() {
@@ -128,10 +139,19 @@ function learnerBox(name, budget, releases, ledger) {
     el("p", { id: "budget-" + name }, `ε spent per record ${spent.toPrecision(4)} of ${total.toPrecision(4)}`),
     gauge,
     el("p", {}, `${s.observed} events, ${s.requested} requests, ${s.labelled} labels, ${s.updates} releases`),
+    queueLine(name, budget.queue),
     chart(ledger),
     releaseTable(name, releases),
     exportButton(name, ledger));
   return box;
+}
+
+// queueLine says how full the learner's queue of open requests is.
+function queueLine(name, q) {
+  let text = `queue: ${q.open} open of at most ${q.max}`;
+  if (q.open > 0) text += `, oldest ${age(q.oldest_age_seconds)}`;
+  if (q.masked > 0) text += `; ${q.masked} selections masked while it was full`;
+  return el("p", { id: "queue-" + name, class: q.open >= q.max ? "full" : "" }, text);
 }
 
 // chart draws each group's cumulative ε against time from the ledger.
