@@ -84,7 +84,7 @@ func (s *Server) consumeFetches(ctx context.Context, cl *kgo.Client, h *hosted, 
 		}
 	})
 	if len(next) > 0 {
-		res, err := h.ingest(evs, "", func(tx *bolt.Tx) error {
+		res, err := h.ingest(evs, "", nil, func(tx *bolt.Tx) error {
 			b := tx.Bucket(bucketKafka)
 			for p, off := range next {
 				if err := b.Put(kafkaKey(h.meta.Name, kc.Topic, p), u64Key(uint64(off))); err != nil {

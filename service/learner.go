@@ -2,6 +2,7 @@ package service
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -342,18 +343,22 @@ type ingestResult struct {
 
 // ingest observes the events in order and commits them, with extra's
 // writes (if any) in the same transaction; a replayed idempotency key
-// returns the stored answer and observes nothing. If the budget runs out
-// mid-batch, the lines before are accepted and the rest rejected as
-// "budget-exhausted".
-func (h *hosted) ingest(evs []event, key string, extra func(tx *bolt.Tx) error) ([]byte, error) {
+// returns the stored answer and observes nothing, unless it came with a
+// body whose sum differs from the stored one (errKeyReused). If the
+// budget runs out mid-batch, the lines before are accepted and the rest
+// rejected as "budget-exhausted".
+func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx *bolt.Tx) error) ([]byte, error) {
 	h.mu.Lock()
 	if err := h.usable(); err != nil {
 		h.mu.Unlock()
 		return nil, err
 	}
 	if key != "" {
-		if prev := h.storedAnswer(key); prev != nil {
+		if prevSum, prev := h.storedAnswer(key); prev != nil {
 			h.mu.Unlock()
+			if prevSum != nil && !bytes.Equal(prevSum, sum) {
+				return nil, errKeyReused
+			}
 			return prev, nil
 		}
 		if h.inflightKeys[key] {
@@ -392,7 +397,7 @@ func (h *hosted) ingest(evs []event, key string, extra func(tx *bolt.Tx) error) 
 			}
 		}
 		if key != "" {
-			if err := bucket(tx, h.meta.Name, subIdem).Put([]byte(key), answer); err != nil {
+			if err := bucket(tx, h.meta.Name, subIdem).Put([]byte(key), idemValue(sum, answer)); err != nil {
 				return err
 			}
 		}
@@ -476,13 +481,43 @@ func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string
 	return res, reqs, refs, masked, nil
 }
 
-func (h *hosted) storedAnswer(key string) []byte {
-	var out []byte
+// storedAnswer returns the body sum and the answer stored under an
+// idempotency key (nil, nil: none; a nil sum: stored before sums were).
+func (h *hosted) storedAnswer(key string) ([]byte, []byte) {
+	var v []byte
 	_ = h.store.db.View(func(tx *bolt.Tx) error {
-		out = bytes.Clone(bucket(tx, h.meta.Name, subIdem).Get([]byte(key)))
+		v = bytes.Clone(bucket(tx, h.meta.Name, subIdem).Get([]byte(key)))
 		return nil
 	})
-	return out
+	if len(v) > sha256.Size && v[0] == idemSummed {
+		return v[1 : 1+sha256.Size], v[1+sha256.Size:]
+	}
+	return nil, v
+}
+
+// idemSummed marks a stored idempotency value that starts with its
+// body's sum (an answer alone starts with '{').
+const idemSummed = 1
+
+// idemValue is what an idempotency key stores: the body's sum, if any,
+// then the answer.
+func idemValue(sum, answer []byte) []byte {
+	if sum == nil {
+		return answer
+	}
+	return append(append([]byte{idemSummed}, sum...), answer...)
+}
+
+// bodySum is the SHA-256 of an events body and how it was read.
+func bodySum(body []byte, oneJSON bool) []byte {
+	h := sha256.New()
+	if oneJSON {
+		h.Write([]byte("json\n"))
+	} else {
+		h.Write([]byte("lines\n"))
+	}
+	h.Write(body)
+	return h.Sum(nil)
 }
 
 // request reads one committed request record.

@@ -108,7 +108,7 @@ func Load(ctx context.Context, c LoadSpec) (LoadResult, error) {
 				n := min(c.Batch, c.Events-i*c.Batch)
 				body := loadBody(c, i, n)
 				t0 := time.Now()
-				err := postEvents(ctx, client, c, body)
+				err := postEvents(ctx, client, c, body, fmt.Sprintf("load-%d-%d", c.Seed, i))
 				lat := time.Since(t0)
 				mu.Lock()
 				if err != nil {
@@ -220,13 +220,14 @@ func loadBody(c LoadSpec, i, n int) []byte {
 	return b
 }
 
-func postEvents(ctx context.Context, client *http.Client, c LoadSpec, body []byte) error {
+func postEvents(ctx context.Context, client *http.Client, c LoadSpec, body []byte, key string) error {
 	req, err := http.NewRequestWithContext(ctx, "POST", c.URL+"/v1/learners/"+c.Learner+"/events", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	req.Header.Set("Content-Type", "text/csv")
+	req.Header.Set("Idempotency-Key", key)
 	resp, err := client.Do(req)
 	if err != nil {
 		return err

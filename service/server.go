@@ -372,7 +372,10 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, _ caller) error 
 		return err
 	}
 	key := r.Header.Get("Idempotency-Key")
-	if len(key) > 128 {
+	switch {
+	case key == "":
+		return badField("Idempotency-Key", "required: a retried call without one would feed its records twice while each is charged once (send a fresh key per batch, and the same key when you retry it)")
+	case len(key) > 128:
 		return badField("Idempotency-Key", "at most 128 bytes")
 	}
 	oneJSON := strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
@@ -380,7 +383,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, _ caller) error 
 	if len(evs) == 0 {
 		return badField("body", "no events")
 	}
-	answer, err := h.ingest(evs, key, nil)
+	answer, err := h.ingest(evs, key, bodySum(body, oneJSON), nil)
 	if err != nil {
 		return err
 	}

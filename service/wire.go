@@ -45,6 +45,7 @@ var (
 	errClaimed      = &apiError{status: http.StatusConflict, field: "id", msg: "the request is claimed by another annotator"}
 	errTooLarge     = &apiError{status: http.StatusRequestEntityTooLarge, msg: "request body too large"}
 	errInFlight     = &apiError{status: http.StatusConflict, field: "Idempotency-Key", msg: "a batch with this key is being committed; retry for its answer"}
+	errKeyReused    = &apiError{status: http.StatusUnprocessableEntity, field: "Idempotency-Key", msg: "this key was used with a different body: nothing was observed (a retry must send the same body; a new batch needs a new key)"}
 	errBroken       = &apiError{status: http.StatusServiceUnavailable, msg: "the learner stopped after an internal error (see the server log); restart the server to resume it from its last checkpoint"}
 )
 
