@@ -541,8 +541,11 @@ func (h *hosted) request(id uint64) (requestRecord, error) {
 func (h *hosted) claim(id uint64, who string) (requestRecord, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	r, err := h.labelable(id, who)
+	r, err := h.labelable(id)
 	if err != nil {
+		return r, err
+	}
+	if err := claimable(r, who); err != nil {
 		return r, err
 	}
 	r.ClaimedBy, r.ClaimedAt = who, time.Now().UTC()
@@ -568,10 +571,14 @@ func claimable(r requestRecord, who string) error {
 }
 
 // label gives request id the label y and commits it with any release the
-// label triggers.
-func (h *hosted) label(id uint64, y float64, who string) error {
+// label triggers. The caller must hold a live claim on it; an admin
+// (anyClaim) may also label a request nobody holds.
+func (h *hosted) label(id uint64, y float64, who string, anyClaim bool) error {
 	h.mu.Lock()
-	r, err := h.labelable(id, who)
+	r, err := h.labelable(id)
+	if err == nil {
+		err = mayLabel(r, who, anyClaim)
+	}
 	if err != nil {
 		h.mu.Unlock()
 		return err
@@ -598,19 +605,32 @@ func (h *hosted) label(id uint64, y float64, who string) error {
 	return nil
 }
 
-// labelable reads request id if who may claim or label it (h.mu held).
-func (h *hosted) labelable(id uint64, who string) (requestRecord, error) {
+// mayLabel admits the label of r by who: who holds a live claim on it,
+// or (anyClaim, an admin) nobody else does.
+func mayLabel(r requestRecord, who string, anyClaim bool) error {
+	live := r.ClaimedBy != "" && time.Since(r.ClaimedAt) < claimTTL
+	switch {
+	case r.Label != 0:
+		return errLabelled
+	case live && r.ClaimedBy == who:
+		return nil
+	case live:
+		return errClaimed
+	case anyClaim:
+		return nil
+	}
+	return errNotClaimed
+}
+
+// labelable reads request id if it is open (h.mu held).
+func (h *hosted) labelable(id uint64) (requestRecord, error) {
 	if err := h.usable(); err != nil {
 		return requestRecord{}, err
 	}
 	if h.inflightLabels[id] {
 		return requestRecord{}, errLabelled
 	}
-	r, err := h.request(id)
-	if err != nil {
-		return r, err
-	}
-	return r, claimable(r, who)
+	return h.request(id)
 }
 
 // pendingView is one open request as an annotator lists it: no record.

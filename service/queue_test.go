@@ -81,6 +81,7 @@ func TestCheckpointIndependentOfQueue(t *testing.T) {
 	if list.Open != q.Open || len(list.Requests) != 3 {
 		t.Fatalf("after restart: %d open (want %d), page of %d", list.Open, q.Open, len(list.Requests))
 	}
+	ts.mustDo(http.StatusOK, RoleAnnotator, "POST", fmt.Sprintf("/v1/learners/a/requests/%d/claim", list.Requests[0].ID), "", nil)
 	ts.mustDo(http.StatusOK, RoleAnnotator, "POST", "/v1/learners/a/labels", fmt.Sprintf(`{"id":%d,"y":1}`, list.Requests[0].ID), nil)
 	ts.mustDo(http.StatusOK, RoleAnnotator, "GET", "/v1/learners/a/requests?limit=3", "", &list)
 	if list.Open != q.Open-1 {

@@ -479,7 +479,7 @@ func (s *Server) label(w http.ResponseWriter, r *http.Request, c caller) error {
 	if err != nil {
 		return err
 	}
-	if err := h.label(req.ID, req.Y, c.who); err != nil {
+	if err := h.label(req.ID, req.Y, c.who, c.role == RoleAdmin); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": req.ID, "status": "labelled"})

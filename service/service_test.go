@@ -159,7 +159,9 @@ func TestConcurrentIngestAndLabels(t *testing.T) {
 				var list requestList
 				ts.do(RoleAnnotator, "GET", "/v1/learners/a/requests?limit=1", "", &list)
 				for _, r := range list.Requests {
-					ts.do(RoleAnnotator, "POST", "/v1/learners/a/labels", fmt.Sprintf(`{"id":%d,"y":1}`, r.ID), nil)
+					if ts.do(RoleAnnotator, "POST", fmt.Sprintf("/v1/learners/a/requests/%d/claim", r.ID), "", nil) == http.StatusOK {
+						ts.do(RoleAnnotator, "POST", "/v1/learners/a/labels", fmt.Sprintf(`{"id":%d,"y":1}`, r.ID), nil)
+					}
 				}
 			}
 			done <- n

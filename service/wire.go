@@ -43,6 +43,7 @@ var (
 	errNoRecord     = &apiError{status: http.StatusNotFound, field: "id", msg: "no such record"}
 	errLabelled     = &apiError{status: http.StatusConflict, field: "id", msg: "the request is already labelled"}
 	errClaimed      = &apiError{status: http.StatusConflict, field: "id", msg: "the request is claimed by another annotator"}
+	errNotClaimed   = &apiError{status: http.StatusConflict, field: "id", msg: "claim the request before labelling it (no live claim of yours holds it; claims last 15 minutes)"}
 	errTooLarge     = &apiError{status: http.StatusRequestEntityTooLarge, msg: "request body too large"}
 	errInFlight     = &apiError{status: http.StatusConflict, field: "Idempotency-Key", msg: "a batch with this key is being committed; retry for its answer"}
 	errKeyReused    = &apiError{status: http.StatusUnprocessableEntity, field: "Idempotency-Key", msg: "this key was used with a different body: nothing was observed (a retry must send the same body; a new batch needs a new key)"}
