@@ -33,6 +33,14 @@ type Options struct {
 	// and 4000); a request over the limit gets 429.
 	RatePerToken float64
 	Burst        int
+	// MaxConns and MaxConnsPerIP bound the open connections, in all and
+	// from one address (defaults 1024 and 128); a connection past either
+	// is answered 503 and closed at once. Serve applies them.
+	MaxConns, MaxConnsPerIP int
+	// BodyTimeout bounds the reading of a request body (default 10 s),
+	// counted from when the handler starts: a client that stalls in its
+	// body gets 408 and loses the connection.
+	BodyTimeout time.Duration
 }
 
 // Server serves the learners of one Store.
@@ -65,6 +73,15 @@ func New(store *Store, opts Options) (*Server, error) {
 	}
 	if opts.Out == nil {
 		opts.Out = io.Discard
+	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = defaultMaxConns
+	}
+	if opts.MaxConnsPerIP <= 0 {
+		opts.MaxConnsPerIP = defaultMaxConnsPerIP
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = defaultBodyTimeout
 	}
 	s := &Server{store: store, opts: opts, log: opts.Log, met: newMetrics(), auth: &authenticator{store: store},
 		lim: newLimiters(opts.RatePerToken, opts.Burst), mux: http.NewServeMux()}
@@ -172,6 +189,9 @@ type statusWriter struct {
 
 func (w *statusWriter) WriteHeader(code int) { w.code = code; w.ResponseWriter.WriteHeader(code) }
 
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func writeError(w http.ResponseWriter, err error) {
 	body := errorBody{Error: err.Error()}
 	var ae *apiError
@@ -247,7 +267,7 @@ func (s *Server) routeAll() {
 // createToken makes a token of the role in the body ({"role": "ingest"})
 // and answers it with its id: the only time the token is shown.
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request, _ caller) error {
-	body, err := readBody(w, r, s.opts.MaxBody)
+	body, err := s.readBody(w, r, s.opts.MaxBody)
 	if err != nil {
 		return err
 	}
@@ -329,7 +349,7 @@ func (s *Server) listLearners(w http.ResponseWriter, _ *http.Request, _ caller) 
 }
 
 func (s *Server) createLearner(w http.ResponseWriter, r *http.Request, _ caller) error {
-	body, err := readBody(w, r, s.opts.MaxBody)
+	body, err := s.readBody(w, r, s.opts.MaxBody)
 	if err != nil {
 		return err
 	}
@@ -367,7 +387,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, _ caller) error 
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.opts.MaxEventsBody)
+	body, err := s.readBody(w, r, s.opts.MaxEventsBody)
 	if err != nil {
 		return err
 	}
@@ -471,7 +491,7 @@ func (s *Server) label(w http.ResponseWriter, r *http.Request, c caller) error {
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.opts.MaxBody)
+	body, err := s.readBody(w, r, s.opts.MaxBody)
 	if err != nil {
 		return err
 	}
@@ -625,6 +645,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
+	ln = newConnLimitListener(ln, s.opts.MaxConns, s.opts.MaxConnsPerIP, s.log)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
 	case err := <-errc:

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/dpal-dev/dpal/active/stream"
@@ -45,6 +47,7 @@ var (
 	errClaimed      = &apiError{status: http.StatusConflict, field: "id", msg: "the request is claimed by another annotator"}
 	errNotClaimed   = &apiError{status: http.StatusConflict, field: "id", msg: "claim the request before labelling it (no live claim of yours holds it; claims last 15 minutes)"}
 	errTooLarge     = &apiError{status: http.StatusRequestEntityTooLarge, msg: "request body too large"}
+	errBodyTimeout  = &apiError{status: http.StatusRequestTimeout, msg: "the body did not arrive within the body deadline"}
 	errInFlight     = &apiError{status: http.StatusConflict, field: "Idempotency-Key", msg: "a batch with this key is being committed; retry for its answer"}
 	errKeyReused    = &apiError{status: http.StatusUnprocessableEntity, field: "Idempotency-Key", msg: "this key was used with a different body: nothing was observed (a retry must send the same body; a new batch needs a new key)"}
 	errBroken       = &apiError{status: http.StatusServiceUnavailable, msg: "the learner stopped after an internal error (see the server log); restart the server to resume it from its last checkpoint"}
@@ -65,16 +68,25 @@ type errorBody struct {
 	Field string `json:"field,omitempty"`
 }
 
-// readBody reads at most limit bytes of the request body.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+// readBody reads at most limit bytes of the request body, within the
+// body deadline (Options.BodyTimeout): a client that stalls gets 408 and
+// its connection is closed. The deadline is lifted once the body is read.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe):
 		return nil, errTooLarge
-	}
-	if err != nil {
+	case errors.As(err, &ne) && ne.Timeout():
+		w.Header().Set("Connection", "close")
+		return nil, errBodyTimeout
+	case err != nil:
 		return nil, &apiError{status: http.StatusBadRequest, msg: "reading the body failed"}
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	return b, nil
 }
 
