@@ -48,7 +48,7 @@ func (h *hosted) enqueue(write func(tx *bolt.Tx) error, settle func()) (int, err
 		d := h.commitGroup(group)
 		if d.err != nil && h.broken == nil {
 			h.broken = d.err
-			h.log.Error("commit failed; the learner stops until a restart", "learner", h.meta.Name, "err", d.err)
+			h.log.Error("commit failed; the learner stops until a restart", "learner", h.name, "err", d.err)
 		}
 		for _, g := range group {
 			g.settle()

@@ -31,9 +31,11 @@ type learnerMeta struct {
 	// up (0: not yet); later events are not screened and spend nothing.
 	BudgetReachedAt int `json:"budget_reached_at,omitempty"`
 	// MaxOpen bounds the open label requests (0, in a store written
-	// before the bound: defaultMaxOpen); Masked counts the selections
-	// masked because the queue was full.
+	// before the bound: defaultMaxOpen); Open counts them (in memory,
+	// those being committed too; in the store, those committed); Masked
+	// counts the selections masked because the queue was full.
 	MaxOpen int `json:"max_open_requests,omitempty"`
+	Open    int `json:"open,omitempty"`
 	Masked  int `json:"masked,omitempty"`
 	// PendingOutside says the checkpoint leaves the open requests out
 	// (stream.Learner.SaveStateWithoutPending): they are the <name>/open
@@ -87,9 +89,19 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 // hosted is one learner with its ledger; mu serialises everything that
 // touches the learner, so a checkpoint is always a consistent state.
 type hosted struct {
-	store *Store
-	log   *slog.Logger
-	met   *metrics
+	// name, dim and created are meta's, fixed: read without a lock.
+	name    string
+	dim     int
+	created time.Time
+	store   *Store
+	log     *slog.Logger
+	met     *metrics
+
+	// loadMu guards the lazy load (ensure): a learner is restored from
+	// its checkpoint when first called, not at start; loadErr keeps a
+	// failed load's error.
+	loadMu  sync.Mutex
+	loadErr error
 
 	mu   sync.Mutex
 	meta learnerMeta
@@ -103,16 +115,69 @@ type hosted struct {
 	commitQueue
 	inflightKeys   map[string]bool // idempotency keys being committed
 	inflightLabels map[uint64]bool // labels being committed
-	// open counts the committed open requests (the <name>/open index);
 	// claims holds the claim time of the open requests claimed, for the
 	// unclaimed count.
-	open   int
 	claims map[uint64]time.Time
+}
+
+// ensure restores the learner and its ledger if this is its first call
+// since the start (a store of many learners starts without restoring
+// any). Every path to h.l and h.led goes through it.
+func (h *hosted) ensure() error {
+	h.loadMu.Lock()
+	defer h.loadMu.Unlock()
+	if h.l != nil || h.loadErr != nil {
+		return h.loadErr
+	}
+	err := h.openLedger()
+	if err == nil {
+		h.mu.Lock()
+		err = h.restore()
+		h.mu.Unlock()
+	}
+	if err != nil {
+		h.loadErr = err
+		if h.log != nil {
+			h.log.Error("learner could not be restored", "learner", h.name, "err", err)
+		}
+		return h.loadErr
+	}
+	if h.met != nil {
+		h.met.spent(h.name, h.led)
+	}
+	return nil
+}
+
+// ledger returns the learner's ledger, opening it (not the learner) if
+// need be: the officer's ledger and metrics read it without restoring
+// the learner.
+func (h *hosted) ledger() (*ledger.Ledger, error) {
+	h.loadMu.Lock()
+	defer h.loadMu.Unlock()
+	if err := h.openLedger(); err != nil {
+		return nil, err
+	}
+	return h.led, nil
+}
+
+// openLedger opens the ledger once (h.loadMu held).
+func (h *hosted) openLedger() error {
+	if h.led != nil {
+		return nil
+	}
+	led, err := h.store.openLedger(h.name, account.Budget{})
+	if err != nil {
+		return fmt.Errorf("learner %s: %w", h.name, err)
+	}
+	h.mu.Lock()
+	h.led = led
+	h.mu.Unlock()
+	return nil
 }
 
 // newHosted returns a hosted learner around meta and its ledger.
 func newHosted(s *Store, meta learnerMeta, led *ledger.Ledger) *hosted {
-	return &hosted{store: s, meta: meta, led: led, inflightKeys: map[string]bool{}, inflightLabels: map[uint64]bool{},
+	return &hosted{name: meta.Name, dim: meta.Config.Dim, created: meta.Created, store: s, meta: meta, led: led, inflightKeys: map[string]bool{}, inflightLabels: map[uint64]bool{},
 		claims: map[uint64]time.Time{}}
 }
 
@@ -186,35 +251,21 @@ func (s *Store) createLearner(spec learnerSpec) (*hosted, error) {
 	return h, err
 }
 
-// loadLearners restores every learner from its checkpoint.
+// loadLearners returns every learner's shell: its settings, restored
+// later, on its first call (hosted.ensure).
 func (s *Store) loadLearners() (map[string]*hosted, error) {
 	out := map[string]*hosted{}
-	var metas []learnerMeta
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketLearners).ForEach(func(k, v []byte) error {
 			var m learnerMeta
-			if _, err := getJSON(tx.Bucket(bucketLearners), k, &m); err != nil {
+			if err := jsonUnmarshal(v, &m); err != nil {
 				return fmt.Errorf("learner %s: %w", k, err)
 			}
-			metas = append(metas, m)
+			out[m.Name] = newHosted(s, m, nil)
 			return nil
 		})
 	})
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range metas {
-		led, err := s.openLedger(m.Name, account.Budget{})
-		if err != nil {
-			return nil, fmt.Errorf("learner %s: %w", m.Name, err)
-		}
-		h := newHosted(s, m, led)
-		if err := h.restore(); err != nil {
-			return nil, err
-		}
-		out[m.Name] = h
-	}
-	return out, nil
+	return out, err
 }
 
 // restore replaces the in-memory learner by its last checkpoint, with
@@ -228,9 +279,9 @@ func (h *hosted) restore() error {
 	var pend []stream.PendingEvent
 	claims := map[uint64]time.Time{}
 	err := h.store.db.View(func(tx *bolt.Tx) error {
-		state = bytes.Clone(tx.Bucket(bucketState).Get([]byte(h.meta.Name)))
+		state = bytes.Clone(tx.Bucket(bucketState).Get([]byte(h.name)))
 		var m learnerMeta
-		if _, err := getJSON(tx.Bucket(bucketLearners), []byte(h.meta.Name), &m); err != nil {
+		if _, err := getJSON(tx.Bucket(bucketLearners), []byte(h.name), &m); err != nil {
 			return err
 		}
 		h.meta = m
@@ -252,10 +303,10 @@ func (h *hosted) restore() error {
 		})
 	})
 	if err != nil {
-		return fmt.Errorf("learner %s: %w", h.meta.Name, err)
+		return fmt.Errorf("learner %s: %w", h.name, err)
 	}
 	if state == nil {
-		return fmt.Errorf("learner %s: no checkpoint", h.meta.Name)
+		return fmt.Errorf("learner %s: no checkpoint", h.name)
 	}
 	var l *stream.Learner
 	if h.meta.PendingOutside {
@@ -264,9 +315,9 @@ func (h *hosted) restore() error {
 		l, err = stream.Restore(bytes.NewReader(state), rng.Secure(), h.led)
 	}
 	if err != nil {
-		return fmt.Errorf("learner %s: %w", h.meta.Name, err)
+		return fmt.Errorf("learner %s: %w", h.name, err)
 	}
-	h.l, h.claims, h.open = l, claims, len(pend)
+	h.l, h.claims = l, claims
 	if !h.meta.PendingOutside {
 		return h.indexOpen()
 	}
@@ -278,7 +329,7 @@ func (h *hosted) restore() error {
 func (h *hosted) indexOpen() error {
 	ids := h.l.Pending()
 	meta := h.meta
-	meta.PendingOutside = true
+	meta.PendingOutside, meta.Open = true, len(ids)
 	var state bytes.Buffer
 	if err := h.l.SaveStateWithoutPending(&state); err != nil {
 		return err
@@ -313,7 +364,8 @@ func (h *hosted) indexOpen() error {
 	if err != nil {
 		return fmt.Errorf("learner %s: indexing the open requests: %w", meta.Name, err)
 	}
-	h.meta, h.open = meta, len(ids)
+	meta.Open = len(ids)
+	h.meta = meta
 	return nil
 }
 
@@ -381,7 +433,7 @@ func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx *bolt
 		h.inflightKeys[key] = true
 	}
 	rels, err := h.enqueue(func(tx *bolt.Tx) error {
-		rq, open := bucket(tx, h.meta.Name, subRequests), bucket(tx, h.meta.Name, subOpen)
+		rq, open := bucket(tx, h.name, subRequests), bucket(tx, h.name, subOpen)
 		for _, r := range reqs {
 			if err := putJSON(rq, u64Key(r.ID), r); err != nil {
 				return err
@@ -397,7 +449,7 @@ func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx *bolt
 			}
 		}
 		if key != "" {
-			if err := bucket(tx, h.meta.Name, subIdem).Put([]byte(key), idemValue(sum, answer)); err != nil {
+			if err := bucket(tx, h.name, subIdem).Put([]byte(key), idemValue(sum, answer)); err != nil {
 				return err
 			}
 		}
@@ -405,12 +457,12 @@ func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx *bolt
 			return extra(tx)
 		}
 		return nil
-	}, func() { delete(h.inflightKeys, key); h.open += len(reqs) })
+	}, func() { delete(h.inflightKeys, key) })
 	if err != nil {
 		return nil, err
 	}
-	h.met.ingested(h.meta.Name, res.Accepted, res.Rejected, len(reqs), masked, rels)
-	h.met.spent(h.meta.Name, h.led)
+	h.met.ingested(h.name, res.Accepted, res.Rejected, len(reqs), masked, rels)
+	h.met.spent(h.name, h.led)
 	return answer, nil
 }
 
@@ -445,12 +497,12 @@ func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string
 				// Observe left the learner unchanged: what came before stands.
 				exhausted = true
 			case err != nil:
-				return res, nil, nil, 0, fmt.Errorf("learner %s line %d: %w", h.meta.Name, ev.line, err)
+				return res, nil, nil, 0, fmt.Errorf("learner %s line %d: %w", h.name, ev.line, err)
 			default:
 				lr.Status, lr.Event = "accepted", dec.ID
 				res.Accepted++
 				if ev.record != "" {
-					refs[ev.record] = recordRef{Learner: h.meta.Name, Event: dec.ID}
+					refs[ev.record] = recordRef{Learner: h.name, Event: dec.ID}
 				}
 				if !dec.Request {
 					continue
@@ -460,13 +512,14 @@ func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string
 				}
 				if h.l.Stats().Pending > limit {
 					if err := h.l.Decline(dec.ID); err != nil {
-						return res, nil, nil, 0, fmt.Errorf("learner %s line %d: %w", h.meta.Name, ev.line, err)
+						return res, nil, nil, 0, fmt.Errorf("learner %s line %d: %w", h.name, ev.line, err)
 					}
 					masked++
 					h.meta.Masked++
 					continue
 				}
 				reqs = append(reqs, requestRecord{ID: dec.ID, At: now, X: ev.x, Record: ev.record})
+				h.meta.Open++
 				continue
 			}
 		}
@@ -476,7 +529,7 @@ func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string
 			continue
 		}
 		lr.Status, lr.Error, lr.Field = "rejected", session.RejectedClass, ev.field
-		h.log.Warn("event rejected", "learner", h.meta.Name, "line", ev.line, "field", ev.field)
+		h.log.Warn("event rejected", "learner", h.name, "line", ev.line, "field", ev.field)
 	}
 	return res, reqs, refs, masked, nil
 }
@@ -486,7 +539,7 @@ func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string
 func (h *hosted) storedAnswer(key string) ([]byte, []byte) {
 	var v []byte
 	_ = h.store.db.View(func(tx *bolt.Tx) error {
-		v = bytes.Clone(bucket(tx, h.meta.Name, subIdem).Get([]byte(key)))
+		v = bytes.Clone(bucket(tx, h.name, subIdem).Get([]byte(key)))
 		return nil
 	})
 	if len(v) > sha256.Size && v[0] == idemSummed {
@@ -526,7 +579,7 @@ func (h *hosted) request(id uint64) (requestRecord, error) {
 	var ok bool
 	err := h.store.db.View(func(tx *bolt.Tx) error {
 		var err error
-		ok, err = getJSON(bucket(tx, h.meta.Name, subRequests), u64Key(id), &r)
+		ok, err = getJSON(bucket(tx, h.name, subRequests), u64Key(id), &r)
 		return err
 	})
 	if err == nil && !ok {
@@ -550,7 +603,7 @@ func (h *hosted) claim(id uint64, who string) (requestRecord, error) {
 	}
 	r.ClaimedBy, r.ClaimedAt = who, time.Now().UTC()
 	err = h.store.db.Update(func(tx *bolt.Tx) error {
-		return putJSON(bucket(tx, h.meta.Name, subRequests), u64Key(id), r)
+		return putJSON(bucket(tx, h.name, subRequests), u64Key(id), r)
 	})
 	if err == nil {
 		h.claims[id] = r.ClaimedAt
@@ -591,17 +644,18 @@ func (h *hosted) label(id uint64, y float64, who string, anyClaim bool) error {
 	}
 	r.Label, r.ClaimedBy = y, who
 	h.inflightLabels[id] = true
+	h.meta.Open--
 	rels, err := h.enqueue(func(tx *bolt.Tx) error {
-		if err := bucket(tx, h.meta.Name, subOpen).Delete(u64Key(id)); err != nil {
+		if err := bucket(tx, h.name, subOpen).Delete(u64Key(id)); err != nil {
 			return err
 		}
-		return putJSON(bucket(tx, h.meta.Name, subRequests), u64Key(id), r)
-	}, func() { delete(h.inflightLabels, id); delete(h.claims, id); h.open-- })
+		return putJSON(bucket(tx, h.name, subRequests), u64Key(id), r)
+	}, func() { delete(h.inflightLabels, id); delete(h.claims, id) })
 	if err != nil {
 		return err
 	}
-	h.met.labelled(h.meta.Name, rels)
-	h.met.spent(h.meta.Name, h.led)
+	h.met.labelled(h.name, rels)
+	h.met.spent(h.name, h.led)
 	return nil
 }
 
@@ -644,8 +698,8 @@ type pendingView struct {
 func (h *hosted) pending(after uint64, limit int) ([]pendingView, error) {
 	out := []pendingView{}
 	err := h.store.db.View(func(tx *bolt.Tx) error {
-		rq := bucket(tx, h.meta.Name, subRequests)
-		c := bucket(tx, h.meta.Name, subOpen).Cursor()
+		rq := bucket(tx, h.name, subRequests)
+		c := bucket(tx, h.name, subOpen).Cursor()
 		for k, _ := c.Seek(u64Key(after + 1)); k != nil && len(out) < limit; k, _ = c.Next() {
 			var r requestRecord
 			ok, err := getJSON(rq, k, &r)
@@ -664,7 +718,7 @@ func (h *hosted) pending(after uint64, limit int) ([]pendingView, error) {
 // open requests no live claim holds.
 func (h *hosted) queueState() (queueView, int, error) {
 	h.mu.Lock()
-	q := queueView{Open: h.open, Max: h.meta.maxOpen(), Masked: h.meta.Masked}
+	q := queueView{Open: h.meta.Open, Max: h.meta.maxOpen(), Masked: h.meta.Masked}
 	claimed := 0
 	for id, at := range h.claims {
 		if time.Since(at) < claimTTL {
@@ -675,7 +729,7 @@ func (h *hosted) queueState() (queueView, int, error) {
 	}
 	h.mu.Unlock()
 	err := h.store.db.View(func(tx *bolt.Tx) error {
-		if k, v := bucket(tx, h.meta.Name, subOpen).Cursor().First(); k != nil {
+		if k, v := bucket(tx, h.name, subOpen).Cursor().First(); k != nil {
 			q.OldestAgeSeconds = max(0, time.Since(time.Unix(0, int64(keyU64(v)))).Seconds())
 		}
 		return nil
@@ -687,7 +741,7 @@ func (h *hosted) queueState() (queueView, int, error) {
 func (h *hosted) releases(after uint64, limit int) ([]releaseRecord, error) {
 	out := []releaseRecord{}
 	err := h.store.db.View(func(tx *bolt.Tx) error {
-		c := bucket(tx, h.meta.Name, subReleases).Cursor()
+		c := bucket(tx, h.name, subReleases).Cursor()
 		for k, v := c.Seek(u64Key(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
 			var r releaseRecord
 			if err := jsonUnmarshal(v, &r); err != nil {
@@ -712,7 +766,7 @@ func (h *hosted) model() (modelView, error) {
 	h.mu.Lock()
 	w, upd := h.l.Weights(), h.l.Stats().Updates
 	h.mu.Unlock()
-	m := modelView{Learner: h.meta.Name, Update: upd, W: w}
+	m := modelView{Learner: h.name, Update: upd, W: w}
 	if upd > 0 {
 		rels, err := h.releases(uint64(upd-1), 1)
 		if err != nil {
@@ -732,6 +786,15 @@ type budgetView struct {
 	Groups  []ledger.GroupSummary `json:"groups"`
 	Stats   stream.Stats          `json:"stats"`
 	Queue   queueView             `json:"queue"`
+	// Series is each group's ε per record after each of its ledger
+	// entries, composed as the ledger composes them: the officer's chart.
+	Series map[string][]spendPoint `json:"series"`
+}
+
+// spendPoint is a group's ε per record after one ledger entry.
+type spendPoint struct {
+	Time    time.Time `json:"time"`
+	Epsilon float64   `json:"epsilon"`
 }
 
 func (h *hosted) budget() (budgetView, error) {
@@ -739,7 +802,37 @@ func (h *hosted) budget() (budgetView, error) {
 	st := h.l.Stats()
 	h.mu.Unlock()
 	q, _, err := h.queueState()
-	return budgetView{Learner: h.meta.Name, Budget: h.led.Budget(), Groups: h.led.Summary(), Stats: st, Queue: q}, err
+	if err != nil {
+		return budgetView{}, err
+	}
+	series, err := spendSeries(h.led)
+	return budgetView{Learner: h.name, Budget: h.led.Budget(), Groups: h.led.Summary(), Stats: st, Queue: q, Series: series}, err
+}
+
+// spendSeries replays led's entries into a ledger in memory and reads
+// each group's composed ε after every entry that touched it (summing the
+// entries' ε would miss zCDP and Rényi parts).
+func spendSeries(led *ledger.Ledger) (map[string][]spendPoint, error) {
+	entries, err := led.Entries()
+	if err != nil {
+		return nil, err
+	}
+	meta := led.Meta()
+	replay, err := ledger.New(meta.Budget, ledger.WithConversion(meta.Conversion))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]spendPoint{}
+	for _, e := range entries {
+		if _, err := replay.Record(ledger.Charge{Groups: e.Groups, Loss: e.Loss, Once: e.Once, Note: e.Note}); err != nil {
+			return nil, fmt.Errorf("replaying ledger entry %d: %w", e.Seq, err)
+		}
+		for _, g := range e.Groups {
+			eps, _ := replay.Spent(g)
+			out[g] = append(out[g], spendPoint{Time: e.Time, Epsilon: eps})
+		}
+	}
+	return out, nil
 }
 
 // recordEpsilonView is what one record has spent.
@@ -756,7 +849,7 @@ type recordEpsilonView struct {
 // (GroupObserved), ε_s + ε_g if its label entered an update
 // (GroupBatched), as the ledger holds them; 0 after the label budget.
 func (h *hosted) recordEpsilon(record string, id uint64) (recordEpsilonView, error) {
-	v := recordEpsilonView{Record: record, Learner: h.meta.Name, Event: id}
+	v := recordEpsilonView{Record: record, Learner: h.name, Event: id}
 	h.mu.Lock()
 	st, reached := h.l.Stats(), h.meta.BudgetReachedAt
 	h.mu.Unlock()

@@ -97,8 +97,7 @@ func New(store *Store, opts Options) (*Server, error) {
 	}
 	for _, h := range learners {
 		h.log, h.met = s.log, s.met
-		s.met.spent(h.meta.Name, h.led)
-		s.met.masked.WithLabelValues(h.meta.Name).Add(float64(h.meta.Masked))
+		s.met.masked.WithLabelValues(h.name).Add(float64(h.meta.Masked))
 	}
 	s.learners = learners
 	if s.searches, err = store.loadSearches(); err != nil {
@@ -326,7 +325,7 @@ func (s *Server) learner(r *http.Request) (*hosted, error) {
 	if !ok {
 		return nil, errNoLearner
 	}
-	return h, nil
+	return h, h.ensure()
 }
 
 // learnerView is a learner as GET /v1/learners lists it.
@@ -336,15 +335,35 @@ type learnerView struct {
 	Created time.Time `json:"created"`
 }
 
-func (s *Server) listLearners(w http.ResponseWriter, _ *http.Request, _ caller) error {
+// listLearners lists up to ?limit= (≤ 1000, default 1000) learners by
+// name after ?after=NAME, with the total count and, when more follow,
+// the name to pass as after for the next page. It restores none of them.
+func (s *Server) listLearners(w http.ResponseWriter, r *http.Request, _ caller) error {
+	after := r.URL.Query().Get("after")
+	limit, err := listLimit(r, 1000)
+	if err != nil {
+		return err
+	}
 	s.mu.RLock()
-	out := make([]learnerView, 0, len(s.learners))
-	for _, h := range s.learners {
-		out = append(out, learnerView{Name: h.meta.Name, Dim: h.meta.Config.Dim, Created: h.meta.Created})
+	total := len(s.learners)
+	var names []string
+	for name := range s.learners {
+		if name > after {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	out := make([]learnerView, 0, min(limit, len(names)))
+	for _, name := range names[:min(limit, len(names))] {
+		h := s.learners[name]
+		out = append(out, learnerView{Name: name, Dim: h.dim, Created: h.created})
 	}
 	s.mu.RUnlock()
-	slices.SortFunc(out, func(a, b learnerView) int { return strings.Compare(a.Name, b.Name) })
-	writeJSON(w, http.StatusOK, map[string]any{"learners": out})
+	page := map[string]any{"learners": out, "total": total}
+	if len(names) > limit {
+		page["next"] = out[len(out)-1].Name
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 
@@ -411,10 +430,9 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, _ caller) error 
 	return nil
 }
 
-// listLimits reads ?after= and ?limit= (default and cap max).
+// listLimits reads ?after= (an id) and ?limit= (default and cap max).
 func listLimits(r *http.Request, max int) (uint64, int, error) {
 	var after uint64
-	limit := max
 	if v := r.URL.Query().Get("after"); v != "" {
 		a, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -422,14 +440,21 @@ func listLimits(r *http.Request, max int) (uint64, int, error) {
 		}
 		after = a
 	}
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > max {
-			return 0, 0, badField("limit", "want an integer in [1, %d]", max)
-		}
-		limit = n
+	limit, err := listLimit(r, max)
+	return after, limit, err
+}
+
+// listLimit reads ?limit= (default and cap max).
+func listLimit(r *http.Request, max int) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return max, nil
 	}
-	return after, limit, nil
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, badField("limit", "want an integer in [1, %d]", max)
+	}
+	return n, nil
 }
 
 // listing is a GET handler that lists up to 1000 items of a learner
@@ -546,7 +571,9 @@ func (s *Server) requests(w http.ResponseWriter, r *http.Request, _ caller) erro
 	return nil
 }
 
-// queueGauges sets every learner's queue gauges, for a scrape.
+// queueGauges sets every learner's queue and ε gauges, for a scrape; a
+// learner not restored since the start is read from its settings, its
+// index and its ledger, and stays unrestored.
 func (s *Server) queueGauges() error {
 	s.mu.RLock()
 	hs := make([]*hosted, 0, len(s.learners))
@@ -559,7 +586,12 @@ func (s *Server) queueGauges() error {
 		if err != nil {
 			return err
 		}
-		s.met.queue(h.meta.Name, q)
+		s.met.queue(h.name, q)
+		led, err := h.ledger()
+		if err != nil {
+			return err
+		}
+		s.met.spent(h.name, led)
 	}
 	return nil
 }
@@ -578,6 +610,9 @@ func (s *Server) recordEpsilon(w http.ResponseWriter, r *http.Request, _ caller)
 	if !ok {
 		return errNoRecord
 	}
+	if err := h.ensure(); err != nil {
+		return err
+	}
 	v, err := h.recordEpsilon(id, ref.Event)
 	if err != nil {
 		return err
@@ -591,15 +626,31 @@ func (s *Server) recordEpsilon(w http.ResponseWriter, r *http.Request, _ caller)
 // or all of them under "learners" and "searches".
 func (s *Server) ledger(w http.ResponseWriter, r *http.Request, _ caller) error {
 	s.mu.RLock()
-	learners := make(map[string]*ledger.Ledger, len(s.learners))
+	hs := make(map[string]*hosted, len(s.learners))
 	for k, v := range s.learners {
-		learners[k] = v.led
+		hs[k] = v
 	}
 	searches := make(map[string]*ledger.Ledger, len(s.searches))
 	for k, v := range s.searches {
 		searches[k] = v.led
 	}
 	s.mu.RUnlock()
+	// The ledgers are opened, not the learners.
+	if name := r.URL.Query().Get("learner"); name != "" {
+		if h, ok := hs[name]; ok {
+			hs = map[string]*hosted{name: h}
+		} else {
+			hs = nil
+		}
+	}
+	learners := make(map[string]*ledger.Ledger, len(hs))
+	for k, h := range hs {
+		led, err := h.ledger()
+		if err != nil {
+			return err
+		}
+		learners[k] = led
+	}
 	for _, q := range []struct {
 		param string
 		leds  map[string]*ledger.Ledger
