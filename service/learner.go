@@ -2,9 +2,11 @@ package service
 
 import (
 	"bytes"
+	"compress/flate"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"regexp"
 	"strconv"
@@ -406,7 +408,12 @@ func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx *bolt
 		return nil, err
 	}
 	if key != "" {
-		if prevSum, prev := h.storedAnswer(key); prev != nil {
+		prevSum, prev, err := h.storedAnswer(key)
+		if err != nil {
+			h.mu.Unlock()
+			return nil, err
+		}
+		if prev != nil {
 			h.mu.Unlock()
 			if prevSum != nil && !bytes.Equal(prevSum, sum) {
 				return nil, errKeyReused
@@ -425,7 +432,12 @@ func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx *bolt
 		return nil, err
 	}
 	answer, err := jsonBytes(res)
+	var stored []byte
+	if err == nil && key != "" {
+		stored, err = idemValue(sum, answer)
+	}
 	if err != nil {
+		h.broken = err // the learner observed what will not be committed
 		h.mu.Unlock()
 		return nil, err
 	}
@@ -449,7 +461,7 @@ func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx *bolt
 			}
 		}
 		if key != "" {
-			if err := bucket(tx, h.name, subIdem).Put([]byte(key), idemValue(sum, answer)); err != nil {
+			if err := bucket(tx, h.name, subIdem).Put([]byte(key), stored); err != nil {
 				return err
 			}
 		}
@@ -536,29 +548,44 @@ func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string
 
 // storedAnswer returns the body sum and the answer stored under an
 // idempotency key (nil, nil: none; a nil sum: stored before sums were).
-func (h *hosted) storedAnswer(key string) ([]byte, []byte) {
+func (h *hosted) storedAnswer(key string) ([]byte, []byte, error) {
 	var v []byte
 	_ = h.store.db.View(func(tx *bolt.Tx) error {
 		v = bytes.Clone(bucket(tx, h.name, subIdem).Get([]byte(key)))
 		return nil
 	})
-	if len(v) > sha256.Size && v[0] == idemSummed {
-		return v[1 : 1+sha256.Size], v[1+sha256.Size:]
+	if len(v) <= sha256.Size || v[0] != idemDeflated {
+		return nil, v, nil
 	}
-	return nil, v
+	answer, err := io.ReadAll(flate.NewReader(bytes.NewReader(v[1+sha256.Size:])))
+	if err != nil {
+		return nil, nil, fmt.Errorf("learner %s: stored answer of an idempotency key: %w", h.name, err)
+	}
+	return v[1 : 1+sha256.Size], answer, nil
 }
 
-// idemSummed marks a stored idempotency value that starts with its
-// body's sum (an answer alone starts with '{').
-const idemSummed = 1
+// idemDeflated marks a stored idempotency value that holds its body's
+// sum and then the answer, deflated (an answer of 1000 lines is 45 KB of
+// JSON, about 2 KB deflated); a bare answer starts with '{'.
+const idemDeflated = 2
 
 // idemValue is what an idempotency key stores: the body's sum, if any,
 // then the answer.
-func idemValue(sum, answer []byte) []byte {
+func idemValue(sum, answer []byte) ([]byte, error) {
 	if sum == nil {
-		return answer
+		return answer, nil
 	}
-	return append(append([]byte{idemSummed}, sum...), answer...)
+	var b bytes.Buffer
+	b.WriteByte(idemDeflated)
+	b.Write(sum)
+	w, err := flate.NewWriter(&b, flate.BestSpeed)
+	if err == nil {
+		_, err = w.Write(answer)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	return b.Bytes(), err
 }
 
 // bodySum is the SHA-256 of an events body and how it was read.
