@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -22,7 +23,7 @@ type testServer struct {
 	http  *httptest.Server
 	tok   map[Role]string
 	log   *bytes.Buffer
-	keys  int // idempotency keys made by do
+	keys  atomic.Int64 // idempotency keys made by do
 }
 
 func newTestServer(t *testing.T) *testServer {
@@ -86,8 +87,7 @@ func (ts *testServer) do(role Role, method, path, body string, out any, hdr ...s
 	if method == "POST" && strings.HasSuffix(path, "/events") {
 		// Every events call needs a key: a fresh one unless hdr sets one
 		// (an empty value sends none).
-		ts.keys++
-		req.Header.Set("Idempotency-Key", fmt.Sprintf("test-%d", ts.keys))
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("test-%d", ts.keys.Add(1)))
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
