@@ -34,6 +34,7 @@ MC dropout), 10 epochs per phase:
               δ = min(1e-5, 1/(10·pool)), p_max 0.2, threshold 0.25 (fixed a priori)
   efficiency  the same two at budgets 10–100 % of B: labels needed to reach random's
               full-budget accuracy (summary.json's label_efficiency)
+  headline    the poisson experiment's two ε = 8 rows alone (with --cnn: the CNN)
   topk        the paper's top-k rows (random AL, entropy and margin with DP selection)
               with σ calibrated to their true, replace-one ε
 
@@ -54,6 +55,7 @@ func init() {
 	f.String("experiments", "table1,table2,fig7,table4,accounting", "comma-separated experiments")
 	f.Int("runs", 0, "runs per configuration in every experiment (default: 5 for table1, 3 for the others)")
 	f.Bool("quick", false, "smoke run: tiny budget, table 1, one run")
+	f.Bool("cnn", false, "train the Tramèr–Boneh CNN on mnist and fashion-mnist instead of logistic regression")
 	f.String("out", "repro-pool", "output directory")
 	f.Uint64("seed", 1, "base seed (run k of dataset d uses seed + 1000·d + k)")
 	f.Bool("no-progress", false, "do not draw the progress bar")
@@ -65,6 +67,9 @@ func runReproPool(cmd *cobra.Command, _ []string) error {
 	o := poolrepro.DefaultOptions()
 	if quick, _ := f.GetBool("quick"); quick {
 		o = poolrepro.QuickOptions()
+	}
+	if cnn, _ := f.GetBool("cnn"); cnn {
+		o = o.WithCNN()
 	}
 	o.Seed, _ = f.GetUint64("seed")
 	names, _ := f.GetString("data")
@@ -95,11 +100,11 @@ func runReproPool(cmd *cobra.Command, _ []string) error {
 	}
 	sets := map[string]poolrepro.Data{}
 	for _, d := range o.Datasets {
-		train, test, _, err := loadTrainData(cmd, d)
+		train, test, image, err := loadTrainData(cmd, d)
 		if err != nil {
 			return err
 		}
-		sets[d] = poolrepro.Data{Train: train, Test: test}
+		sets[d] = poolrepro.Data{Train: train, Test: test, Image: image}
 	}
 	bar := progress.New(progressOut(cmd), o.Total(), "repro pool runs")
 	sum, err := poolrepro.Reproduce(o, sets, func() { bar.Add(1) })

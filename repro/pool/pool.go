@@ -40,9 +40,12 @@ import (
 	"github.com/dpal-dev/dpal/repro/figure"
 )
 
-// Data is one dataset: its training part is the pool.
+// Data is one dataset: its training part is the pool. Image is the
+// images' height, width and channels (zero for tabular data), which a CNN
+// needs.
 type Data struct {
 	Train, Test *data.Dataset
+	Image       [3]int
 }
 
 // Setting is a dataset's scaled experiment (App. B's Table 3, scaled).
@@ -103,6 +106,8 @@ const (
 	// sweep over budgets.
 	PoissonExp = "poisson"
 	Efficiency = "efficiency"
+	// Headline is PoissonExp's two ε = 8 rows alone (for costly models).
+	Headline = "headline"
 	// TopKTrue is the paper's top-k rows with σ calibrated to their true
 	// (replace-one) ε.
 	TopKTrue = "topk"
@@ -133,11 +138,26 @@ func DefaultOptions() Options {
 	kdd := base
 	kdd.PoolSize = 50000
 	return Options{Seed: 1,
-		Runs:        map[string]int{Table1: 5, Table2: 3, Fig7: 3, Table4: 3, Accounting: 3, PoissonExp: 5, Efficiency: 5, TopKTrue: 5},
+		Runs:        map[string]int{Table1: 5, Table2: 3, Fig7: 3, Table4: 3, Accounting: 3, PoissonExp: 5, Efficiency: 5, TopKTrue: 5, Headline: 5},
 		Datasets:    []string{"kdd99-5class", "mnist", "fashion-mnist"},
 		Settings:    map[string]Setting{"kdd99-5class": kdd, "mnist": base, "fashion-mnist": base},
 		Experiments: []string{Table1, Table2, Fig7, Table4, Accounting},
 	}
+}
+
+// WithCNN returns o with the image datasets' model replaced by the
+// Tramèr–Boneh CNN at dpal train's MNIST setting (C 0.1, momentum, lr 0.5);
+// the tabular datasets keep logistic regression.
+func (o Options) WithCNN() Options {
+	settings := map[string]Setting{}
+	for k, s := range o.Settings {
+		if k == "mnist" || k == "fashion-mnist" {
+			s.Model, s.Clip, s.LR, s.Optimizer = nn.CNN, 0.1, 0.5, dpsgd.Momentum
+		}
+		settings[k] = s
+	}
+	o.Settings = settings
+	return o
 }
 
 // QuickOptions is a smoke run: one seed, a tiny budget, table 1 only.
@@ -145,7 +165,7 @@ func QuickOptions() Options {
 	o := DefaultOptions()
 	s := Setting{PoolSize: 2000, Initial: 200, Queries: []int{100, 50}, Batch: 100, Epochs: 3, RandomEpochs: 6,
 		Model: "logreg", BALDModel: "mlp:16", BALDDropout: 0.25, Clip: 1, LR: 0.5, Optimizer: dpsgd.Momentum}
-	o.Runs = map[string]int{Table1: 1, Table2: 1, Fig7: 1, Table4: 1, Accounting: 1, PoissonExp: 1, Efficiency: 1, TopKTrue: 1}
+	o.Runs = map[string]int{Table1: 1, Table2: 1, Fig7: 1, Table4: 1, Accounting: 1, PoissonExp: 1, Efficiency: 1, TopKTrue: 1, Headline: 1}
 	for k := range o.Settings {
 		o.Settings[k] = s
 	}
@@ -412,6 +432,8 @@ func Methods(exp string) []Method {
 			out = append(out, poissonMethod("Random, Poisson", "random", eps, 1), poissonMethod("entropy, Poisson", "entropy", eps, 1))
 		}
 		return append(out, poissonMethod("lc, Poisson", "lc", 8, 1), poissonMethod("margin, Poisson", "margin", 8, 1))
+	case Headline:
+		return []Method{poissonMethod("Random, Poisson", "random", 8, 1), poissonMethod("entropy, Poisson", "entropy", 8, 1)}
 	case TopKTrue:
 		return []Method{{Name: "Random AL (SA), true ε", Acquisition: "random", Mode: pool.StepAmplification, Epsilon: 8},
 			dp("entropy (DP), true ε", "entropy", 8, 2), dp("margin (DP), true ε", "margin", 8, 2)}
@@ -442,7 +464,7 @@ func (o Options) Validate() error {
 	}
 	for _, e := range o.Experiments {
 		if Methods(e) == nil {
-			return fmt.Errorf("repro pool: unknown experiment %q (want table1, table2, fig7, table4, accounting, poisson, efficiency, topk)", e)
+			return fmt.Errorf("repro pool: unknown experiment %q (want table1, table2, fig7, table4, accounting, poisson, efficiency, topk, headline)", e)
 		}
 		if o.Runs[e] < 1 {
 			return fmt.Errorf("repro pool: experiment %s needs at least one run", e)
@@ -601,8 +623,11 @@ func runOne(s Setting, name string, d Data, m Method, seed uint64) (Row, error) 
 		return row, err
 	}
 	spec.Inputs, spec.Classes, spec.Dropout = train.Dim(), len(train.ClassNames), dropout
-	if spec.Arch == nn.MLP {
+	switch spec.Arch {
+	case nn.MLP:
 		spec.Activation = nn.ReLU
+	case nn.CNN:
+		spec.Image = d.Image
 	}
 	tcfg := dpsgd.Config{Clip: s.Clip, LR: s.LR, Optimizer: s.Optimizer, Momentum: 0.9}
 	start := time.Now()
