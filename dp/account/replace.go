@@ -134,6 +134,7 @@ func odd(x float64, f func(float64) float64) float64 {
 // range when it is not.
 const (
 	replaceQuadTol    = 1e-10
+	replaceSafety     = 1e-9
 	replaceTailSigmas = 12
 	replaceMaxRefine  = 6
 	// replaceMaxPoints bounds one grid (σ ≲ 0.01 would need more).
@@ -324,7 +325,9 @@ func replaceRDP(q, sigma, alpha float64) float64 {
 			break
 		}
 		if diff <= replaceQuadTol {
-			v = math.Max(logAdd(0, logAm1), 0) / (alpha - 1)
+			// Inflated by replaceSafety (ten times the checked error) so
+			// that the charge is an upper bound, not just accurate.
+			v = math.Max(logAdd(0, logAm1), 0) / (alpha - 1) * (1 + replaceSafety)
 			break
 		}
 	}
@@ -335,8 +338,9 @@ func replaceRDP(q, sigma, alpha float64) float64 {
 // ScheduleRDPReplace returns the RDP curve of DP-SGD phases under the
 // replace-one relation (see the pair above), composed by addition
 // (Mironov 2017, Prop. 1): Σ steps·D_α(P‖Q) per order, D_α computed by
-// quadrature to about 1e-10 relative (not an upper bound by construction;
-// see logAm1 for the error control). Phases that sample nothing add 0.
+// quadrature to about 1e-10 relative (see logAm1 for the error control)
+// and raised by 1e-9 relative, so that the value charged is above the
+// true one. Phases that sample nothing add 0.
 func ScheduleRDPReplace(phases []Phase, orders []float64) ([]float64, error) {
 	return scheduleCurve(phases, orders, replaceCurve)
 }
