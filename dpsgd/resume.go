@@ -181,7 +181,9 @@ func bytesFloat(b []byte) ([]float64, error) {
 // after its checkpoint, under their charges, with fresh noise unless
 // seeded, so a value of those steps that had left the killed run would
 // be a second release paid once. after at other steps may report
-// progress only.
+// progress only. A resumed run calls after once with the steps it
+// restored before it takes any (the state after them is its checkpoint's,
+// whose values may leave).
 //
 // Randomness. A new run splits the same streams from r as Run does, and
 // draws the same values: a seeded RunIntervals gives Run's parameters.
@@ -199,72 +201,103 @@ func (t *Trainer) RunIntervals(led *ledger.Ledger, r *rng.Rand, d Data, groups [
 	if err != nil {
 		return RunResult{}, err
 	}
-	ends := iv.Ends
-	if err := checkEnds(ends, steps); err != nil {
+	if err := checkEnds(iv.Ends, steps); err != nil {
 		return RunResult{}, err
 	}
-	x := d.rows32()
-	bind := t.binding(iv.Binding, r, x, d.Labels, groups, steps, ends)
-	ck := iv.From
-	if ck == nil {
-		id, err := newRunID(bind)
-		if err != nil {
+	u := &intervalRun{t: t, led: led, iv: iv, x: d.rows32(), labels: d.Labels, groups: groups, b: b, paid: charged(groups), after: after}
+	u.bind = t.binding(iv.Binding, r, u.x, d.Labels, groups, steps, iv.Ends)
+	if iv.From == nil {
+		if u.id, err = newRunID(u.bind); err != nil {
 			return RunResult{}, err
 		}
-		ck = &Checkpoint{Run: id, binding: bind}
-	} else if err := t.checkResume(ck, bind, ends); err != nil {
+	} else if err := t.checkResume(iv.From, u.bind, iv.Ends); err != nil {
 		return RunResult{}, err
+	} else {
+		u.id, u.from = iv.From.Run, iv.From.Steps
 	}
-	res := RunResult{ExpectedBatch: b, Run: ck.Run, Steps: ck.Steps, Resumed: ck.Steps}
-	first := sort.SearchInts(ends, ck.Steps+1) // the first interval to run
-	paid := charged(groups)
-	plan, err := t.intervalCharges(ck.Run, paid, ends)
-	if err != nil {
+	res := RunResult{ExpectedBatch: b, Run: u.id, Steps: u.from, Resumed: u.from}
+	first := sort.SearchInts(iv.Ends, u.from+1) // the first interval to run
+	if u.plan, err = t.intervalCharges(u.id, u.paid, iv.Ends); err != nil {
 		return res, err
 	}
-	if err := checkLedger(led, plan, first); err != nil {
+	if err := checkLedger(led, u.plan, first); err != nil {
 		return res, err
 	}
-	st := t.streams(r)
-	if iv.From != nil {
-		if err := t.restore(iv.From, st, groups, b); err != nil {
-			return res, err
-		}
-	} else if iv.Save != nil {
-		if err := iv.Save(t.checkpoint(ck.Run, bind, 0, st.drop)); err != nil {
-			return res, err
-		}
+	u.st = t.streams(r)
+	if err := u.begin(); err != nil {
+		return res, err
 	}
 	start := time.Now()
-	defer func() { res.Seconds = time.Since(start).Seconds() }()
-	for k := first; k < len(ends); k++ {
-		for j, c := range plan[k] {
-			e, err := led.Record(c)
-			if err != nil {
-				return res, fmt.Errorf("dpsgd: charging group %q for interval %d: %w", paid[j].Name, k+1, err)
-			}
-			res.Charges = append(res.Charges, Charge{Group: paid[j].Name, Rate: paid[j].Rate, Records: len(paid[j].Records), Loss: c.Loss, Seq: e.Seq})
-		}
-		lo, hi := 0, ends[k]
-		if k > 0 {
-			lo = ends[k-1]
-		}
-		end := func(done int) error {
-			if done == hi && iv.Save != nil {
-				if err := iv.Save(t.checkpoint(ck.Run, bind, done, st.drop)); err != nil {
-					return err
-				}
-			}
-			if after != nil {
-				return after(done)
-			}
+	for k := first; k < len(iv.Ends) && err == nil; k++ {
+		err = u.interval(k, &res)
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, err
+}
+
+// intervalRun is one call of RunIntervals.
+type intervalRun struct {
+	t        *Trainer
+	led      *ledger.Ledger
+	iv       Intervals
+	st       streams
+	x        [][]float32
+	labels   []int
+	groups   []Group
+	b        float64
+	paid     []Group           // the groups charged
+	plan     [][]ledger.Charge // each interval's charges, one per paid group
+	id, bind string
+	from     int // the steps restored from iv.From
+	after    func(int) error
+}
+
+// begin restores a resumed run (and reports the state restored to after),
+// or saves a new run's first checkpoint.
+func (u *intervalRun) begin() error {
+	if u.iv.From == nil {
+		if u.iv.Save == nil {
 			return nil
 		}
-		if err := t.runSteps(st, x, d.Labels, groups, lo, hi, b, &res, end); err != nil {
-			return res, err
-		}
+		return u.iv.Save(u.t.checkpoint(u.id, u.bind, 0, u.st.drop))
 	}
-	return res, nil
+	if err := u.t.restore(u.iv.From, u.st, u.groups, u.b); err != nil {
+		return err
+	}
+	if u.after != nil && u.from > 0 {
+		return u.after(u.from)
+	}
+	return nil
+}
+
+// interval charges interval k (a no-op where a killed run already did),
+// runs its steps and saves its checkpoint before after hears of its last
+// step.
+func (u *intervalRun) interval(k int, res *RunResult) error {
+	for j, c := range u.plan[k] {
+		e, err := u.led.Record(c)
+		if err != nil {
+			return fmt.Errorf("dpsgd: charging group %q for interval %d: %w", u.paid[j].Name, k+1, err)
+		}
+		g := u.paid[j]
+		res.Charges = append(res.Charges, Charge{Group: g.Name, Rate: g.Rate, Records: len(g.Records), Loss: c.Loss, Seq: e.Seq})
+	}
+	lo, hi := 0, u.iv.Ends[k]
+	if k > 0 {
+		lo = u.iv.Ends[k-1]
+	}
+	end := func(done int) error {
+		if done == hi && u.iv.Save != nil {
+			if err := u.iv.Save(u.t.checkpoint(u.id, u.bind, done, u.st.drop)); err != nil {
+				return err
+			}
+		}
+		if u.after != nil {
+			return u.after(done)
+		}
+		return nil
+	}
+	return u.t.runSteps(u.st, u.x, u.labels, u.groups, lo, hi, u.b, res, end)
 }
 
 // checkEnds accepts increasing interval ends, the last one steps ≥ 1.

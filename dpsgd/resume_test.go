@@ -80,7 +80,7 @@ func TestIntervalsMatchRun(t *testing.T) {
 			if !slices.Equal(a.net.Params(), b.net.Params()) {
 				t.Errorf("%d cores: the interval run's parameters differ from Run's", procs)
 			}
-			if res.Steps != resumeSteps || res.Resumed != 0 || len(res.Charges) != 8 || ledB.Len() != 8 || !strings.Contains(res.Run, "-") {
+			if res.Steps != resumeSteps || res.Resumed != 0 || !(res.Seconds > 0) || len(res.Charges) != 8 || ledB.Len() != 8 || !strings.Contains(res.Run, "-") {
 				t.Errorf("result %+v with %d entries", res, ledB.Len())
 			}
 			entries, _ := ledB.Entries()
@@ -167,12 +167,19 @@ func TestResumeSeeded(t *testing.T) {
 						t.Fatal(err)
 					}
 					v := newResumeRun(t, seedPtr(3), 0.05)
-					res, err := v.run(led, Intervals{From: &ck}, nil)
+					var dones []int
+					res, err := v.run(led, Intervals{From: &ck}, func(done int) error {
+						dones = append(dones, done)
+						return nil
+					})
 					if err != nil {
 						t.Fatalf("%d cores, stopped %s %d: resume: %v", procs, stop, k, err)
 					}
 					if res.Resumed != at || res.Steps != resumeSteps || res.Run != ck.Run {
 						t.Errorf("resume result %+v", res)
+					}
+					if first := max(at, 1); len(dones) != resumeSteps-first+1 || dones[0] != first || dones[len(dones)-1] != resumeSteps {
+						t.Errorf("resumed at %d: after called with %v", at, dones)
 					}
 					if !slices.Equal(v.net.Params(), ref.net.Params()) {
 						t.Errorf("%d cores, stopped %s %d: the resumed parameters differ from the uninterrupted run's", procs, stop, k)
