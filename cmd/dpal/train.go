@@ -90,6 +90,7 @@ After each epoch it prints the ε of the steps so far and the test accuracy.
 0600, at every epoch's end; after a kill, rerun the same command with
 --resume: it continues from the last checkpoint, pays for no epoch twice,
 and under --seed writes the model an uninterrupted run would.
+
 Defaults (model, optimizer, lr, clip, batch, epochs) are tuned per dataset:
 mnist and fashion-mnist train the tanh CNN (C 0.1, momentum; mnist batch
 512, lr 0.5, 30 epochs at ε ≥ 2, 15 below; fashion-mnist batch 2048, lr 4,
