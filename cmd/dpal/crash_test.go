@@ -27,17 +27,25 @@ const (
 // TestStreamCrashChild runs `dpal stream` with the arguments of
 // crashArgsEnv until it ends or is killed.
 func TestStreamCrashChild(t *testing.T) {
-	raw := os.Getenv(crashArgsEnv)
+	args := crashChildArgs(t, crashArgsEnv, "TestStreamCrash")
+	if _, _, err := runStreamCLI(t, "", args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// crashChildArgs returns the arguments a kill test's child finds in env
+// (a JSON array), and skips the test when it is not that child of parent.
+func crashChildArgs(t *testing.T, env, parent string) []string {
+	t.Helper()
+	raw := os.Getenv(env)
 	if raw == "" {
-		t.Skip("the child of TestStreamCrash")
+		t.Skip("the child of " + parent)
 	}
 	var args []string
 	if err := json.Unmarshal([]byte(raw), &args); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := runStreamCLI(t, "", args...); err != nil {
-		t.Fatal(err)
-	}
+	return args
 }
 
 // TestStreamCrash SIGKILLs event-mode runs with --save-state, --ledger

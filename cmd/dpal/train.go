@@ -79,10 +79,18 @@ func init() {
 	cmd := &cobra.Command{
 		Use:   "train",
 		Short: "Train a classifier with DP-SGD (Poisson sampling, exact Gaussian noise, RDP accounting)",
-		Long: `train calibrates the DP-SGD noise multiplier for --epsilon/--delta, charges
-the whole run to the ledger, then trains with Poisson sampling at rate
-batch/n, per-example clipping to --clip and exact discrete-Gaussian noise.
+		Long: `train calibrates the DP-SGD noise multiplier for --epsilon/--delta, then
+trains with Poisson sampling at rate batch/n, per-example clipping to --clip
+and exact discrete-Gaussian noise, charging each epoch's steps to the ledger
+just before it runs them (the charges add up to the whole run's ε; a run
+whose remaining epochs do not fit the budget is refused before the first).
 After each epoch it prints the ε of the steps so far and the test accuracy.
+
+--checkpoint FILE (with --ledger) keeps the run's state, sealed and mode
+0600, at every epoch's end; after a kill, rerun the same command with
+--resume: it continues from the last checkpoint, pays for no epoch twice,
+and under --seed writes the model an uninterrupted run would.
+
 Defaults (model, optimizer, lr, clip, batch, epochs) are tuned per dataset:
 mnist and fashion-mnist train the tanh CNN (C 0.1, momentum; mnist batch
 512, lr 0.5, 30 epochs at ε ≥ 2, 15 below; fashion-mnist batch 2048, lr 4,
@@ -117,6 +125,8 @@ charges nothing and refuses --epsilon, --delta and --ledger.`,
 	f.Uint64("seed", 0, "seed for reproducible sampling and noise (experiments only; default: secure randomness)")
 	f.String("ledger", "", "durable ledger file (created with budget --epsilon/--delta if new; later runs continue it)")
 	f.String("out", "", "write the trained model here (JSON, see docs/dpsgd.md)")
+	f.String("checkpoint", "", "with --ledger: keep the run's state here at every epoch's end (sealed, mode 0600), for --resume")
+	f.Bool("resume", false, "continue the run saved in --checkpoint (same flags; nothing is charged twice)")
 	f.Bool("non-private", false, "train WITHOUT clipping or noise (NOT DP: a reference for comparison; refuses --epsilon, --delta, --ledger)")
 	f.Bool("train-accuracy", false, "also report training-set accuracy (NOT private: diagnostic only)")
 	f.Bool("json", false, "print one JSON object")
@@ -176,6 +186,9 @@ type trainOutput struct {
 	Seconds           float64      `json:"seconds"`
 	Seed              *uint64      `json:"seed,omitempty"`
 	Out               string       `json:"out,omitempty"`
+	Run               string       `json:"run,omitempty"`
+	Checkpoint        string       `json:"checkpoint,omitempty"`
+	ResumedSteps      int          `json:"resumed_steps,omitempty"`
 	EpochLog          []trainEpoch `json:"epoch_log"`
 }
 
@@ -195,7 +208,7 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	if _, ok := trainDefaults[name]; !ok {
 		return fmt.Errorf("--data %q: want mnist, fashion-mnist, kdd99-5class, csv or libsvm", name)
 	}
-	if err := checkPaths(cmd, []string{"out", "ledger"}, []string{"file", "test-file"}); err != nil {
+	if err := checkPaths(cmd, []string{"out", "ledger", "checkpoint"}, []string{"file", "test-file"}); err != nil {
 		return err
 	}
 	seed, err := seedFlag(cmd)
@@ -214,6 +227,10 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 		return runTrainNonPrivate(cmd, s, seed, train, test)
 	}
 	plan, err := s.calibrate(train.Len())
+	if err != nil {
+		return err
+	}
+	ck, err := trainCheckpointFlags(cmd)
 	if err != nil {
 		return err
 	}
@@ -237,7 +254,7 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	}
 	out.NoiseSigma = tr.NoiseSigma()
 	run := func(after func(int) error) (dpsgd.RunResult, error) {
-		return s.run(tr, led, r, plan, train, out.LedgerGroup, after)
+		return s.runIntervals(cmd, tr, led, r, plan, train, ck, out, after)
 	}
 	if err := trainRun(cmd, s, plan, run, net, train, test, out); err != nil {
 		return err
@@ -408,7 +425,9 @@ func trainRun(cmd *cobra.Command, s trainSettings, plan dpsgd.Plan, run func(aft
 	}
 	out.ExpectedBatch = res.ExpectedBatch
 	out.Seconds = res.Seconds
-	out.ExamplesPerSecond = float64(res.Steps) * res.ExpectedBatch / res.Seconds
+	if n := res.Steps - res.Resumed; n > 0 {
+		out.ExamplesPerSecond = float64(n) * res.ExpectedBatch / res.Seconds
+	}
 	return nil
 }
 

@@ -17,7 +17,7 @@ const notDP = "NOT DIFFERENTIALLY PRIVATE: trained without clipping or noise, no
 // runTrainNonPrivate is `dpal train --non-private`: the run s describes
 // minus clipping and noise (dpsgd.NonPrivate), for comparison only.
 func runTrainNonPrivate(cmd *cobra.Command, s trainSettings, seed *uint64, train, test *data.Dataset) error {
-	for _, name := range []string{"epsilon", "delta", "ledger"} {
+	for _, name := range []string{"epsilon", "delta", "ledger", "checkpoint", "resume"} {
 		if cmd.Flags().Changed(name) {
 			return fmt.Errorf("--non-private trains without privacy: --%s does not apply (it would suggest a guarantee there is none of)", name)
 		}

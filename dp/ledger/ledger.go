@@ -280,19 +280,10 @@ func (l *Ledger) Record(c Charge) (Entry, error) {
 	if seq, ok := l.recorded(c.Once); ok {
 		return Entry{Seq: seq, Once: c.Once}, nil
 	}
-	if err := checkGroups(c.Groups); err != nil {
-		return Entry{}, fmt.Errorf("ledger: %w", err)
-	}
-	loss, err := account.Compose(c.Loss) // validates, and copies the caller's slices
+	c, err := prepare(c)
 	if err != nil {
-		return Entry{}, fmt.Errorf("ledger: %w", err)
+		return Entry{}, err
 	}
-	if loss.IsZero() {
-		// A mechanism that reports no loss at all is misconfigured (its ε
-		// unset); a truly free computation needs no ledger.
-		return Entry{}, fmt.Errorf("ledger: %s reports no privacy loss", loss.Mechanism)
-	}
-	c.Loss = loss
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if seq, ok := l.once[c.Once]; ok && c.Once != "" { // recorded meanwhile
@@ -308,6 +299,45 @@ func (l *Ledger) Record(c Charge) (Entry, error) {
 	}
 	l.commitCache(e, next)
 	return e, nil
+}
+
+// prepare validates c and gives it a copy of its loss.
+func prepare(c Charge) (Charge, error) {
+	if err := checkGroups(c.Groups); err != nil {
+		return c, fmt.Errorf("ledger: %w", err)
+	}
+	loss, err := account.Compose(c.Loss) // validates, and copies the caller's slices
+	if err != nil {
+		return c, fmt.Errorf("ledger: %w", err)
+	}
+	if loss.IsZero() {
+		// A mechanism that reports no loss at all is misconfigured (its ε
+		// unset); a truly free computation needs no ledger.
+		return c, fmt.Errorf("ledger: %s reports no privacy loss", loss.Mechanism)
+	}
+	c.Loss = loss
+	return c, nil
+}
+
+// Check reports whether Record(c) would succeed now, recording nothing:
+// nil when c is valid and every group would stay within the budget (or c's
+// Once is already recorded), else Record's error (errors.Is(err,
+// account.ErrBudgetExceeded) over budget). A caller that charges a run in
+// parts checks the parts still to come together before the first, so that
+// a run that cannot finish is refused before it spends anything. Between
+// Check and Record another charge may take the room: Record still decides.
+func (l *Ledger) Check(c Charge) error {
+	if _, ok := l.recorded(c.Once); ok {
+		return nil
+	}
+	c, err := prepare(c)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, err = l.apply(c.Groups, c.Loss)
+	return err
 }
 
 // apply returns the groups' totals after paying loss, or an error if any
