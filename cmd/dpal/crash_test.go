@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/internal/crashtest"
 )
 
@@ -163,7 +163,7 @@ func firstDiff(got, want []string) string {
 // update charge: resumes never charged again.
 func checkCrashLedger(t *testing.T, path string) {
 	t.Helper()
-	led, err := openLedgerFile(path, account.Budget{})
+	led, err := ledger.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

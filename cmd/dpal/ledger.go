@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -27,8 +26,9 @@ groups, mechanism, loss, note), then for every group the ε it has spent at
 --delta (default: the ledger's own δ), the budget and what is left.
 
 --json prints {"meta":…,"entries":[…],"groups":[…]}; --csv prints the entries
-as CSV, a blank line, then the groups as CSV. The file is opened exclusively:
-a run that is writing to it must finish first.`,
+as CSV, a blank line, then the groups as CSV. The file is only read, never
+written or created: other readers may show it at the same time, while a run
+that has it open must finish first.`,
 		Args: cobra.NoArgs,
 		RunE: runLedgerShow,
 	}
@@ -54,10 +54,7 @@ func runLedgerShow(cmd *cobra.Command, _ []string) error {
 	if asJSON && asCSV {
 		return errors.New("--json and --csv exclude each other")
 	}
-	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("--store: %w", err)
-	}
-	led, err := openLedgerFile(path, account.Budget{})
+	led, err := ledger.Load(path)
 	if err != nil {
 		return err
 	}
@@ -78,12 +75,6 @@ func runLedgerShow(cmd *cobra.Command, _ []string) error {
 	}
 	printLedgerText(w, path, rep)
 	return nil
-}
-
-// openLedgerFile opens (or creates, with budget b) the durable ledger at
-// path. A zero b keeps the stored budget; a larger one is refused.
-func openLedgerFile(path string, b account.Budget) (*ledger.Ledger, error) {
-	return openLedger(path, func(bool) account.Budget { return b })
 }
 
 // openLedgerFlag opens a run's --ledger file at path: a new file, or one

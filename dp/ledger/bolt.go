@@ -5,10 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/dpal-dev/dpal/dp/account"
 )
 
 // The durable store is a bbolt file (go.etcd.io/bbolt: a single-file,
@@ -37,29 +42,111 @@ type FileStore struct {
 	path string
 }
 
-// OpenFile opens the durable store at path, creating it (mode 0600) if it
-// does not exist. Only one process may hold it open; another gets an error
-// wrapping ErrLocked.
-func OpenFile(path string) (*FileStore, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+// OpenFile opens the durable store at path for a run, creating it (mode
+// 0600) if it does not exist. Only one process may hold it open; another
+// gets an error wrapping ErrLocked. Opening writes to an existing file
+// only to add the buckets a crash kept a new store from getting: a ledger
+// is written by its Init and Appends, never by being opened.
+func OpenFile(path string) (*FileStore, error) { return openFile(path, false) }
+
+// OpenFileReadOnly opens the durable store at path for reading only: it
+// never creates, initialises or writes the file, and refuses a missing or
+// empty one. It takes a shared lock, which other readers may hold at the
+// same time; a run that has the file open must finish first (the open
+// waits for it, then fails wrapping ErrLocked). Init and Append fail.
+func OpenFileReadOnly(path string) (*FileStore, error) { return openFile(path, true) }
+
+func openFile(path string, readOnly bool) (*FileStore, error) {
+	if readOnly {
+		if err := checkReadable(path); err != nil {
+			return nil, fmt.Errorf("ledger %s: %w", path, err)
+		}
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, ReadOnly: readOnly})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("ledger %s: %w", path, ErrLocked)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	s := &FileStore{db: db, path: path}
+	if !readOnly {
+		if err := s.addBuckets(); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("ledger %s: %w", path, err)
+		}
+	}
+	return s, nil
+}
+
+// checkReadable refuses, before bbolt opens it read-only, a path that is
+// missing, not a regular file or empty (bbolt would try to initialise
+// it).
+func checkReadable(path string) error {
+	fi, err := os.Stat(path)
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Err
+	case err != nil:
+		return err
+	case !fi.Mode().IsRegular():
+		return errors.New("not a regular file")
+	case fi.Size() == 0:
+		return errors.New("the file is empty: not a ledger")
+	}
+	return nil
+}
+
+// addBuckets creates the store's buckets where they are missing, in a
+// write transaction only when one is.
+func (s *FileStore) addBuckets() error {
+	whole := false
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		whole = tx.Bucket(bucketMeta) != nil && tx.Bucket(bucketEntries) != nil
+		return nil
+	}); err != nil || whole {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
 		if _, err := tx.CreateBucketIfNotExists(bucketMeta); err != nil {
 			return err
 		}
 		_, err := tx.CreateBucketIfNotExists(bucketEntries)
 		return err
 	})
+}
+
+// Load opens the ledger kept in the file at path for reading only
+// (OpenFileReadOnly): what `dpal ledger show` prints. The file is read
+// and never written; one that holds no ledger's settings is an error. Its
+// errors name the file.
+func Load(path string) (*Ledger, error) {
+	st, err := OpenFileReadOnly(path)
 	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("ledger %s: %w", path, err)
+		return nil, err
 	}
-	return &FileStore{db: db, path: path}, nil
+	_, ok, err := st.Meta()
+	if err == nil && !ok {
+		err = errors.New("holds no ledger: a run created the file and stopped before it stored the ledger's settings")
+	}
+	var l *Ledger
+	if err == nil {
+		l, err = Open(st, account.Budget{})
+	}
+	if err != nil {
+		st.Close()
+		return nil, namePath(path, err)
+	}
+	return l, nil
+}
+
+// namePath makes err name the file at path, unless it does already.
+func namePath(path string, err error) error {
+	if strings.Contains(err.Error(), path) {
+		return err
+	}
+	return fmt.Errorf("ledger %s: %w", path, err)
 }
 
 // Path is the store's file.
@@ -71,7 +158,9 @@ func (s *FileStore) Meta() (Meta, bool, error) {
 	var ok bool
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error
-		m, ok, err = ReadMeta(tx.Bucket(bucketMeta))
+		if b := tx.Bucket(bucketMeta); b != nil { // a read-only store a run never gave its buckets
+			m, ok, err = ReadMeta(b)
+		}
 		return err
 	})
 	if err != nil {
@@ -104,7 +193,11 @@ func (s *FileStore) Append(e Entry) error {
 // Scan implements Store.
 func (s *FileStore) Scan(fn func(Entry) error) error {
 	return s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketEntries).ForEach(func(k, v []byte) error {
+		b := tx.Bucket(bucketEntries)
+		if b == nil {
+			return nil // a read-only store a run never gave its buckets
+		}
+		return b.ForEach(func(k, v []byte) error {
 			e, err := StoredEntry(k, v)
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.path, err)

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// searchLedgerFile writes a durable ledger of three search answers and
+// returns its path.
+func searchLedgerFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "search.ledger")
+	_, err := runSearchCLI(t, "--scores", writeScores(t, 200, 17, false), "--t-low", "1", "--t-high", "2", "--epsilon", "1",
+		"--halt-posterior", "0", "--ledger", path, "--seed", "1", "--max-queries", "3", "--budget", "5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// fileState is a file's bytes and modification time.
+type fileState struct {
+	b     []byte
+	mtime time.Time
+}
+
+// freeze sets path's modification time to a fixed past instant (so that
+// a write within the test's second still shows) and returns its state.
+func freeze(t *testing.T, path string) fileState {
+	t.Helper()
+	past := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := os.Chtimes(path, past, past); err != nil {
+		t.Fatal(err)
+	}
+	return stateOf(t, path)
+}
+
+func stateOf(t *testing.T, path string) fileState {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fileState{b, fi.ModTime()}
+}
+
+// untouched fails the test if path's bytes or mtime differ from was.
+func untouched(t *testing.T, path string, was fileState, what string) {
+	t.Helper()
+	now := stateOf(t, path)
+	if !bytes.Equal(now.b, was.b) || !now.mtime.Equal(was.mtime) {
+		t.Errorf("%s changed %s: %d bytes (were %d, equal %v), mtime %v (was %v)",
+			what, path, len(now.b), len(was.b), bytes.Equal(now.b, was.b), now.mtime, was.mtime)
+	}
+}
+
+// TestLedgerShowReadOnly: `dpal ledger show` opens the file for reading
+// only. As root a chmod 0444 does not stop a write, so the test proves it
+// otherwise: the file's bytes and mtime stay as they were, and show runs
+// while another process holds a shared lock on the file (a reader's
+// flock; a writer needs the exclusive lock and would wait for it and
+// fail). A missing file is an error and is not created; an empty file is
+// an error naming it and stays empty.
+func TestLedgerShowReadOnly(t *testing.T) {
+	path := searchLedgerFile(t)
+	was := freeze(t, path)
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	if err := syscall.Flock(int(fh.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{nil, {"--json"}, {"--csv"}} {
+		out, _, err := runCLI(t, "", append([]string{"ledger", "show", "--store", path}, args...)...)
+		if err != nil || !strings.Contains(out, "search") {
+			t.Fatalf("show %v while another reader holds the file: %v\n%s", args, err, out)
+		}
+	}
+	untouched(t, path, was, "ledger show")
+	syscall.Flock(int(fh.Fd()), syscall.LOCK_UN)
+
+	missing := filepath.Join(t.TempDir(), "missing.ledger")
+	if _, _, err := runCLI(t, "", "ledger", "show", "--store", missing); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing file: %v, want an error naming it", err)
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Error("ledger show created the missing file")
+	}
+	empty := writeTemp(t, t.TempDir(), "empty.ledger", "")
+	if _, _, err := runCLI(t, "", "ledger", "show", "--store", empty); err == nil || !strings.Contains(err.Error(), empty) || !strings.Contains(err.Error(), "empty") {
+		t.Errorf("empty file: %v, want an error naming it as empty", err)
+	}
+	if fi, err := os.Stat(empty); err != nil || fi.Size() != 0 {
+		t.Errorf("ledger show initialised the empty file: %v, %v", fi.Size(), err)
+	}
+}
+
+// TestRefusedRunLeavesLedger: a run refused on a ledger another command
+// wrote (another δ, a budget it would exceed) leaves its bytes and mtime
+// as they were.
+func TestRefusedRunLeavesLedger(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ocp.ledger")
+	if _, _, err := runCLI(t, "", "ocp", "--records", "300", "--seed", "1", "--ledger", path, "--no-progress"); err != nil {
+		t.Fatal(err)
+	}
+	file := twoBlobsCSV(t, 200)
+	for _, args := range [][]string{
+		{"train", "--data", "csv", "--file", file, "--epsilon", "3", "--epochs", "1", "--batch", "20", "--seed", "1", "--ledger", path},
+		{"stream", "--events", "50", "--no-baseline", "--seed", "1", "--ledger", path},
+		{"ocp", "--records", "300", "--seed", "1", "--ledger", path, "--no-progress"},
+	} {
+		was := freeze(t, path)
+		if _, _, err := runCLI(t, "", args...); err == nil {
+			t.Errorf("%s on a spent ocp ledger ran", args[0])
+		} else {
+			t.Logf("%s: %v", args[0], err)
+		}
+		untouched(t, path, was, "a refused "+args[0])
+	}
+}
