@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,5 +128,49 @@ func TestRefusedRunLeavesLedger(t *testing.T) {
 			t.Logf("%s: %v", args[0], err)
 		}
 		untouched(t, path, was, "a refused "+args[0])
+	}
+}
+
+// TestLedgerDamagedCLI: `dpal ledger show` and the runs' --ledger give
+// one line naming the file for a ledger cut short (at lengths 509 apart
+// below the end of its last page in use, and the issue's 10000 bytes) or
+// that is not a ledger at all, where bbolt used to fault with SIGBUS.
+func TestLedgerDamagedCLI(t *testing.T) {
+	b := stateOf(t, searchLedgerFile(t)).b
+	inUse := 4096 * int(binary.NativeEndian.Uint64(b[4096+16+40:])) // the header's high-water mark
+	dir := t.TempDir()
+	file := twoBlobsCSV(t, 200)
+	runs := map[string][]string{
+		"show":   {"ledger", "show", "--store"},
+		"train":  {"train", "--data", "csv", "--file", file, "--epochs", "1", "--batch", "20", "--seed", "1", "--ledger"},
+		"stream": {"stream", "--events", "50", "--no-baseline", "--seed", "1", "--ledger"},
+		"search": {"search", "--scores", writeScores(t, 50, 7, false), "--t-low", "1", "--t-high", "2", "--epsilon", "1", "--ledger"},
+	}
+	lengths := []int{10000, 1, 100}
+	for n := 509; n < inUse; n += 509 {
+		lengths = append(lengths, n)
+	}
+	shown := map[string]bool{}
+	for _, n := range lengths {
+		path := writeTemp(t, dir, "cut.ledger", string(b[:n]))
+		for name, args := range runs {
+			if name != "show" && n%4 != 0 && n != 10000 {
+				continue
+			}
+			_, _, err := runCLI(t, "", append(args, path)...)
+			if err == nil || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("%s on %d of %d bytes: %v, want one line naming the file", name, n, len(b), err)
+			}
+			if !shown[err.Error()] {
+				shown[err.Error()] = true
+				t.Logf("%s, %d bytes: %v", name, n, err)
+			}
+		}
+	}
+	model := writeTemp(t, dir, "model.json", `{"format":"dpal-nn","version":1}`)
+	for name, args := range runs {
+		if _, _, err := runCLI(t, "", append(args, model)...); err == nil || !strings.Contains(err.Error(), "not a ledger file") {
+			t.Errorf("%s on a model file: %v, want it called not a ledger file", name, err)
+		}
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 	"time"
 
@@ -57,10 +55,8 @@ func OpenFile(path string) (*FileStore, error) { return openFile(path, false) }
 func OpenFileReadOnly(path string) (*FileStore, error) { return openFile(path, true) }
 
 func openFile(path string, readOnly bool) (*FileStore, error) {
-	if readOnly {
-		if err := checkReadable(path); err != nil {
-			return nil, fmt.Errorf("ledger %s: %w", path, err)
-		}
+	if err := checkFile(path, readOnly); err != nil {
+		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, ReadOnly: readOnly})
 	if errors.Is(err, berrors.ErrTimeout) {
@@ -77,25 +73,6 @@ func openFile(path string, readOnly bool) (*FileStore, error) {
 		}
 	}
 	return s, nil
-}
-
-// checkReadable refuses, before bbolt opens it read-only, a path that is
-// missing, not a regular file or empty (bbolt would try to initialise
-// it).
-func checkReadable(path string) error {
-	fi, err := os.Stat(path)
-	var pe *fs.PathError
-	switch {
-	case errors.As(err, &pe):
-		return pe.Err
-	case err != nil:
-		return err
-	case !fi.Mode().IsRegular():
-		return errors.New("not a regular file")
-	case fi.Size() == 0:
-		return errors.New("the file is empty: not a ledger")
-	}
-	return nil
 }
 
 // addBuckets creates the store's buckets where they are missing, in a
