@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -161,8 +162,8 @@ func TestLedgerDamagedCLI(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("%s on %d of %d bytes: %v, want one line naming the file", name, n, len(b), err)
 			}
-			if !shown[err.Error()] {
-				shown[err.Error()] = true
+			if !shown[name] {
+				shown[name] = true
 				t.Logf("%s, %d bytes: %v", name, n, err)
 			}
 		}
@@ -172,5 +173,97 @@ func TestLedgerDamagedCLI(t *testing.T) {
 		if _, _, err := runCLI(t, "", append(args, model)...); err == nil || !strings.Contains(err.Error(), "not a ledger file") {
 			t.Errorf("%s on a model file: %v, want it called not a ledger file", name, err)
 		}
+	}
+}
+
+// ledgerGroups reads `dpal ledger show --json`'s groups of the ledger at
+// path, by name.
+func ledgerGroups(t *testing.T, path string) (budget float64, groups map[string]float64) {
+	t.Helper()
+	out, _, err := runCLI(t, "", "ledger", "show", "--store", path, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Meta struct {
+			Budget struct{ Epsilon float64 }
+		}
+		Groups []struct {
+			Group   string
+			Epsilon float64
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	groups = map[string]float64{}
+	for _, g := range rep.Groups {
+		groups[g.Group] = g.Epsilon
+	}
+	return rep.Meta.Budget.Epsilon, groups
+}
+
+// TestLedgerBudgetAcrossRuns: a run's --epsilon is what it spends; the
+// ledger's budget is set when it is created (--budget-epsilon, by
+// default the first run's ε) and later runs neither lower nor raise it
+// unless asked (and never raise it). So the same training runs twice on a
+// ledger whose budget holds both, another command's run charges its own
+// group on it, and a run past the budget fails naming its own group, the
+// amount and what to do.
+func TestLedgerBudgetAcrossRuns(t *testing.T) {
+	dir := t.TempDir()
+	file := twoBlobsCSV(t, 200)
+	train := func(path string, extra ...string) error {
+		args := append([]string{"train", "--data", "csv", "--file", file, "--epochs", "1", "--batch", "20", "--seed", "1",
+			"--ledger", path, "--json"}, extra...)
+		_, _, err := runCLI(t, "", args...)
+		return err
+	}
+	wide := filepath.Join(dir, "wide.ledger")
+	for run := range 2 {
+		if err := train(wide, "--epsilon", "3", "--budget-epsilon", "10"); err != nil {
+			t.Fatalf("run %d of the same training on a ledger of budget 10: %v", run+1, err)
+		}
+	}
+	if budget, groups := ledgerGroups(t, wide); budget != 10 || groups["train:csv"] <= 3 || groups["train:csv"] > 6 {
+		t.Errorf("after two runs: budget %v, groups %v", budget, groups)
+	}
+	if err := train(wide, "--epsilon", "3", "--budget-epsilon", "20"); err == nil || !strings.Contains(err.Error(), "cannot be raised") {
+		t.Errorf("--budget-epsilon above the ledger's: %v", err)
+	}
+	if _, _, err := runCLI(t, "", "train", "--data", "csv", "--file", file, "--epochs", "1", "--batch", "20", "--budget-epsilon", "5"); err == nil || !strings.Contains(err.Error(), "--ledger") {
+		t.Errorf("--budget-epsilon without --ledger: %v", err)
+	}
+
+	// A ledger created without --budget-epsilon holds the first run's ε:
+	// a second run is refused, naming its group and the overspend.
+	own := filepath.Join(dir, "own.ledger")
+	if err := train(own, "--epsilon", "2"); err != nil {
+		t.Fatal(err)
+	}
+	err := train(own, "--epsilon", "1")
+	for _, want := range []string{`group "train:csv"`, "over its budget ε = 2 by", "new ledger"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("second run on a ledger of the first's ε: %v, want %q", err, want)
+		}
+	}
+
+	// On an ocp ledger a training run charges its own group.
+	ocp := filepath.Join(dir, "ocp.ledger")
+	if _, _, err := runCLI(t, "", "ocp", "--records", "300", "--seed", "1", "--ledger", ocp, "--budget", "10", "--no-progress"); err != nil {
+		t.Fatal(err)
+	}
+	if err := train(ocp, "--epsilon", "1"); err != nil {
+		t.Fatalf("train on an ocp ledger with room: %v", err)
+	}
+	if budget, groups := ledgerGroups(t, ocp); budget != 10 || groups["train:csv"] == 0 || groups["ocp/synthetic"] == 0 {
+		t.Errorf("the ocp ledger after a training run: budget %v, groups %v", budget, groups)
+	}
+	full := filepath.Join(dir, "ocp-full.ledger")
+	if _, _, err := runCLI(t, "", "ocp", "--records", "300", "--seed", "1", "--ledger", full, "--no-progress"); err != nil {
+		t.Fatal(err)
+	}
+	if err := train(full, "--epsilon", "3"); err == nil || !strings.Contains(err.Error(), `"train:csv"`) || strings.Contains(err.Error(), "entry 1") {
+		t.Errorf("train past an ocp ledger's budget: %v, want an error about its own group", err)
 	}
 }

@@ -215,16 +215,14 @@ func ocpLedger(cmd *cobra.Command, spec online.Spec, name string) (*ledger.Ledge
 		b.Epsilon = math.MaxFloat64
 		return ledger.New(b)
 	}
-	if f.Changed("budget") {
-		b.Epsilon, _ = f.GetFloat64("budget")
-	} else {
+	if !f.Changed("budget") {
 		charged, err := chargedEpsilon(spec, name)
 		if err != nil {
 			return nil, err
 		}
 		b.Epsilon = charged
 	}
-	return openLedgerFlag(path, f.Changed("budget"), b)
+	return openLedgerFlag(cmd, path, b)
 }
 
 // openReleases opens --out for the released iterates ("-" is stdout);

@@ -442,7 +442,7 @@ func searchLedger(cmd *cobra.Command, b *float64, isDefault *bool) (*ledger.Ledg
 	if path == "" {
 		return ledger.New(account.Budget{Epsilon: *b})
 	}
-	led, err := openLedgerFlag(path, !*isDefault, account.Budget{Epsilon: *b})
+	led, err := openLedgerFlag(cmd, path, account.Budget{Epsilon: *b})
 	if err != nil {
 		return nil, err
 	}

@@ -321,15 +321,13 @@ func streamLedger(cmd *cobra.Command, cfg stream.Config) (*ledger.Ledger, error)
 	if cfg.Update == stream.Gaussian {
 		b.Delta = cfg.Delta
 	}
-	if f.Changed("budget") {
-		b.Epsilon, _ = f.GetFloat64("budget")
-	} else {
+	if !f.Changed("budget") {
 		var err error
 		if b.Epsilon, err = cfg.RecordEpsilon(); err != nil {
 			return nil, err
 		}
 	}
-	return openLedgerFlag(path, f.Changed("budget"), b)
+	return openLedgerFlag(cmd, path, b)
 }
 
 // closeLedger closes a learner's ledger (a durable file is unlocked).

@@ -115,7 +115,8 @@ charges nothing and refuses --epsilon, --delta and --ledger.`,
 	f.Float64("weight-decay", 0, "weight decay")
 	f.String("schedule", "constant", "learning-rate schedule: constant|cosine")
 	f.Uint64("seed", 0, "seed for reproducible sampling and noise (experiments only; default: secure randomness)")
-	f.String("ledger", "", "durable ledger file (created with budget --epsilon/--delta if new; later runs continue it)")
+	f.String("ledger", "", "durable ledger file: the run's ε is charged to it; a new one gets --budget-epsilon/--budget-delta, later runs keep its budget")
+	ledgerBudgetFlags(f)
 	f.String("out", "", "write the trained model here (JSON, see docs/dpsgd.md)")
 	f.Bool("non-private", false, "train WITHOUT clipping or noise (NOT DP: a reference for comparison; refuses --epsilon, --delta, --ledger)")
 	f.Bool("train-accuracy", false, "also report training-set accuracy (NOT private: diagnostic only)")
@@ -364,15 +365,19 @@ func floatOr(cmd *cobra.Command, name string, def float64) float64 {
 	return v
 }
 
-// trainLedger opens --ledger FILE or makes an in-memory ledger with budget
-// (ε, δ).
+// trainLedger opens --ledger FILE (a new one gets --budget-epsilon and
+// --budget-delta, by default the run's (ε, δ); an existing one keeps its
+// budget) or makes an in-memory ledger with budget (ε, δ).
 func trainLedger(cmd *cobra.Command, s trainSettings) (*ledger.Ledger, error) {
+	if err := budgetNeedsLedger(cmd); err != nil {
+		return nil, err
+	}
 	b := account.Budget{Epsilon: s.eps, Delta: s.delta}
 	path, _ := cmd.Flags().GetString("ledger")
 	if path == "" {
 		return ledger.New(b)
 	}
-	return openLedgerFlag(path, true, b)
+	return openLedgerFlag(cmd, path, b)
 }
 
 // trainRun runs the plan through run (which charges first when private),

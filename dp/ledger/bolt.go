@@ -118,6 +118,68 @@ func Load(path string) (*Ledger, error) {
 	return l, nil
 }
 
+// RunBudget is what a run asks of a durable ledger's budget. A ledger's
+// budget is set once, when it is created, and is the same for every run
+// and every command that charges it; a run's own ε is what it spends, not
+// a budget.
+type RunBudget struct {
+	// New is the budget of a ledger the run creates: the one the user
+	// gave, else the run's default.
+	New account.Budget
+	// SetEpsilon and SetDelta say that the user gave New's ε or δ. On an
+	// existing ledger a given one lowers that part of the budget for this
+	// run (the stored budget stays); one above the stored is refused.
+	SetEpsilon, SetDelta bool
+}
+
+// OpenRun opens the durable ledger at path for a run (OpenFile, then
+// Open): a new file, or one a crash left before its settings were
+// stored, gets rb.New and opts; an existing ledger keeps the budget and
+// conversion it was created with, lowered where rb sets a lower value.
+// It writes nothing to an existing ledger. Its errors name the file.
+func OpenRun(path string, rb RunBudget, opts ...Option) (*Ledger, error) {
+	st, err := OpenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	meta, stored, err := st.Meta()
+	b := rb.New
+	if err == nil && stored {
+		b, err = runBudget(meta.Budget, rb)
+	}
+	var l *Ledger
+	if err == nil {
+		l, err = Open(st, b, opts...)
+	}
+	if err != nil {
+		st.Close()
+		return nil, namePath(path, err)
+	}
+	return l, nil
+}
+
+// runBudget is the budget in force for a run on a ledger whose stored
+// budget is stored: the stored one, lowered where rb sets a lower value.
+func runBudget(stored account.Budget, rb RunBudget) (account.Budget, error) {
+	b := stored
+	for _, p := range []struct {
+		set       bool
+		give, has float64
+		dst       *float64
+		name      string
+	}{{rb.SetEpsilon, rb.New.Epsilon, stored.Epsilon, &b.Epsilon, "ε"}, {rb.SetDelta, rb.New.Delta, stored.Delta, &b.Delta, "δ"}} {
+		if !p.set {
+			continue
+		}
+		if p.give > p.has {
+			return b, fmt.Errorf("the budget %s = %g asked for is above the ledger's own %s = %g: a ledger's budget is set when it is created and cannot be raised; leave it out to use the ledger's, or start a new ledger",
+				p.name, p.give, p.name, p.has)
+		}
+		*p.dst = p.give
+	}
+	return b, nil
+}
+
 // namePath makes err name the file at path, unless it does already.
 func namePath(path string, err error) error {
 	if strings.Contains(err.Error(), path) {
