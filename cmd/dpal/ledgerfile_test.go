@@ -267,3 +267,65 @@ func TestLedgerBudgetAcrossRuns(t *testing.T) {
 		t.Errorf("train past an ocp ledger's budget: %v, want an error about its own group", err)
 	}
 }
+
+// TestOutputsNeverReplace: an output never replaces an existing file
+// unless --force says so, and never a ledger, a state or a model of
+// another kind, --force or not; the file is left as it was.
+func TestOutputsNeverReplace(t *testing.T) {
+	dir := t.TempDir()
+	file := twoBlobsCSV(t, 200)
+	led := searchLedgerFile(t)
+	scores := writeScores(t, 50, 7, false)
+	state := filepath.Join(dir, "state")
+	if _, _, err := runStreamCLI(t, "0.1,0.2\n-0.1,0.3\n", "--input", "-", "--out", filepath.Join(dir, "o.jsonl"), "--save-state", state); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "model.json")
+	trainArgs := []string{"train", "--data", "csv", "--file", file, "--epochs", "1", "--batch", "20", "--seed", "1"}
+	if _, _, err := runCLI(t, "", append(trainArgs, "--out", model)...); err != nil {
+		t.Fatal(err)
+	}
+	plain := writeTemp(t, dir, "plain.txt", "keep me\n")
+	search := []string{"search", "--scores", scores, "--t-low", "1", "--t-high", "2", "--epsilon", "1", "--budget", "3"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		path string
+		want string
+	}{
+		{"train --out a ledger", append(trainArgs, "--out", led, "--force"), led, "bbolt"},
+		{"train --out a state", append(trainArgs, "--out", state, "--force"), state, "dpal-stream-state"},
+		{"train --out a model", append(trainArgs, "--out", model), model, "--force"},
+		{"predict --probs its model", []string{"predict", "--model", model, "--data", "csv", "--file", file, "--probs", model, "--force"}, model, "overwritten"},
+		{"predict --probs a file", []string{"predict", "--model", model, "--data", "csv", "--file", file, "--probs", plain}, plain, "--force"},
+		{"ocp --out a ledger", []string{"ocp", "--records", "100", "--out", led, "--force", "--no-progress"}, led, "bbolt"},
+		{"ocp --out a file", []string{"ocp", "--records", "100", "--out", plain, "--no-progress"}, plain, "--force"},
+		{"search --posterior-out a file", append(search, "--posterior-out", plain), plain, "--force"},
+		{"search --posterior-out a state", append(search, "--posterior-out", state, "--force"), state, "dpal-stream-state"},
+		{"stream --out a file", []string{"stream", "--input", file, "--out", plain}, plain, "--force"},
+		{"stream --out a model", []string{"stream", "--input", file, "--out", model, "--force"}, model, "dpal-nn"},
+		{"resumed stream --out another file", []string{"stream", "--input", "-", "--resume", state, "--out", plain}, plain, "--force"},
+		{"stream --save-state a state", []string{"stream", "--input", file, "--out", "-", "--save-state", state}, state, "--force"},
+		{"stream --save-state a ledger", []string{"stream", "--input", file, "--out", "-", "--save-state", led, "--force"}, led, "bbolt"},
+		{"dataset stream --save-state a model", []string{"stream", "--events", "20", "--no-baseline", "--save-state", model, "--force"}, model, "dpal-nn"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			was := freeze(t, tc.path)
+			_, _, err := runCLI(t, "", tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v, want a refusal saying %q", err, tc.want)
+			}
+			untouched(t, tc.path, was, tc.name)
+		})
+	}
+	// With --force an output replaces a file of its own kind or a plain one.
+	for _, args := range [][]string{
+		append(trainArgs, "--out", model, "--force"),
+		{"ocp", "--records", "100", "--out", plain, "--force", "--no-progress"},
+		{"stream", "--input", file, "--out", "-", "--save-state", state, "--force"},
+	} {
+		if _, _, err := runCLI(t, "", args...); err != nil {
+			t.Errorf("%s with --force: %v", args[0], err)
+		}
+	}
+}
