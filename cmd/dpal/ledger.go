@@ -21,15 +21,16 @@ func init() {
 	show := &cobra.Command{
 		Use:   "show",
 		Short: "Print every entry of a ledger, then each group's spend, budget and what is left",
-		Long: `show reads a ledger file written by 'dpal stream --ledger FILE' or
-'dpal search --ledger FILE' and prints its entries (sequence number, time,
+		Long: `show reads a ledger file written by a run's --ledger FILE (stream, search,
+train, pool run, ocp, kanon run) and prints its entries (sequence number, time,
 groups, mechanism, loss, note), then for every group the ε it has spent at
 --delta (default: the ledger's own δ), the budget and what is left.
 
 --json prints {"meta":…,"entries":[…],"groups":[…]}; --csv prints the entries
 as CSV, a blank line, then the groups as CSV. The file is only read, never
 written or created: other readers may show it at the same time, while a run
-that has it open must finish first.`,
+that has it open must finish first. A file that is cut short, damaged or not
+a ledger is one error line naming it and what is wrong.`,
 		Args: cobra.NoArgs,
 		RunE: runLedgerShow,
 	}
