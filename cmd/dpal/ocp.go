@@ -54,7 +54,7 @@ func init() {
 	f.Bool("non-private", false, "run the plain algorithm (no noise, no ledger) as a baseline")
 	f.Uint64("seed", 0, "seed for the data order and the noise (experiments only; default: secure noise)")
 	f.String("ledger", "", "durable ledger file: the run's loss is committed to it before the first release")
-	f.Float64("budget", 0, "with --ledger: the ε budget of a new ledger file (default: the ε this run charges)")
+	f.Float64("budget", 0, "with --ledger: the ε budget of a new ledger file (default: the ε this run charges); on an existing one a lower value holds for this run, a higher one is refused")
 	f.String("out", "", "write every released iterate as JSON lines {\"t\":…,\"x\":[…]} to FILE (- for stdout); an existing file needs --force")
 	forceFlag(f)
 	f.Bool("json", false, "print the summary as one JSON object")

@@ -140,7 +140,7 @@ func init() {
 	f.Bool("json", false, "print one JSON summary object")
 	f.Bool("no-progress", false, "never draw a progress bar")
 	f.String("ledger", "", "durable ledger file (see 'dpal ledger show'): charges are committed to it before each release; later runs continue it and stop when its budget is spent (default: in memory, saved with --save-state)")
-	f.Float64("budget", 0, "with --ledger: the per-record ε budget of a new ledger file (default: this learner's eps_s + eps_g)")
+	f.Float64("budget", 0, "with --ledger: the per-record ε budget of a new ledger file (default: this learner's eps_s + eps_g); on an existing one a lower value holds for this run, a higher one is refused")
 	rootCmd.AddCommand(streamCmd)
 }
 
