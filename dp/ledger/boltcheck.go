@@ -71,10 +71,12 @@ func readMeta(b []byte) boltMeta {
 // errNotBolt is the error for a file that is not a bbolt file at all.
 var errNotBolt = errors.New("not a ledger file: it does not start with a bbolt header")
 
-// checkFile checks the file at path before bbolt opens it (see above). A
-// missing or empty file passes for a run (bbolt creates and initialises
-// it) and fails for a read-only open. The error says what is wrong, not
-// which file: the caller names it.
+// checkFile checks the file at path before bbolt opens it (see above),
+// holding the lock bbolt will take (shared to read, exclusive for a run)
+// while it reads; another process's lock makes it wait, then fail with
+// ErrLocked. A missing or empty file passes for a run (bbolt creates and
+// initialises it) and fails for a read-only open. The error says what is
+// wrong, not which file: the caller names it.
 func checkFile(path string, readOnly bool) error {
 	f, err := os.Open(path)
 	var pe *fs.PathError
@@ -86,7 +88,12 @@ func checkFile(path string, readOnly bool) error {
 	case err != nil:
 		return err
 	}
-	defer f.Close()
+	defer f.Close() // and releases the lock
+	// Under the lock bbolt will take: a file another process is writing
+	// is in use, not damaged.
+	if err := lockFile(f, !readOnly, lockTimeout); err != nil {
+		return err
+	}
 	fi, err := f.Stat()
 	switch {
 	case err != nil:

@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,5 +117,32 @@ func TestLoadReadOnly(t *testing.T) {
 	openFile(t, bare).Close()
 	if _, err := ledger.Load(bare); err == nil || !strings.Contains(err.Error(), bare) {
 		t.Errorf("Load of a store without settings: %v", err)
+	}
+}
+
+// TestCheckedUnderLock: the file is checked under the lock bbolt will
+// take, so a ledger another process is writing is reported in use, not
+// damaged: here that process holds the exclusive lock and has the file in
+// a state no whole ledger has (cut short) while Load and a run's open
+// wait for the lock.
+func TestCheckedUnderLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.db")
+	writeLedger(t, path, 3)
+	fh, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	if err := syscall.Flock(int(fh.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Truncate(10000); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.Load(path); !errors.Is(err, ledger.ErrLocked) {
+		t.Errorf("Load of a file another process holds: %v, want ErrLocked", err)
+	}
+	if _, err := openRun(path); !errors.Is(err, ledger.ErrLocked) {
+		t.Errorf("a run's open of a file another process holds: %v, want ErrLocked", err)
 	}
 }
