@@ -36,7 +36,9 @@ import (
 // Independently of the MAC, Restore refuses a saved ledger whose budget
 // exceeds the learner's ε_s + ε_g.
 const (
-	stateFormat = "dpal-stream-state"
+	// StateFormat is the "format" a state file's envelope starts with.
+	StateFormat = "dpal-stream-state"
+	stateFormat = StateFormat
 	// StateKeyEnv, when set, is the MAC key itself (at least 16 bytes).
 	StateKeyEnv = "DPAL_STATE_KEY"
 	// StateKeyFileEnv names the key file to use instead of the default.

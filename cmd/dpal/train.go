@@ -123,8 +123,10 @@ charges nothing and refuses --epsilon, --delta and --ledger.`,
 	f.Float64("weight-decay", 0, "weight decay")
 	f.String("schedule", "constant", "learning-rate schedule: constant|cosine")
 	f.Uint64("seed", 0, "seed for reproducible sampling and noise (experiments only; default: secure randomness)")
-	f.String("ledger", "", "durable ledger file (created with budget --epsilon/--delta if new; later runs continue it)")
-	f.String("out", "", "write the trained model here (JSON, see docs/dpsgd.md)")
+	f.String("ledger", "", "durable ledger file: the run's ε is charged to it; a new one gets --budget-epsilon/--budget-delta, later runs keep its budget")
+	ledgerBudgetFlags(f)
+	f.String("out", "", "write the trained model here (JSON, see docs/dpsgd.md); an existing file needs --force")
+	forceFlag(f)
 	f.String("checkpoint", "", "with --ledger: keep the run's state here at every epoch's end (sealed, mode 0600), for --resume")
 	f.Bool("resume", false, "continue the run saved in --checkpoint (same flags; nothing is charged twice)")
 	f.Bool("non-private", false, "train WITHOUT clipping or noise (NOT DP: a reference for comparison; refuses --epsilon, --delta, --ledger)")
@@ -208,6 +210,13 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	if _, ok := trainDefaults[name]; !ok {
 		return fmt.Errorf("--data %q: want mnist, fashion-mnist, kdd99-5class, csv or libsvm", name)
 	}
+	if err := nonPrivateMisuse(cmd); err != nil {
+		return err
+	}
+	ck, err := trainCheckpointFlags(cmd) // its refusals name the flags; checkPaths then checks the files
+	if err != nil {
+		return err
+	}
 	if err := checkPaths(cmd, []string{"out", "ledger", "checkpoint"}, []string{"file", "test-file"}); err != nil {
 		return err
 	}
@@ -227,10 +236,6 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 		return runTrainNonPrivate(cmd, s, seed, train, test)
 	}
 	plan, err := s.calibrate(train.Len())
-	if err != nil {
-		return err
-	}
-	ck, err := trainCheckpointFlags(cmd)
 	if err != nil {
 		return err
 	}
@@ -381,15 +386,19 @@ func floatOr(cmd *cobra.Command, name string, def float64) float64 {
 	return v
 }
 
-// trainLedger opens --ledger FILE or makes an in-memory ledger with budget
-// (ε, δ).
+// trainLedger opens --ledger FILE (a new one gets --budget-epsilon and
+// --budget-delta, by default the run's (ε, δ); an existing one keeps its
+// budget) or makes an in-memory ledger with budget (ε, δ).
 func trainLedger(cmd *cobra.Command, s trainSettings) (*ledger.Ledger, error) {
+	if err := budgetNeedsLedger(cmd); err != nil {
+		return nil, err
+	}
 	b := account.Budget{Epsilon: s.eps, Delta: s.delta}
 	path, _ := cmd.Flags().GetString("ledger")
 	if path == "" {
 		return ledger.New(b)
 	}
-	return openLedgerFlag(path, true, b)
+	return openLedgerFlag(cmd, path, b)
 }
 
 // trainRun runs the plan through run (which charges first when private),
