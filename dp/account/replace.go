@@ -2,6 +2,7 @@ package account
 
 import (
 	"math"
+	"slices"
 	"sync"
 )
 
@@ -373,17 +374,23 @@ func SubsampledGaussianReplace(phases []Phase) (Loss, error) {
 }
 
 // scheduleLoss is the loss of a schedule's curve over DefaultOrders, with
-// the phases' parameters for the audit trail.
+// the phases' parameters for the audit trail. Curves are memoized by
+// mechanism and schedule (sgMemo).
 func scheduleLoss(mechanism string, phases []Phase, curve curveFunc) (Loss, error) {
-	orders := DefaultOrders()
-	rdp, err := scheduleCurve(phases, orders, curve)
-	if err != nil {
-		return Loss{}, err
+	key := scheduleKey(mechanism, phases)
+	l, ok := theSGMemo.get(key)
+	if !ok {
+		orders := DefaultOrders()
+		rdp, err := scheduleCurve(phases, orders, curve)
+		if err != nil {
+			return Loss{}, err
+		}
+		if l, err = RDPCurve(mechanism, orders, rdp); err != nil {
+			return Loss{}, err
+		}
+		theSGMemo.put(key, l)
 	}
-	l, err := RDPCurve(mechanism, orders, rdp)
-	if err != nil {
-		return Loss{}, err
-	}
+	l.Orders, l.RDP = slices.Clone(l.Orders), slices.Clone(l.RDP)
 	if len(phases) == 1 {
 		p := phases[0]
 		l.Params = map[string]float64{"sample_rate": p.SampleRate, "noise_multiplier": p.NoiseMultiplier, "steps": float64(p.Steps)}
