@@ -124,7 +124,10 @@ func accountNumbers(out string) string {
 
 // TestAccountPLD: --accountant pld gives a certified ε below the RDP one
 // and a lower bound ("epsilon_lower"); noise and sample-rate calibrate
-// with it, and its σ gives back the target.
+// with it, and its σ gives back the target. The calibrations run on
+// --pld-step 1e-3 (a tenth of the CPU: the default grid's search is
+// TestCalibratePLD's in dp/account; here the flags and the output are
+// tested).
 func TestAccountPLD(t *testing.T) {
 	ref := []string{"epsilon", "--sample-rate", "0.004266666666666667", "--noise-multiplier", "1.1", "--steps", "14062", "--delta", "1e-5", "--json"}
 	out, err := runAccount(t, append(ref, "--accountant", "pld")...)
@@ -136,20 +139,20 @@ func TestAccountPLD(t *testing.T) {
 	if !(lo <= up && up < 2.5965558690 && lo > 2.3) || p["accountant"] != "pld" || p["delta"] != 1e-5 || p["step"] != 1e-4 {
 		t.Errorf("pld: %v", p)
 	}
-	out, err = runAccount(t, "noise", "--epsilon", "8", "--delta", "1e-5", "--sample-rate", "0.01", "--steps", "1000", "--json", "--accountant", "pld")
+	out, err = runAccount(t, "noise", "--epsilon", "8", "--delta", "1e-5", "--sample-rate", "0.01", "--steps", "1000", "--json", "--accountant", "pld", "--pld-step", "1e-3")
 	var n map[string]float64
 	if err != nil || json.Unmarshal([]byte(accountNumbers(out)), &n) != nil || !(n["epsilon"] <= 8 && n["epsilon"] > 7.99) ||
-		!(n["epsilon_lower"] <= n["epsilon"]) || !(n["noise_multiplier"] > 0.55 && n["noise_multiplier"] < 0.6157) {
+		!(n["epsilon_lower"] <= n["epsilon"]) || !(n["noise_multiplier"] > 0.55 && n["noise_multiplier"] < 0.6157) || n["step"] != 1e-3 {
 		t.Fatalf("pld noise: %q, %v", out, err)
 	}
 	out, err = runAccount(t, "epsilon", "--sample-rate", "0.01", "--steps", "1000", "--delta", "1e-5", "--json", "--accountant", "pld",
-		"--noise-multiplier", accountFloat(n["noise_multiplier"]))
+		"--pld-step", "1e-3", "--noise-multiplier", accountFloat(n["noise_multiplier"]))
 	var e map[string]float64
 	if err != nil || json.Unmarshal([]byte(accountNumbers(out)), &e) != nil || e["epsilon"] != n["epsilon"] {
 		t.Errorf("pld round trip: %q, %v (noise said %v)", out, err, n)
 	}
-	out, err = runAccount(t, "sample-rate", "--epsilon", "8", "--delta", "1e-5", "--noise-multiplier", "1", "--steps", "1000", "--accountant", "pld")
-	if err != nil || !strings.HasPrefix(out, "sample rate q = ") || !strings.Contains(out, "PLD accountant") {
+	out, err = runAccount(t, "sample-rate", "--epsilon", "8", "--delta", "1e-5", "--noise-multiplier", "1", "--steps", "1000", "--accountant", "pld", "--pld-step", "1e-3")
+	if err != nil || !strings.HasPrefix(out, "sample rate q = ") || !strings.Contains(out, "PLD accountant, grid step 0.001;") {
 		t.Errorf("pld sample-rate: %q, %v", out, err)
 	}
 	out, err = runAccount(t, "epsilon", "--schedule", "0.01:100,0.02:2:50", "--noise-multiplier", "1", "--delta", "1e-5", "--accountant", "pld", "--pld-step", "1e-3")
