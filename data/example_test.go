@@ -80,7 +80,7 @@ func ExampleLoadLibSVM() {
 // example is compiled but not run.
 func ExampleLoadIDXPair() {
 	dir := filepath.Join(data.DefaultDir, data.MNISTFolder)
-	train, test, err := data.LoadIDXPair(dir, 0, 9, 50) // digits 0 (−1) and 9 (+1), PCA to 50
+	train, test, err := data.LoadIDXPair(dir, 0, 9, data.IDXPairBlock) // digits 0 (−1) and 9 (+1), 4×4 blocks: 49 features
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -6,9 +6,6 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
-
-	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/stat"
 )
 
 // IDX folder names under the data root, and the file names they share.
@@ -117,62 +114,68 @@ func readIDX(r io.Reader) (IDXHeader, []byte, error) {
 	return h, body, nil
 }
 
+// IDXPairBlock is the block side LoadIDXPair's callers use: 4×4 blocks,
+// so a 28×28 image gives 7×7 = 49 features.
+const IDXPairBlock = 4
+
 // LoadIDXPair loads the images of labels a and b from an MNIST-format folder
 // (MNIST or Fashion-MNIST; the folder holding the four *-ubyte.gz files).
 // Y is −1 for a and +1 for b; Class is 0 for a and 1 for b.
 //
-// Preprocessing: pixels/255, centred by the training mean, projected on the
-// first pcaDim principal components of the training images (gonum;
-// pcaDim 0 keeps the 784 centred pixels), then each row projected onto the
-// unit ℓ2 ball. Test images use the training mean and components.
-func LoadIDXPair(dir string, a, b int, pcaDim int) (train, test *Dataset, err error) {
+// Preprocessing is one fixed map applied to each image alone, using no
+// statistic of any split, so it costs no privacy and needs no public data:
+// pixels/255, averaged over block×block squares (block 1 keeps the pixels;
+// block must divide the image's sides), centred by the image's own mean
+// over those features (a projection orthogonal to the all-ones vector: it
+// removes the background every image shares, which a model without
+// intercept would otherwise have to learn around), then projected onto the
+// unit ℓ2 ball. Until issue 24 the rows were centred by the training
+// split's mean and projected on its principal axes: statistics of the
+// private data that no mechanism charged.
+func LoadIDXPair(dir string, a, b int, block int) (train, test *Dataset, err error) {
 	if a == b || a < 0 || b < 0 || a > 255 || b > 255 {
 		return nil, nil, fmt.Errorf("label pair (%d, %d): want two different labels in 0..255", a, b)
 	}
-	trX, trY, err := readIDXPair(dir, IDXTrainImages, IDXTrainLabels, a, b)
+	trX, trY, shape, err := readIDXPair(dir, IDXTrainImages, IDXTrainLabels, a, b)
 	if err != nil {
 		return nil, nil, err
 	}
-	teX, teY, err := readIDXPair(dir, IDXTestImages, IDXTestLabels, a, b)
+	teX, teY, teShape, err := readIDXPair(dir, IDXTestImages, IDXTestLabels, a, b)
 	if err != nil {
 		return nil, nil, err
 	}
-	_, d := trX.Dims()
-	if pcaDim < 0 || pcaDim > d {
-		return nil, nil, fmt.Errorf("PCA dimension %d: want 0..%d", pcaDim, d)
+	if teShape != shape {
+		return nil, nil, fmt.Errorf("%s: training images are %d×%d, test images %d×%d", dir, shape[0], shape[1], teShape[0], teShape[1])
 	}
-	mean := columnMeans(trX)
-	centre(trX, mean)
-	centre(teX, mean)
-	var proj *mat.Dense
-	if pcaDim > 0 {
-		if proj, err = principalAxes(trX, pcaDim); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", dir, err)
-		}
+	if block < 1 || shape[0]%block != 0 || shape[1]%block != 0 {
+		return nil, nil, fmt.Errorf("pooling block %d: want a divisor of the image sides %d×%d", block, shape[0], shape[1])
 	}
 	names := []string{strconv.Itoa(a), strconv.Itoa(b)}
 	base := filepath.Base(filepath.Clean(dir))
-	train = pairDataset(fmt.Sprintf("%s-%dv%d-train", base, a, b), trX, trY, proj, names)
-	test = pairDataset(fmt.Sprintf("%s-%dv%d-test", base, a, b), teX, teY, proj, names)
+	train = pairDataset(fmt.Sprintf("%s-%dv%d-train", base, a, b), trX, trY, shape, block, names)
+	test = pairDataset(fmt.Sprintf("%s-%dv%d-test", base, a, b), teX, teY, shape, block, names)
 	return train, test, nil
 }
 
-// readIDXPair returns the images (pixels/255) and 0/1 classes of labels a, b.
-func readIDXPair(dir, images, labels string, a, b int) (*mat.Dense, []int, error) {
+// readIDXPair returns the images (pixels/255, one row each), the 0/1
+// classes of labels a, b, and the images' rows×cols.
+func readIDXPair(dir, images, labels string, a, b int) ([][]float64, []int, [2]int, error) {
+	var shape [2]int
 	ih, img, err := ReadIDX(filepath.Join(dir, images))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, shape, err
 	}
 	lh, lab, err := ReadIDX(filepath.Join(dir, labels))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, shape, err
 	}
 	if len(ih.Dims) != 3 || len(lh.Dims) != 1 {
-		return nil, nil, fmt.Errorf("%s/%s: want images n×rows×cols and labels n, got %v and %v", dir, images, ih.Dims, lh.Dims)
+		return nil, nil, shape, fmt.Errorf("%s/%s: want images n×rows×cols and labels n, got %v and %v", dir, images, ih.Dims, lh.Dims)
 	}
 	if ih.Count() != lh.Count() {
-		return nil, nil, fmt.Errorf("%s: %d images but %d labels", dir, ih.Count(), lh.Count())
+		return nil, nil, shape, fmt.Errorf("%s: %d images but %d labels", dir, ih.Count(), lh.Count())
 	}
+	shape = [2]int{ih.Dims[1], ih.Dims[2]}
 	var idx, class []int
 	for i, l := range lab {
 		switch int(l) {
@@ -192,81 +195,56 @@ func readIDXPair(dir, images, labels string, a, b int) (*mat.Dense, []int, error
 		if nb == 0 {
 			missing = b
 		}
-		return nil, nil, fmt.Errorf("%s/%s: no images of label %d", dir, labels, missing)
+		return nil, nil, shape, fmt.Errorf("%s/%s: no images of label %d", dir, labels, missing)
 	}
-	x := mat.NewDense(len(idx), d, nil)
+	x := make([][]float64, len(idx))
+	pix := make([]float64, len(idx)*d)
 	for r, i := range idx {
-		row := x.RawRowView(r)
+		row := pix[r*d : (r+1)*d : (r+1)*d]
 		for j, p := range img[i*d : (i+1)*d] {
 			row[j] = float64(p) / 255
 		}
+		x[r] = row
 	}
-	return x, class, nil
+	return x, class, shape, nil
 }
 
-// principalAxes returns the d×k matrix of the top-k principal axes of the
-// rows of x: eigenvectors of their covariance (stat.CovarianceMatrix,
-// mat.EigenSym), by decreasing eigenvalue: with n ≫ d this works on a d×d
-// matrix where stat.PC factorises the n×d data.
-func principalAxes(x *mat.Dense, k int) (*mat.Dense, error) {
-	_, d := x.Dims()
-	var cov mat.SymDense
-	stat.CovarianceMatrix(&cov, x, nil)
-	var eig mat.EigenSym
-	if !eig.Factorize(&cov, true) {
-		return nil, fmt.Errorf("PCA: eigendecomposition did not converge")
-	}
-	var vecs mat.Dense
-	eig.VectorsTo(&vecs)
-	// EigenSym orders eigenvalues ascending; take the last k columns reversed.
-	axes := mat.NewDense(d, k, nil)
-	for j := range k {
-		axes.SetCol(j, mat.Col(nil, d-1-j, &vecs))
-	}
-	return axes, nil
-}
-
-func columnMeans(x *mat.Dense) []float64 {
-	n, d := x.Dims()
-	mean := make([]float64, d)
-	for i := range n {
-		for j, v := range x.RawRowView(i) {
-			mean[j] += v
+// poolImage returns the image (rows×cols, row-major, pixels in [0, 1])
+// averaged over block×block squares, less the mean of those averages: a
+// fixed linear map, the same for every image.
+func poolImage(img []float64, shape [2]int, block int) []float64 {
+	pr, pc := shape[0]/block, shape[1]/block
+	out := make([]float64, pr*pc)
+	scale := 1 / float64(block*block)
+	for i := range shape[0] {
+		o := out[(i/block)*pc : (i/block+1)*pc]
+		for j, v := range img[i*shape[1] : (i+1)*shape[1]] {
+			o[j/block] += v * scale
 		}
 	}
-	for j := range mean {
-		mean[j] /= float64(n)
+	var mean float64
+	for _, v := range out {
+		mean += v
 	}
-	return mean
+	mean /= float64(len(out))
+	for j := range out {
+		out[j] -= mean
+	}
+	return out
 }
 
-func centre(x *mat.Dense, mean []float64) {
-	n, _ := x.Dims()
-	for i := range n {
-		row := x.RawRowView(i)
-		for j := range row {
-			row[j] -= mean[j]
-		}
-	}
-}
-
-func pairDataset(name string, x *mat.Dense, class []int, proj *mat.Dense, names []string) *Dataset {
-	if proj != nil {
-		var z mat.Dense
-		z.Mul(x, proj)
-		x = &z
-	}
-	n, d := x.Dims()
-	ds := &Dataset{Name: name, X: make([][]float64, n), Y: make([]float64, n), Class: class, ClassNames: names}
-	for j := range d {
-		if proj != nil {
-			ds.FeatureNames = append(ds.FeatureNames, fmt.Sprintf("pc%d", j+1))
-		} else {
+func pairDataset(name string, x [][]float64, class []int, shape [2]int, block int, names []string) *Dataset {
+	ds := &Dataset{Name: name, X: make([][]float64, len(x)), Y: make([]float64, len(x)), Class: class, ClassNames: names}
+	pr, pc := shape[0]/block, shape[1]/block
+	for j := range pr * pc {
+		if block == 1 {
 			ds.FeatureNames = append(ds.FeatureNames, fmt.Sprintf("pixel%d", j))
+		} else {
+			ds.FeatureNames = append(ds.FeatureNames, fmt.Sprintf("block_r%d_c%d", j/pc, j%pc))
 		}
 	}
-	for i := range n {
-		row := x.RawRowView(i)[:d:d]
+	for i, img := range x {
+		row := poolImage(img, shape, block)
 		ProjectUnitBall(row)
 		ds.X[i] = row
 		ds.Y[i] = float64(2*class[i] - 1)

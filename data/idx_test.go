@@ -11,9 +11,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-
-	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/stat"
 )
 
 func idxBytes(dims []uint32, body []byte) []byte {
@@ -140,11 +137,11 @@ func writeGz(t *testing.T, path string, b []byte) {
 
 func TestLoadIDXPairSynthetic(t *testing.T) {
 	dir := writeIDXDir(t, 30, 4)
-	tr, te, err := LoadIDXPair(dir, 2, 0, 3)
+	tr, te, err := LoadIDXPair(dir, 2, 0, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.Len() != 20 || te.Len() != 20 || tr.Dim() != 3 || tr.FeatureNames[2] != "pc3" {
+	if tr.Len() != 20 || te.Len() != 20 || tr.Dim() != 4 || tr.FeatureNames[2] != "block_r1_c0" {
 		t.Fatalf("rows %d/%d dim %d names %v", tr.Len(), te.Len(), tr.Dim(), tr.FeatureNames)
 	}
 	// Label 2 comes first in the pair, so it is −1 / class 0; the files alternate 0, 1, 2.
@@ -159,58 +156,77 @@ func TestLoadIDXPairSynthetic(t *testing.T) {
 			t.Fatalf("%+v", got)
 		}
 	}
-	raw, _, err := LoadIDXPair(dir, 0, 2, 0)
-	if err != nil || raw.Dim() != 16 {
-		t.Fatalf("no PCA: %v %v", raw, err)
+	raw, _, err := LoadIDXPair(dir, 0, 2, 1)
+	if err != nil || raw.Dim() != 16 || raw.FeatureNames[15] != "pixel15" {
+		t.Fatalf("no pooling: %v %v", raw, err)
 	}
 	for _, bad := range []struct {
 		a, b, k int
 		want    string
-	}{{1, 1, 2, "two different"}, {0, 7, 2, "no images of label 7"}, {0, 1, 17, "PCA dimension 17"}, {8, 0, 2, "no images of label 8"}} {
+	}{{1, 1, 2, "two different"}, {0, 7, 2, "no images of label 7"}, {0, 1, 3, "pooling block 3"}, {0, 1, 0, "pooling block 0"}, {8, 0, 2, "no images of label 8"}} {
 		if _, _, err := LoadIDXPair(dir, bad.a, bad.b, bad.k); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("(%d,%d,%d): %v, want %q", bad.a, bad.b, bad.k, err, bad.want)
 		}
 	}
 }
 
-// principalAxes must span the same directions as gonum's stat.PC.
-func TestPrincipalAxesMatchesStatPC(t *testing.T) {
-	r := rand.New(rand.NewPCG(8, 9))
-	n, d, k := 300, 8, 3
-	x := mat.NewDense(n, d, nil)
-	for i := range n {
-		for j := range d {
-			x.Set(i, j, r.NormFloat64()*float64(d-j)) // distinct variances
-		}
-	}
-	axes, err := principalAxes(x, k)
+// TestLoadIDXPairDataIndependent (issue 24): the features are a fixed map
+// of each image alone: replacing the training images changes no test row
+// (the training-fitted PCA did), and a row is its image's 2×2 block means
+// of pixel/255, less their mean, projected onto the unit ball.
+func TestLoadIDXPairDataIndependent(t *testing.T) {
+	dir := writeIDXDir(t, 30, 4)
+	_, te, err := LoadIDXPair(dir, 0, 2, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pc stat.PC
-	if !pc.PrincipalComponents(x, nil) {
-		t.Fatal("stat.PC failed")
+	// Other training images, same labels: every pixel of the train split inverted.
+	_, img, err := ReadIDX(filepath.Join(dir, IDXTrainImages))
+	if err != nil {
+		t.Fatal(err)
 	}
-	var vecs mat.Dense
-	pc.VectorsTo(&vecs)
-	for j := range k {
-		dot := mat.Dot(axes.ColView(j), vecs.ColView(j))
-		if math.Abs(math.Abs(dot)-1) > 1e-8 {
-			t.Fatalf("axis %d: |cos| = %v", j, math.Abs(dot))
+	for i := range img {
+		img[i] = 255 - img[i]
+	}
+	writeGz(t, filepath.Join(dir, IDXTrainImages), idxBytes([]uint32{30, 4, 4}, img))
+	tr2, te2, err := LoadIDXPair(dir, 0, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range te.X {
+		for j := range te.X[i] {
+			if te.X[i][j] != te2.X[i][j] {
+				t.Fatalf("test row %d moved with the training images: %v, then %v", i, te.X[i], te2.X[i])
+			}
+		}
+	}
+	want := make([]float64, 4)
+	var mean float64
+	for p := range 16 {
+		r, c := p/4, p%4
+		want[(r/2)*2+c/2] += float64(img[p]) / 255 / 4
+		mean += float64(img[p]) / 255 / 16
+	}
+	for j := range want {
+		want[j] -= mean
+	}
+	ProjectUnitBall(want)
+	for j := range want {
+		if math.Abs(tr2.X[0][j]-want[j]) > 1e-15 {
+			t.Fatalf("row 0: %v, want %v", tr2.X[0], want)
 		}
 	}
 }
 
-// TestLoadIDXPairReal checks counts on the real files; PCA is left to
-// TestPrincipalAxesMatchesStatPC and BenchmarkLoadIDXPair to keep it fast.
+// TestLoadIDXPairReal checks counts and the shape on the real files.
 func TestLoadIDXPairReal(t *testing.T) {
 	dir := filepath.Join(testDataDir(t), "mnist")
-	tr, te, err := LoadIDXPair(dir, 0, 9, 0)
+	tr, te, err := LoadIDXPair(dir, 0, 9, IDXPairBlock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, gotTe := tr.Describe(), te.Describe()
-	if got.Rows != 11872 || got.Negative != 5923 || got.Dims != 784 || gotTe.Rows != 1989 || gotTe.Positive != 1009 {
+	if got.Rows != 11872 || got.Negative != 5923 || got.Dims != 49 || gotTe.Rows != 1989 || gotTe.Positive != 1009 {
 		t.Fatalf("%+v %+v", got, gotTe)
 	}
 	if got.MaxNorm > 1 || gotTe.MaxNorm > 1 {
@@ -221,7 +237,7 @@ func TestLoadIDXPairReal(t *testing.T) {
 func BenchmarkLoadIDXPair(b *testing.B) {
 	dir := filepath.Join(testDataDir(b), "mnist")
 	for b.Loop() {
-		if _, _, err := LoadIDXPair(dir, 0, 9, 50); err != nil {
+		if _, _, err := LoadIDXPair(dir, 0, 9, IDXPairBlock); err != nil {
 			b.Fatal(err)
 		}
 	}

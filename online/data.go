@@ -71,8 +71,8 @@ func LoadData(name, dir string, loss LossKind, n, dim int, seed uint64) (*Data, 
 		if name == "kdd99" {
 			train, test, err = data.LoadKDD(dir, data.KDDOptions{})
 		} else {
-			train, test, err = data.LoadIDXPair(filepath.Join(dir, "mnist"), 0, 9, 50)
-			note = "MNIST 0 vs 9, PCA 50, shuffled"
+			train, test, err = data.LoadIDXPair(filepath.Join(dir, "mnist"), 0, 9, data.IDXPairBlock)
+			note = "MNIST 0 vs 9, 4×4 pixel blocks (49 features), shuffled"
 		}
 		if err != nil {
 			return nil, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -57,7 +58,7 @@ func init() {
 		f.String("orders", "", "extra RDP orders added to the defaults, comma-separated (each > 1)")
 		f.String("conversion", "balle2020", "RDP to (ε, δ) conversion: balle2020 or classic")
 		f.String("accountant", "rdp", "rdp (Rényi DP) or pld (privacy-loss distribution: tighter, with a lower bound)")
-		f.Float64("pld-step", account.DefaultPLDStep, "PLD grid width Δ (a smaller grid is tighter and slower)")
+		f.Float64("pld-step", 0, fmt.Sprintf("PLD grid width Δ (a smaller grid is tighter and slower); unset: %v, or the finest coarser step whose grids fit %d points (epsilon)", account.DefaultPLDStep, account.PLDMaxPoints))
 		f.Bool("json", false, "print one JSON object")
 	}
 	for _, c := range []*cobra.Command{accountEpsilonCmd, accountNoiseCmd, accountSampleRateCmd} {
@@ -91,7 +92,9 @@ type accountResult struct {
 	EpsilonLower    *float64 `json:"epsilon_lower,omitempty"`
 	Delta           float64  `json:"delta"`
 	Order           *float64 `json:"order,omitempty"`
-	Accountant      string   `json:"accountant"`
+	// Step is the PLD grid width the bounds were computed on.
+	Step       float64 `json:"step,omitempty"`
+	Accountant string  `json:"accountant"`
 	// EdgeWarning is the RDP edge-of-orders warning, or the PLD
 	// accountant's warning that rounding dominates δ.
 	EdgeWarning string `json:"edge_warning,omitempty"`
@@ -106,7 +109,7 @@ func rdpResult(r account.EpsilonResult) accountResult {
 }
 
 func pldResult(r account.PLDResult) accountResult {
-	return accountResult{Epsilon: r.Epsilon, EpsilonLower: &r.EpsilonLower, Delta: r.Delta, Accountant: "pld", EdgeWarning: r.Warning}
+	return accountResult{Epsilon: r.Epsilon, EpsilonLower: &r.EpsilonLower, Delta: r.Delta, Step: r.Step, Accountant: "pld", EdgeWarning: r.Warning}
 }
 
 // text is the one-line text output: what (e.g. "noise multiplier σ = …
@@ -114,6 +117,8 @@ func pldResult(r account.PLDResult) accountResult {
 func (r accountResult) text(what string, conv account.Conversion) string {
 	eps, delta := accountFloat(r.Epsilon), accountFloat(r.Delta)
 	switch {
+	case r.EpsilonLower != nil && r.Step != 0:
+		return fmt.Sprintf("%sε = %s for δ = %s (PLD accountant, grid step %s; the exact ε is at least %s)\n", what, eps, delta, accountFloat(r.Step), accountFloat(*r.EpsilonLower))
 	case r.EpsilonLower != nil:
 		return fmt.Sprintf("%sε = %s for δ = %s (PLD accountant; the exact ε is at least %s)\n", what, eps, delta, accountFloat(*r.EpsilonLower))
 	case r.Order == nil:
@@ -142,7 +147,7 @@ func runAccountEpsilon(cmd *cobra.Command, _ []string) error {
 		res := account.PLDResult{Delta: delta}
 		if len(terms) > 0 {
 			if res, err = account.PLDEpsilon(terms, delta, opt.grid); err != nil {
-				return err
+				return pldStepHint(err, terms, delta, opt.grid)
 			}
 		}
 		out = pldResult(res)
@@ -231,6 +236,21 @@ func runAccountSampleRate(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
+// pldStepHint adds to an error from a --pld-step whose grid does not fit
+// the step that would: the finest coarser one on which the query succeeds.
+func pldStepHint(err error, terms []account.PLDTerm, delta float64, opt account.PLDOptions) error {
+	var long *account.GridTooLongError
+	if !errors.As(err, &long) || opt.Step == 0 {
+		return err
+	}
+	opt.Coarsen = true
+	res, err2 := account.PLDEpsilon(terms, delta, opt)
+	if err2 != nil {
+		return err
+	}
+	return fmt.Errorf("%w; --pld-step %s fits (omit --pld-step to let dpal choose it)", err, accountFloat(res.Step))
+}
+
 // accountOptions are the accountant choice and its settings.
 type accountOptions struct {
 	pld  bool
@@ -270,7 +290,13 @@ func accountCommon(cmd *cobra.Command) (float64, accountOptions, error) {
 	default:
 		return 0, opt, fmt.Errorf("--accountant must be rdp or pld, got %q", name)
 	}
-	opt.grid.Step, _ = cmd.Flags().GetFloat64("pld-step")
+	if cmd.Flags().Changed("pld-step") {
+		// an explicit step is kept: a grid too long for it is an error
+		opt.grid.Step, _ = cmd.Flags().GetFloat64("pld-step")
+		if !(opt.grid.Step >= 1e-7 && opt.grid.Step <= 1) {
+			return 0, opt, fmt.Errorf("--pld-step must lie in [1e-07, 1], got %v", opt.grid.Step)
+		}
+	}
 	conv, _ := cmd.Flags().GetString("conversion")
 	if opt.rdp.Conversion, err = account.ParseConversion(conv); err != nil {
 		return 0, opt, fmt.Errorf("--conversion: %w", err)

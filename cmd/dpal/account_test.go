@@ -124,7 +124,10 @@ func accountNumbers(out string) string {
 
 // TestAccountPLD: --accountant pld gives a certified ε below the RDP one
 // and a lower bound ("epsilon_lower"); noise and sample-rate calibrate
-// with it, and its σ gives back the target.
+// with it, and its σ gives back the target. The calibrations run on
+// --pld-step 1e-3 (a tenth of the CPU: the default grid's search is
+// TestCalibratePLD's in dp/account; here the flags and the output are
+// tested).
 func TestAccountPLD(t *testing.T) {
 	ref := []string{"epsilon", "--sample-rate", "0.004266666666666667", "--noise-multiplier", "1.1", "--steps", "14062", "--delta", "1e-5", "--json"}
 	out, err := runAccount(t, append(ref, "--accountant", "pld")...)
@@ -133,28 +136,59 @@ func TestAccountPLD(t *testing.T) {
 		t.Fatalf("%q: %v", out, err)
 	}
 	up, lo := p["epsilon"].(float64), p["epsilon_lower"].(float64)
-	if !(lo <= up && up < 2.5965558690 && lo > 2.3) || p["accountant"] != "pld" || p["delta"] != 1e-5 {
+	if !(lo <= up && up < 2.5965558690 && lo > 2.3) || p["accountant"] != "pld" || p["delta"] != 1e-5 || p["step"] != 1e-4 {
 		t.Errorf("pld: %v", p)
 	}
-	out, err = runAccount(t, "noise", "--epsilon", "8", "--delta", "1e-5", "--sample-rate", "0.01", "--steps", "1000", "--json", "--accountant", "pld")
+	out, err = runAccount(t, "noise", "--epsilon", "8", "--delta", "1e-5", "--sample-rate", "0.01", "--steps", "1000", "--json", "--accountant", "pld", "--pld-step", "1e-3")
 	var n map[string]float64
 	if err != nil || json.Unmarshal([]byte(accountNumbers(out)), &n) != nil || !(n["epsilon"] <= 8 && n["epsilon"] > 7.99) ||
-		!(n["epsilon_lower"] <= n["epsilon"]) || !(n["noise_multiplier"] > 0.55 && n["noise_multiplier"] < 0.6157) {
+		!(n["epsilon_lower"] <= n["epsilon"]) || !(n["noise_multiplier"] > 0.55 && n["noise_multiplier"] < 0.6157) || n["step"] != 1e-3 {
 		t.Fatalf("pld noise: %q, %v", out, err)
 	}
 	out, err = runAccount(t, "epsilon", "--sample-rate", "0.01", "--steps", "1000", "--delta", "1e-5", "--json", "--accountant", "pld",
-		"--noise-multiplier", accountFloat(n["noise_multiplier"]))
+		"--pld-step", "1e-3", "--noise-multiplier", accountFloat(n["noise_multiplier"]))
 	var e map[string]float64
 	if err != nil || json.Unmarshal([]byte(accountNumbers(out)), &e) != nil || e["epsilon"] != n["epsilon"] {
 		t.Errorf("pld round trip: %q, %v (noise said %v)", out, err, n)
 	}
-	out, err = runAccount(t, "sample-rate", "--epsilon", "8", "--delta", "1e-5", "--noise-multiplier", "1", "--steps", "1000", "--accountant", "pld")
-	if err != nil || !strings.HasPrefix(out, "sample rate q = ") || !strings.Contains(out, "PLD accountant") {
+	out, err = runAccount(t, "sample-rate", "--epsilon", "8", "--delta", "1e-5", "--noise-multiplier", "1", "--steps", "1000", "--accountant", "pld", "--pld-step", "1e-3")
+	if err != nil || !strings.HasPrefix(out, "sample rate q = ") || !strings.Contains(out, "PLD accountant, grid step 0.001;") {
 		t.Errorf("pld sample-rate: %q, %v", out, err)
 	}
 	out, err = runAccount(t, "epsilon", "--schedule", "0.01:100,0.02:2:50", "--noise-multiplier", "1", "--delta", "1e-5", "--accountant", "pld", "--pld-step", "1e-3")
 	if err != nil || !strings.Contains(out, "the exact ε is at least") {
 		t.Errorf("pld schedule: %q, %v", out, err)
+	}
+}
+
+// TestAccountPLDChoosesStep (issue 24): where the default grid would be
+// too long, --accountant pld computes on the finest coarser step that fits
+// and says which (text and "step"); its bounds are ordered and below RDP's.
+// An explicit --pld-step that does not fit is still an error, which names
+// the step that would.
+func TestAccountPLDChoosesStep(t *testing.T) {
+	args := []string{"epsilon", "--sample-rate", "1", "--noise-multiplier", "0.003", "--steps", "1", "--delta", "1e-5"}
+	out, err := runAccount(t, append(args, "--json")...)
+	var rdp map[string]any
+	if err != nil || json.Unmarshal([]byte(out), &rdp) != nil {
+		t.Fatalf("rdp: %q, %v", out, err)
+	}
+	out, err = runAccount(t, append(args, "--json", "--accountant", "pld")...)
+	var p map[string]any
+	if err != nil || json.Unmarshal([]byte(out), &p) != nil {
+		t.Fatalf("pld: %q, %v", out, err)
+	}
+	up, lo, step := p["epsilon"].(float64), p["epsilon_lower"].(float64), p["step"].(float64)
+	if !(lo <= up && up <= rdp["epsilon"].(float64) && step == 0.029) {
+		t.Errorf("pld %v against rdp %v", p, rdp)
+	}
+	out, err = runAccount(t, append(args, "--accountant", "pld")...)
+	if err != nil || !strings.Contains(out, "(PLD accountant, grid step 0.029; the exact ε is at least ") {
+		t.Errorf("pld text: %q, %v", out, err)
+	}
+	out, err = runAccount(t, append(args, "--accountant", "pld", "--pld-step", "1e-3")...)
+	if err == nil || !strings.Contains(err.Error(), "would need 118777782 points at step 0.001 (limit 4194304)") || !strings.Contains(err.Error(), "--pld-step 0.029 fits") {
+		t.Errorf("explicit step: %q, %v", out, err)
 	}
 }
 

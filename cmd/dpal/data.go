@@ -22,7 +22,8 @@ var dataDescribeCmd = &cobra.Command{
 dimension and class balance.
 
   kdd99          KDD Cup 99 (10 % train, corrected test), from DIR/kddcup99
-  mnist          MNIST pair (--pair, default 0,9) with PCA (--pca, default 50)
+  mnist          MNIST pair (--pair, default 0,9), pixels centred at 0.5 and averaged
+                 over --pool×--pool blocks (default 4: 49 features; 1 = raw pixels)
   fashion-mnist  Fashion-MNIST pair, same options
   nab            NAB series: series count, rows, labelled anomaly points
   csv            numeric CSV --file F (--header, --label-column, --zero-is-negative)
@@ -42,7 +43,7 @@ func init() {
 	f.Bool("zero-is-negative", false, "csv: read label 0 as -1 (0/1-labelled files); otherwise label 0 is an error")
 	f.Int("dim", 0, "libsvm: feature dimension (0 = largest index)")
 	f.String("pair", "0,9", "mnist/fashion-mnist: the two labels, first = -1, second = +1")
-	f.Int("pca", 50, "mnist/fashion-mnist: PCA dimension (0 = raw pixels)")
+	f.Int("pool", data.IDXPairBlock, "mnist/fashion-mnist: side of the pixel blocks averaged into one feature (1 = raw pixels)")
 	f.Bool("kdd-paper-encoding", false, "kdd99/demo: one-hot binary features and test-file vocabularies (the paper's 120 dimensions)")
 	f.Bool("json", false, "print one JSON object")
 	dataCmd.AddCommand(dataDescribeCmd)
@@ -126,7 +127,7 @@ func describeDataset(cmd *cobra.Command, name, dir string) (*describeResult, err
 
 func describeIDX(cmd *cobra.Command, name, dir string, res *describeResult) (train, test *data.Dataset, err error) {
 	pair, _ := cmd.Flags().GetString("pair")
-	pca, _ := cmd.Flags().GetInt("pca")
+	block, _ := cmd.Flags().GetInt("pool")
 	a, b, err := parsePair(pair)
 	if err != nil {
 		return nil, nil, err
@@ -136,7 +137,7 @@ func describeIDX(cmd *cobra.Command, name, dir string, res *describeResult) (tra
 		dir = filepath.Join(dir, sub)
 	}
 	res.Source = dir
-	return data.LoadIDXPair(dir, a, b, pca)
+	return data.LoadIDXPair(dir, a, b, block)
 }
 
 func parsePair(s string) (a, b int, err error) {

@@ -107,7 +107,7 @@ func TestDataDescribeReal(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.NAB == nil || res.NAB.Series != 58 || res.NAB.Anomalies != 120 {
 		t.Fatalf("%v %q", err, out)
 	}
-	out, err = runData(t, "describe", "--dataset", "mnist", "--data-dir", dir, "--pca", "0")
+	out, err = runData(t, "describe", "--dataset", "mnist", "--data-dir", dir, "--pool", "1")
 	if err != nil || !strings.Contains(out, "rows 11872, dims 784") {
 		t.Fatalf("%v %q", err, out)
 	}

@@ -28,8 +28,8 @@ batch SVM as a reference line. Writes <out>/<dataset>/fig*.png and .csv and
 <out>/summary.json (settings, seeds, grid and choice, per-run results).
 
 Datasets: kdd99 (10% training file, corrected test file), mnist09 (digits 0 vs
-9, PCA to 50 dimensions), demo (the bundled KDD sample); with --detector also
-fashion79, fashion57, fashion24 (Fashion-MNIST pairs, PCA to 50), where it also
+9, 4×4 pixel blocks: 49 dimensions), demo (the bundled KDD sample); with --detector also
+fashion79, fashion57, fashion24 (Fashion-MNIST pairs, the same blocks), where it also
 writes detector_window.csv, the check that fixed the detector's batch rule. --quick runs a small
 smoke configuration (2 permutations, short horizons, the demo data unless
 --datasets is given).`,
@@ -126,14 +126,14 @@ func loadReproStreamSet(name, dir string, paperEnc, quick bool) (streamrepro.Dat
 		if _, serr := os.Stat(filepath.Join(sub, data.IDXTrainImages)); serr == nil {
 			dir = sub
 		}
-		set.Train, set.Test, err = data.LoadIDXPair(dir, 0, 9, 50)
+		set.Train, set.Test, err = data.LoadIDXPair(dir, 0, 9, data.IDXPairBlock)
 		set.Updates, set.Labels, set.Fig4Labels = 500, 200, 100
 	case "fashion79", "fashion57", "fashion24":
-		// Fashion-MNIST pairs (PCA to 50, as mnist09): the data the
+		// Fashion-MNIST pairs (4×4 blocks, as mnist09): the data the
 		// detector's batch rule was fixed on (stream.GradSignalRatio).
 		sub := filepath.Join(dir, "fashion_mnist")
 		a, b := int(name[7]-'0'), int(name[8]-'0')
-		set.Train, set.Test, err = data.LoadIDXPair(sub, a, b, 50)
+		set.Train, set.Test, err = data.LoadIDXPair(sub, a, b, data.IDXPairBlock)
 		set.Updates, set.Labels, set.Fig4Labels = 500, 200, 100
 	case "demo":
 		set.Train, set.Test, err = data.DemoOptions(kddOpt)

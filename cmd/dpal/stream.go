@@ -467,7 +467,7 @@ func loadStreamDataset(cmd *cobra.Command) (train, test *data.Dataset, err error
 	case "kdd99":
 		return data.LoadKDD(dir, kddOpt)
 	case "mnist09":
-		return data.LoadIDXPair(filepath.Join(dir, "mnist"), 0, 9, 50)
+		return data.LoadIDXPair(filepath.Join(dir, "mnist"), 0, 9, data.IDXPairBlock)
 	case "csv":
 		header, _ := f.GetBool("header")
 		zeroNeg, _ := f.GetBool("zero-is-negative")

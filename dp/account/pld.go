@@ -12,21 +12,30 @@ import (
 // probability of an infinite privacy loss, so no ε achieves it.
 var ErrNoFiniteEpsilon = errors.New("no finite epsilon")
 
+// pldMaxBins caps the length of any grid: PLDMaxPoints, lowered only by
+// tests (to exercise coarsening on small grids).
+var pldMaxBins = PLDMaxPoints
+
 // ErrGridTooLong is returned (wrapped) when a privacy-loss grid would
 // exceed its length limit: the losses span too wide a range for the step.
 var ErrGridTooLong = errors.New("grid too long")
 
-// DefaultPLDStep is the default width Δ of the privacy-loss grid.
+// DefaultPLDStep is the default width Δ of the privacy-loss grid: the
+// finest step PLDOptions{} uses (a grid that would exceed PLDMaxPoints
+// there is computed on a coarser step; see PLDOptions.Coarsen).
 const DefaultPLDStep = 1e-4
+
+// PLDMaxPoints caps the length of any privacy-loss grid: 4 Mi points,
+// 32 MB each; a query at this length holds several of them and their FFT
+// buffers at once (340–420 MB resident for a subsampled Gaussian's two
+// directions, 480 MB with a tilted query).
+const PLDMaxPoints = 1 << 22
 
 const (
 	// pldTruncMass is the mass a composed distribution may drop from each
 	// end to keep its grid short, and the bound on the mass that wraps round
 	// in a k-fold self-composition; it goes to δ, never lost.
 	pldTruncMass = 1e-24
-	// pldMaxBins caps the length of any grid (4 Mi points: 32 MB, and
-	// about five times that while an FFT runs).
-	pldMaxBins = 1 << 22
 	// pldMinStep and pldMaxStep bound the grid width.
 	pldMinStep, pldMaxStep = 1e-7, 1.0
 )
@@ -112,10 +121,23 @@ func validateStep(step float64) error {
 	return nil
 }
 
+// GridTooLongError says how long a grid would have been: Points at Step,
+// over Limit (PLDMaxPoints). It wraps ErrGridTooLong.
+type GridTooLongError struct {
+	Points, Limit int
+	Step          float64
+}
+
+func (e *GridTooLongError) Error() string {
+	return fmt.Sprintf("PLD grid would need %d points at step %v (limit %d): raise the step: %v", e.Points, e.Step, e.Limit, ErrGridTooLong)
+}
+
+func (e *GridTooLongError) Unwrap() error { return ErrGridTooLong }
+
 // checkLen refuses grids longer than pldMaxBins.
 func checkLen(n int, step float64) error {
 	if n > pldMaxBins {
-		return fmt.Errorf("PLD grid would need %d points at step %v (limit %d): raise the step: %w", n, step, pldMaxBins, ErrGridTooLong)
+		return &GridTooLongError{Points: n, Limit: pldMaxBins, Step: step}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package account
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -270,7 +271,7 @@ func TestPLDErrors(t *testing.T) {
 	}{
 		{[]PLDTerm{gaussTerm(1, 1)}, 1e-5, PLDOptions{Step: 1e-9}, "[1e-07, 1]"},
 		{[]PLDTerm{gaussTerm(1e7, 1)}, 1e-5, PLDOptions{}, "<= 1e+06"},
-		{[]PLDTerm{gaussTerm(0.003, 1)}, 1e-5, PLDOptions{}, "limit 4194304"},
+		{[]PLDTerm{gaussTerm(0.003, 1)}, 1e-5, PLDOptions{Step: DefaultPLDStep}, "limit 4194304"},
 		{[]PLDTerm{gaussTerm(1, 0)}, 1e-5, PLDOptions{}, "count must lie in [1, 1073741824]"},
 		{[]PLDTerm{{Kind: PLDDiscreteGaussian, Scale: 1e6, Sensitivity: 1, Count: 1}}, 1e-5, PLDOptions{}, "<= 100000"},
 		{[]PLDTerm{sgTerm(0, 1, 1)}, 1e-5, PLDOptions{}, "0 < q <= 1"},
@@ -492,5 +493,52 @@ func TestPLDMassIsKept(t *testing.T) {
 				t.Errorf("%s add=%v: upper mass %v", term.Kind, add, total)
 			}
 		}
+	}
+}
+
+// TestPLDCoarsens: under a lowered length limit, a grid too long for the
+// default step is refused with the step given, and computed without one
+// on the finest coarser step that fits (to two significant digits: one
+// unit finer is refused), for a single Gaussian (the discretisation is too
+// long) and a DP-SGD composition (its power is). The bounds stay sound:
+// ordered, below RDP, and overlapping those of a finer grid at the full
+// limit.
+func TestPLDCoarsens(t *testing.T) {
+	defer func(n int) { pldMaxBins = n }(pldMaxBins)
+	for _, term := range []PLDTerm{gaussTerm(0.3, 1), sgTerm(0.5, 0.8, 300)} {
+		terms := []PLDTerm{term}
+		pldMaxBins = PLDMaxPoints
+		fine, err := PLDEpsilon(terms, 1e-5, PLDOptions{Step: 1e-3})
+		if err != nil {
+			t.Fatalf("%+v at the full limit: %v", term, err)
+		}
+		pldMaxBins = 1 << 12
+		var long *GridTooLongError
+		if _, err := PLDEpsilon(terms, 1e-5, PLDOptions{Step: DefaultPLDStep}); !errors.As(err, &long) || !errors.Is(err, ErrGridTooLong) || long.Limit != 1<<12 {
+			t.Fatalf("%+v: explicit default step: %v, want a grid too long", term, err)
+		}
+		res, err := PLDEpsilon(terms, 1e-5, PLDOptions{})
+		if err != nil || !(res.Step > DefaultPLDStep) {
+			t.Fatalf("%+v: %+v, %v", term, res, err)
+		}
+		unit := math.Pow(10, math.Floor(math.Log10(res.Step))-1)
+		if _, err := PLDEpsilon(terms, 1e-5, PLDOptions{Step: res.Step - unit}); !errors.Is(err, ErrGridTooLong) {
+			t.Errorf("%+v: step %v fits but %v was chosen", term, res.Step-unit, res.Step)
+		}
+		from, err := PLDEpsilon(terms, 1e-5, PLDOptions{Step: 2 * DefaultPLDStep, Coarsen: true})
+		if err != nil || from != res {
+			t.Errorf("%+v: coarsening from 2Δ gave %+v, %v; from Δ %+v", term, from, err, res)
+		}
+		rdp, err := Epsilon([]Phase{{SampleRate: term.SampleRate, NoiseMultiplier: term.NoiseMultiplier, Steps: term.Count}}, 1e-5, Options{})
+		if term.Kind == PLDGaussian {
+			rdp, err = Epsilon([]Phase{{SampleRate: 1, NoiseMultiplier: term.NoiseMultiplier, Steps: term.Count}}, 1e-5, Options{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(res.EpsilonLower <= res.Epsilon && res.Epsilon <= rdp.Epsilon && res.EpsilonLower <= fine.Epsilon && fine.EpsilonLower <= res.Epsilon) {
+			t.Errorf("%+v: step %v gives [%v, %v]; step %v [%v, %v]; RDP %v", term, res.Step, res.EpsilonLower, res.Epsilon, fine.Step, fine.EpsilonLower, fine.Epsilon, rdp.Epsilon)
+		}
+		t.Logf("%+v: step %v: [%v, %v]; step %v: [%v, %v]; RDP %v", term, res.Step, res.EpsilonLower, res.Epsilon, fine.Step, fine.EpsilonLower, fine.Epsilon, rdp.Epsilon)
 	}
 }

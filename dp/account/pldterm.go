@@ -1,9 +1,11 @@
 package account
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 )
 
 // The mechanisms a PLDTerm can name.
@@ -177,8 +179,15 @@ func (t PLDTerm) dist(add bool) lossDist {
 // PLDOptions configures the PLD accountant; the zero value is the default
 // grid.
 type PLDOptions struct {
-	// Step is the grid width Δ (0 means DefaultPLDStep).
+	// Step is the grid width Δ. 0 means DefaultPLDStep, coarsened where a
+	// grid would exceed PLDMaxPoints (as with Coarsen).
 	Step float64
+	// Coarsen, where a grid at Step would exceed PLDMaxPoints, computes on
+	// the finest coarser step (to two significant digits) on which every
+	// grid fits, instead of failing; the result says which step it used.
+	// Any step gives sound bounds: the upper grid dominates the true pair
+	// at every width, and the lower grid is dominated by it.
+	Coarsen bool
 	// upperOnly skips the lower grid (its bound is then 0), for searches
 	// that read only the certified ε.
 	upperOnly bool
@@ -193,6 +202,33 @@ func (o PLDOptions) step() float64 {
 	return o.Step
 }
 
+// coarsen reports whether a grid too long at the step is retried coarser.
+func (o PLDOptions) coarsen() bool { return o.Coarsen || o.Step == 0 }
+
+// pldMaxCoarsen bounds the retries of a coarsening composition; each
+// retry's step is at least the last one's times the ratio by which its grid
+// was too long, so few are needed (the grids' lengths go as 1/Δ).
+const pldMaxCoarsen = 8
+
+// coarserStep returns the step on which a grid that needed e.Points at
+// e.Step would fit e.Limit, lengths going as 1/Δ: e.Step times the
+// excess, rounded up to two significant digits (and above e.Step).
+func coarserStep(e *GridTooLongError) float64 {
+	want := e.Step * float64(e.Points) / float64(e.Limit)
+	unit := math.Pow(10, math.Floor(math.Log10(want))-1)
+	s := math.Ceil(want/unit*(1-1e-12)) * unit
+	if s <= e.Step {
+		s += unit
+	}
+	// the shortest decimal of the same two digits, so the step prints as
+	// typed (0.0061, not 0.006100000000000001)
+	v, err := strconv.ParseFloat(strconv.FormatFloat(s, 'g', 2, 64), 64)
+	if err != nil || v <= e.Step {
+		return s
+	}
+	return v
+}
+
 // PLDPair holds the composed PLDs of both directions of add/remove
 // adjacency; for symmetric mechanisms they are one.
 type PLDPair struct {
@@ -202,11 +238,32 @@ type PLDPair struct {
 // ComposePLD returns the PLD pair of the terms run one after another, each
 // Count times: every term discretised once, raised to its count by FFT,
 // and the terms convolved (heterogeneous schedules compose exactly).
+//
+// Where a grid would exceed PLDMaxPoints the composition fails with a
+// *GridTooLongError, unless opt coarsens (Step 0, or Coarsen): it then
+// retries on the finest coarser step that fits (PLD.Step says which).
 func ComposePLD(terms []PLDTerm, opt PLDOptions) (PLDPair, error) {
+	step := opt.step()
+	for range pldMaxCoarsen {
+		pp, err := composePLD(terms, step, opt)
+		var long *GridTooLongError
+		if !opt.coarsen() || !errors.As(err, &long) {
+			return pp, err
+		}
+		next := coarserStep(long)
+		if next > pldMaxStep {
+			return PLDPair{}, fmt.Errorf("%w (no step up to %v fits)", err, pldMaxStep)
+		}
+		step = next
+	}
+	return PLDPair{}, fmt.Errorf("PLD grid: no fitting step found after %d coarsenings (last tried %v): %w", pldMaxCoarsen, step, ErrGridTooLong)
+}
+
+// composePLD is ComposePLD on a grid of width step.
+func composePLD(terms []PLDTerm, step float64, opt PLDOptions) (PLDPair, error) {
 	if len(terms) == 0 {
 		return PLDPair{}, fmt.Errorf("PLD of no mechanisms")
 	}
-	step := opt.step()
 	if err := validateStep(step); err != nil {
 		return PLDPair{}, err
 	}
@@ -326,6 +383,9 @@ type PLDResult struct {
 	EpsilonLower float64 `json:"epsilon_lower"`
 	// Delta is the δ the guarantee holds for.
 	Delta float64 `json:"delta"`
+	// Step is the grid width Δ the bounds were computed on (coarser than
+	// the one asked for where that one's grid would not fit).
+	Step float64 `json:"step"`
 	// Warning is set when FFT rounding allowance makes up more than a
 	// tenth of δ: the upper bound is then loose (a finer computation or
 	// the RDP accountant may certify less).
@@ -345,7 +405,7 @@ func PLDEpsilon(terms []PLDTerm, delta float64, opt PLDOptions) (PLDResult, erro
 	if err != nil {
 		return PLDResult{}, err
 	}
-	res := PLDResult{Epsilon: up, EpsilonLower: lo, Delta: delta}
+	res := PLDResult{Epsilon: up, EpsilonLower: lo, Delta: delta, Step: pp.Remove.step}
 	if nd > delta/10 {
 		res.Warning = fmt.Sprintf("FFT rounding allowance %.2g is %.0f%% of delta: the upper bound is loose at this delta", nd, 100*nd/delta)
 	}

@@ -611,37 +611,54 @@ func uniformBracket(words []uint64) (lo, hi *big.Float) {
 // s times to y ≤ 1/2, brackets exp(−y) by two consecutive partial sums of
 // its alternating Taylor series (terms decrease because y < 1), rounds the
 // bounds outward, and squares them s times with outward rounding.
+//
+// The partial sums are exact rationals kept over the common denominator
+// Q^k·k! (y = p/Q): integer products only, no gcd per term (a big.Rat
+// normalises at every operation, which cost most of the time). The two
+// sums are the same rationals as term-by-term big.Rat arithmetic gives,
+// and rounding depends only on the value, so the bounds are identical.
 func expNegInterval(x *big.Rat, prec uint) (lo, hi *big.Float) {
-	y := new(big.Rat).Set(x)
-	half := big.NewRat(1, 2)
+	p := new(big.Int).Set(x.Num())
+	q := new(big.Int).Set(x.Denom())
 	s := 0
-	for y.Cmp(half) > 0 {
-		y.Mul(y, half)
-		s++
+	for twoP := new(big.Int).Lsh(p, 1); twoP.Cmp(q) > 0; s++ { // y = p/q > 1/2
+		q.Lsh(q, 1)
 	}
 	wp := prec + uint(s) + 64
-	tiny := new(big.Rat).SetFrac(big.NewInt(1), new(big.Int).Lsh(big.NewInt(1), wp))
-	sum := big.NewRat(1, 1)
-	term := big.NewRat(1, 1)
-	prev := new(big.Rat).Set(sum)
+	// After k terms: sum = S/D, prev = P/D', term = N/D with N = p^k and
+	// D = q^k·k!, D' = D/(q·k).
+	S, D := big.NewInt(1), big.NewInt(1)
+	prevS, prevD := new(big.Int), new(big.Int)
+	N := big.NewInt(1)
+	f, t := new(big.Int), new(big.Int)
 	for k := int64(1); ; k++ {
-		term.Mul(term, y).Quo(term, big.NewRat(k, 1))
-		prev.Set(sum)
+		prevS.Set(S)
+		prevD.Set(D)
+		f.Mul(q, f.SetInt64(k)) // q·k
+		N.Mul(N, p)
+		D.Mul(D, f)
+		S.Mul(S, f)
 		if k%2 == 1 {
-			sum.Sub(sum, term)
+			S.Sub(S, N)
 		} else {
-			sum.Add(sum, term)
+			S.Add(S, N)
 		}
-		if term.Cmp(tiny) < 0 {
+		if t.Lsh(N, wp).Cmp(D) < 0 { // term < 2^−wp
 			break
 		}
 	}
-	l, h := sum, prev // the last two partial sums bracket exp(−y)
-	if l.Cmp(h) > 0 {
-		l, h = h, l
+	// the last two partial sums bracket exp(−y)
+	return squareOut(new(big.Rat).SetFrac(S, D), new(big.Rat).SetFrac(prevS, prevD), wp, s)
+}
+
+// squareOut rounds the bracket {a, b} of exp(−y) outward to wp bits and
+// squares it s times with outward rounding: a bracket of exp(−2^s·y).
+func squareOut(a, b *big.Rat, wp uint, s int) (lo, hi *big.Float) {
+	if a.Cmp(b) > 0 {
+		a, b = b, a
 	}
-	lo = new(big.Float).SetPrec(wp).SetMode(big.ToNegativeInf).SetRat(l)
-	hi = new(big.Float).SetPrec(wp).SetMode(big.ToPositiveInf).SetRat(h)
+	lo = new(big.Float).SetPrec(wp).SetMode(big.ToNegativeInf).SetRat(a)
+	hi = new(big.Float).SetPrec(wp).SetMode(big.ToPositiveInf).SetRat(b)
 	for range s {
 		lo.Mul(lo, lo)
 		hi.Mul(hi, hi)

@@ -316,6 +316,83 @@ func TestExpNegInterval(t *testing.T) {
 	}
 }
 
+// expNegIntervalRat is expNegInterval as first written, its partial sums
+// term by term in big.Rat (a gcd at every operation): the reference the
+// integer version must match bit for bit.
+func expNegIntervalRat(x *big.Rat, prec uint) (lo, hi *big.Float) {
+	y := new(big.Rat).Set(x)
+	half := big.NewRat(1, 2)
+	s := 0
+	for y.Cmp(half) > 0 {
+		y.Mul(y, half)
+		s++
+	}
+	wp := prec + uint(s) + 64
+	tiny := new(big.Rat).SetFrac(big.NewInt(1), new(big.Int).Lsh(big.NewInt(1), wp))
+	sum := big.NewRat(1, 1)
+	term := big.NewRat(1, 1)
+	prev := new(big.Rat).Set(sum)
+	for k := int64(1); ; k++ {
+		term.Mul(term, y).Quo(term, big.NewRat(k, 1))
+		prev.Set(sum)
+		if k%2 == 1 {
+			sum.Sub(sum, term)
+		} else {
+			sum.Add(sum, term)
+		}
+		if term.Cmp(tiny) < 0 {
+			break
+		}
+	}
+	return squareOut(sum, prev, wp, s)
+}
+
+// TestExpNegIntervalMatchesRat: the integer partial sums give exactly the
+// bounds of the big.Rat ones, at the ratios the sampler forms (n²·den /
+// 2num, n up to 2^11, σ² from 1/4 to 2^64) and edge values, at the
+// precisions it uses.
+func TestExpNegIntervalMatchesRat(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	xs := []*big.Rat{big.NewRat(0, 1), big.NewRat(1, 2), big.NewRat(1<<22, 1), big.NewRat(1<<22+1, 2)}
+	for range 60 {
+		n := new(big.Int).SetUint64(r.Uint64N(1 << 11))
+		num, den := r.Uint64()>>r.UintN(64), 1+r.Uint64N(8)
+		nn := new(big.Int).Mul(n, n)
+		nn.Mul(nn, new(big.Int).SetUint64(den))
+		d := new(big.Int).SetUint64(max(num, 1))
+		x := new(big.Rat).SetFrac(nn, d.Lsh(d, 1))
+		if x.Cmp(big.NewRat(1<<22, 1)) <= 0 {
+			xs = append(xs, x)
+		}
+	}
+	if len(xs) < 40 {
+		t.Fatalf("only %d ratios in range", len(xs))
+	}
+	for _, x := range xs {
+		for _, prec := range []uint{64, 400} {
+			lo, hi := expNegInterval(x, prec)
+			wlo, whi := expNegIntervalRat(x, prec)
+			if lo.Cmp(wlo) != 0 || hi.Cmp(whi) != 0 || lo.Prec() != wlo.Prec() || hi.Prec() != whi.Prec() {
+				t.Fatalf("exp(−%v) at prec %d: [%v, %v], big.Rat gives [%v, %v]", x, prec, lo, hi, wlo, whi)
+			}
+		}
+	}
+}
+
+// TestExpNegIntervalAllocs (issue 24): the big-number bracket stays a few
+// dozen allocations (66 at 64 bits, 92 at 400 for x ≈ 36; the big.Rat
+// version made 858 and 2,299, and its gcds were most of the table tests'
+// time: 25 s of dp/mech's 35).
+func TestExpNegIntervalAllocs(t *testing.T) {
+	g := mustTable(t, 1<<20, 3)
+	x, _ := g.exactRatio(5000, 3, 0)
+	for _, prec := range []uint{64, 400} {
+		if a := testing.AllocsPerRun(10, func() { expNegInterval(x, prec) }); a > 200 {
+			t.Errorf("exp(−%s) at %d bits: %v allocations per call", x.FloatString(3), prec, a)
+		}
+	}
+}
+
 func TestNewTableGaussRange(t *testing.T) {
 	for _, nd := range [][2]uint64{{0, 1}, {1, 0}, {1, 5}} {
 		if _, err := newTableGauss(nd[0], nd[1]); err == nil {
