@@ -221,7 +221,7 @@ func build(cfg Config, r *rng.Rand, led *ledger.Ledger) (*Learner, error) {
 		return nil, err
 	}
 	if led == nil {
-		l.ledger, err = ledger.New(account.Budget{Epsilon: sel.eps + cfg.EpsGrad, Delta: cfg.ledgerDelta()})
+		l.ledger, err = ledger.New(account.Budget{Epsilon: sel.eps + cfg.EpsGrad, Delta: cfg.LedgerDelta()})
 		if err != nil {
 			return nil, fmt.Errorf("stream: ledger: %w", err)
 		}
@@ -230,8 +230,10 @@ func build(cfg Config, r *rng.Rand, led *ledger.Ledger) (*Learner, error) {
 	return l, nil
 }
 
-// ledgerDelta is the δ of the learner's budget: the Gaussian update's.
-func (c Config) ledgerDelta() float64 {
+// LedgerDelta is the δ of the learner's budget: that of the Gaussian or
+// tree update's (ε_g, δ), 0 for the gamma update's pure ε. A ledger made
+// for the learner must have it (the learner refuses another).
+func (c Config) LedgerDelta() float64 {
 	if c.gaussianNoise() {
 		return c.Delta
 	}

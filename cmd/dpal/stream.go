@@ -317,10 +317,7 @@ func streamLedger(cmd *cobra.Command, cfg stream.Config) (*ledger.Ledger, error)
 	if cfg.NonPrivate {
 		return nil, errors.New("--ledger: the non-private baseline spends no budget")
 	}
-	b := account.Budget{}
-	if cfg.Update == stream.Gaussian {
-		b.Delta = cfg.Delta
-	}
+	b := account.Budget{Delta: cfg.LedgerDelta()}
 	if f.Changed("budget") {
 		b.Epsilon, _ = f.GetFloat64("budget")
 	} else {
