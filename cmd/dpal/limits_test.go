@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestStreamTreeNewLedger: a new --ledger file for the tree update gets
@@ -32,5 +33,32 @@ func TestStreamTreeNewLedger(t *testing.T) {
 	if _, _, err := runStreamCLI(t, events, "--input", "-", "--out", filepath.Join(t.TempDir(), "out.jsonl"),
 		"--update", "tree", "--label-budget", "200", "--ledger", path2, "--seed", "1"); err != nil {
 		t.Fatalf("event mode, --update tree --ledger NEW: %v", err)
+	}
+}
+
+// TestAbsurdEpsilonAnsweredAtOnce: a target ε above account.MaxTargetEpsilon
+// is refused before any work, with the limit in the message. `dpal train
+// --epsilon 1e308` used to spin 23 s before "nothing is spent?", `dpal
+// account noise` for minutes, and ocp and stream failed with messages
+// about μ or a noise multiplier of 0.
+func TestAbsurdEpsilonAnsweredAtOnce(t *testing.T) {
+	file := twoBlobsCSV(t, 1000)
+	for _, args := range [][]string{
+		{"train", "--data", "csv", "--file", file, "--epsilon", "1e308"},
+		{"ocp", "--epsilon", "1e308", "--records", "1000"},
+		{"stream", "--eps-grad", "1e308", "--no-baseline"},
+		{"stream", "--eps-select", "1e308", "--no-baseline"},
+		{"account", "noise", "--epsilon", "1e308", "--sample-rate", "0.01", "--steps", "100", "--delta", "1e-5"},
+	} {
+		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
+			start := time.Now()
+			_, _, err := runCLI(t, "", args...)
+			if err == nil || !strings.Contains(err.Error(), "above 50, the largest target") {
+				t.Errorf("%v: error %v, want the target refused", args, err)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("%v: answered after %v", args, d)
+			}
+		})
 	}
 }

@@ -187,7 +187,7 @@ func ocpSpec(cmd *cobra.Command) (online.Spec, error) {
 	s.Calibration.Exact = cal == "exact"
 	s.Calibration.Epsilon, _ = f.GetFloat64("epsilon")
 	s.Calibration.Delta, _ = f.GetFloat64("delta")
-	if err := account.ValidateEpsilon(s.Calibration.Epsilon); err != nil {
+	if err := account.ValidateTargetEpsilon(s.Calibration.Epsilon); err != nil {
 		return s, fmt.Errorf("--epsilon: %w", err)
 	}
 	if d := s.Calibration.Delta; !(d > 0 && d < 1) {

@@ -193,6 +193,9 @@ func streamConfig(cmd *cobra.Command, dim int) (stream.Config, error) {
 	if paper, _ := f.GetBool("paper"); paper {
 		cfg = stream.DefaultConfig(dim)
 	}
+	if err := checkTargetFlags(cmd, "eps-select", "eps-grad"); err != nil {
+		return cfg, err
+	}
 	str := func(name string) string { s, _ := f.GetString(name); return s }
 	num := func(name string, v *float64) {
 		if f.Changed(name) {

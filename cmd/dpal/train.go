@@ -198,6 +198,9 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	if err := checkPaths(cmd, []string{"out", "ledger"}, []string{"file", "test-file"}); err != nil {
 		return err
 	}
+	if err := checkTargetFlags(cmd, "epsilon"); err != nil {
+		return err
+	}
 	seed, err := seedFlag(cmd)
 	if err != nil {
 		return err

@@ -13,6 +13,27 @@ func ValidateEpsilon(eps float64) error {
 	return nil
 }
 
+// MaxTargetEpsilon is the largest ε a calibration aims for. A loss of ε
+// lets an outcome's probability change by a factor up to e^ε: at 50 that
+// is 5·10^21, which protects nothing. Beyond it the noise gets so small
+// (σ ≈ 0.1 for one subsampled Gaussian step at ε = 50) that the RDP
+// series need millions of terms: a target of 1e308 bisected for half a
+// minute and gigabytes before failing. Calibrations, and the CLI's target
+// flags, refuse a larger target at once.
+const MaxTargetEpsilon = 50
+
+// ValidateTargetEpsilon accepts a target 0 < ε ≤ MaxTargetEpsilon.
+func ValidateTargetEpsilon(eps float64) error {
+	if err := ValidateEpsilon(eps); err != nil {
+		return err
+	}
+	if eps > MaxTargetEpsilon {
+		return fmt.Errorf("epsilon %v is above %v, the largest target dpal calibrates for (ε = %v lets an outcome's probability change %.0e-fold: no privacy)",
+			eps, MaxTargetEpsilon, MaxTargetEpsilon, math.Exp(MaxTargetEpsilon))
+	}
+	return nil
+}
+
 // ValidateDelta accepts 0 ≤ δ < 1.
 func ValidateDelta(delta float64) error {
 	if !(delta >= 0 && delta < 1) {
@@ -39,4 +60,13 @@ func (b Budget) Validate() error {
 		return fmt.Errorf("budget: %w", err)
 	}
 	return nil
+}
+
+// ValidateTarget is Validate for a calibration's target: its ε must also
+// be at most MaxTargetEpsilon.
+func (b Budget) ValidateTarget() error {
+	if err := ValidateTargetEpsilon(b.Epsilon); err != nil {
+		return fmt.Errorf("budget: %w", err)
+	}
+	return b.Validate()
 }
