@@ -2,14 +2,19 @@ package main
 
 // Checks of the flags that size a run or set its privacy target, shared by
 // the commands (issue 24): refused up front, with the number and the
-// limit, before any data is read.
+// limit, before the run allocates anything.
 
 import (
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dpsgd"
 )
 
 // checkTargetFlags refuses a target-ε flag the user set above
@@ -25,4 +30,88 @@ func checkTargetFlags(cmd *cobra.Command, names ...string) error {
 		}
 	}
 	return nil
+}
+
+// defaultMaxMemory is --max-memory's default: what a run may allocate on
+// a development machine without a word.
+const defaultMaxMemory = "8GiB"
+
+// maxMemoryFlag declares --max-memory.
+func maxMemoryFlag(f *pflag.FlagSet) {
+	f.String("max-memory", defaultMaxMemory, "refuse a run whose estimated memory is above this (bytes, or with KiB, MiB, GiB or TiB)")
+}
+
+// memoryLimit is --max-memory in bytes.
+func memoryLimit(cmd *cobra.Command) (float64, error) {
+	s, _ := cmd.Flags().GetString("max-memory")
+	b, err := parseBytes(s)
+	if err != nil {
+		return 0, fmt.Errorf("--max-memory: %w", err)
+	}
+	return b, nil
+}
+
+// checkMemory refuses a run whose estimate need (bytes, for what) is
+// above --max-memory.
+func checkMemory(cmd *cobra.Command, need float64, what string) error {
+	limit, err := memoryLimit(cmd)
+	if err != nil {
+		return err
+	}
+	if need > limit {
+		s, _ := cmd.Flags().GetString("max-memory")
+		return fmt.Errorf("%s would take about %s, above --max-memory %s", what, formatBytes(need), s)
+	}
+	return nil
+}
+
+// byteUnits are the units parseBytes reads (binary, so that "8GiB" is
+// what it says).
+var byteUnits = []struct {
+	suffix string
+	scale  float64
+}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}, {"", 1}}
+
+// parseBytes reads a size such as "8GiB", "512MiB" or "1048576": a
+// finite number > 0 with an optional unit.
+func parseBytes(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	for _, u := range byteUnits {
+		num, ok := strings.CutSuffix(t, u.suffix)
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+		if err != nil || !(v > 0) || math.IsInf(v*u.scale, 0) {
+			break
+		}
+		return v * u.scale, nil
+	}
+	return 0, fmt.Errorf("%q is not a size > 0 such as 8GiB, 512MiB or 1048576", s)
+}
+
+// formatBytes writes n bytes in the largest unit that keeps it ≥ 1.
+func formatBytes(n float64) string {
+	for _, u := range byteUnits[:4] {
+		if n >= u.scale {
+			return fmt.Sprintf("%.3g %s", n/u.scale, u.suffix)
+		}
+	}
+	return fmt.Sprintf("%.0f B", n)
+}
+
+// epochReportBytes is what one epoch's report costs a DP-SGD run: its
+// trainEpoch in the log (48 B, up to twice that in append's slack) and
+// its line of the --json output (about 130 B).
+const epochReportBytes = 256
+
+// checkTrainSize refuses a DP-SGD run of more than dpsgd.MaxSteps steps,
+// or whose epoch log (one report per epoch, kept for --json) would pass
+// --max-memory, before anything is built.
+func checkTrainSize(cmd *cobra.Command, s trainSettings, n int) error {
+	if _, _, err := dpsgd.Schedule(s.epochs, s.batch, n); err != nil {
+		return err
+	}
+	reports := math.Ceil(s.epochs)
+	return checkMemory(cmd, reports*epochReportBytes, fmt.Sprintf("--epochs %v: the log of %.0f epoch reports", s.epochs, reports))
 }

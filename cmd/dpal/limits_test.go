@@ -62,3 +62,33 @@ func TestAbsurdEpsilonAnsweredAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestTrainSizeLimits: --epochs 1e12 is refused with the steps it would
+// take and the limit (it used to grow a map of one entry per epoch to
+// 5.5 GB), and an epoch log beyond --max-memory is refused with both
+// numbers.
+func TestTrainSizeLimits(t *testing.T) {
+	file := twoBlobsCSV(t, 1000) // 800 training records
+	for _, private := range []string{"true", "false"} {
+		start := time.Now()
+		_, _, err := runCLI(t, "", "train", "--data", "csv", "--file", file, "--epochs", "1e12", "--batch", "400",
+			"--non-private="+private)
+		if err == nil || !strings.Contains(err.Error(), "2000000000000 steps") || !strings.Contains(err.Error(), "limit 2147483648") {
+			t.Errorf("--epochs 1e12 --non-private=%s: %v, want the steps and the limit", private, err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("--epochs 1e12 --non-private=%s answered after %v", private, d)
+		}
+	}
+	// 1e7 epochs of one step each fit the step limit; their reports do
+	// not fit in 1 GiB.
+	_, _, err := runCLI(t, "", "train", "--data", "csv", "--file", file, "--epochs", "1e7", "--batch", "800", "--max-memory", "1GiB")
+	if err == nil || !strings.Contains(err.Error(), "10000000 epoch reports") || !strings.Contains(err.Error(), "--max-memory 1GiB") {
+		t.Errorf("--epochs 1e7 --max-memory 1GiB: %v, want the estimate and the limit", err)
+	}
+	for _, bad := range []string{"0", "-1GiB", "8 parsecs", "1e400"} {
+		if _, _, err := runCLI(t, "", "train", "--data", "csv", "--file", file, "--max-memory", bad); err == nil || !strings.Contains(err.Error(), "--max-memory") {
+			t.Errorf("--max-memory %q: %v", bad, err)
+		}
+	}
+}

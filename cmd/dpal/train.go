@@ -121,6 +121,7 @@ charges nothing and refuses --epsilon, --delta and --ledger.`,
 	f.Bool("train-accuracy", false, "also report training-set accuracy (NOT private: diagnostic only)")
 	f.Bool("json", false, "print one JSON object")
 	f.Bool("no-progress", false, "draw no progress bar")
+	maxMemoryFlag(f)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -201,6 +202,9 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	if err := checkTargetFlags(cmd, "epsilon"); err != nil {
 		return err
 	}
+	if _, err := memoryLimit(cmd); err != nil {
+		return err
+	}
 	seed, err := seedFlag(cmd)
 	if err != nil {
 		return err
@@ -211,6 +215,9 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	}
 	s, err := trainFlags(cmd, name, train, image)
 	if err != nil {
+		return err
+	}
+	if err := checkTrainSize(cmd, s, train.Len()); err != nil {
 		return err
 	}
 	if np, _ := f.GetBool("non-private"); np {
@@ -382,18 +389,19 @@ func trainLedger(cmd *cobra.Command, s trainSettings) (*ledger.Ledger, error) {
 // reporting after every epoch.
 func trainRun(cmd *cobra.Command, s trainSettings, plan dpsgd.Plan, run func(after func(int) error) (dpsgd.RunResult, error),
 	net *nn.Net, train, test *data.Dataset, out *trainOutput) error {
-	ends := epochEnds(plan.Steps, s.epochs)
 	trainAcc, _ := cmd.Flags().GetBool("train-accuracy")
 	asJSON, _ := cmd.Flags().GetBool("json")
 	bar := progress.New(progressOut(cmd), plan.Steps, "DP-SGD steps")
 	defer bar.Finish()
 	start := time.Now()
+	next := 1 // the epoch that ends next
 	after := func(done int) error {
 		bar.Add(1)
-		epoch, ok := ends[done]
-		if !ok {
+		if done != epochEnd(next, plan.Steps, s.epochs) {
 			return nil
 		}
+		epoch := next
+		next++
 		ep, err := epochReport(net, s, plan, done, epoch, train, test, trainAcc)
 		if err != nil {
 			return err
@@ -442,15 +450,14 @@ func epochReport(net *nn.Net, s trainSettings, plan dpsgd.Plan, done, epoch int,
 	return ep, nil
 }
 
-// epochEnds maps the last step of each epoch to the epoch's number: epoch
-// k of ⌈epochs⌉ ends at step round(k·steps/epochs), the last at steps.
-func epochEnds(steps int, epochs float64) map[int]int {
-	k := int(math.Ceil(epochs))
-	ends := map[int]int{steps: k}
-	for e := 1; e < k; e++ {
-		ends[int(math.Round(float64(e)*float64(steps)/epochs))] = e
+// epochEnd is the last step of epoch k of ⌈epochs⌉: round(k·steps/epochs),
+// the last epoch's at steps. It is computed epoch by epoch: a map of every
+// epoch's end grew to gigabytes for --epochs 1e12.
+func epochEnd(k, steps int, epochs float64) int {
+	if float64(k) >= math.Ceil(epochs) {
+		return steps
 	}
-	return ends
+	return int(math.Round(float64(k) * float64(steps) / epochs))
 }
 
 func allRecords(n int) []int {

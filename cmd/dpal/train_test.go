@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,9 +97,12 @@ func TestEpochEnds(t *testing.T) {
 		{10, 2.5, map[int]int{4: 1, 8: 2, 10: 3}},
 		{3, 1, map[int]int{3: 1}},
 	} {
-		got := epochEnds(c.steps, c.epochs)
+		got := map[int]int{}
+		for k := 1; k <= int(math.Ceil(c.epochs)); k++ {
+			got[epochEnd(k, c.steps, c.epochs)] = k
+		}
 		if fmt.Sprint(got) != fmt.Sprint(c.want) {
-			t.Errorf("epochEnds(%d, %v) = %v, want %v", c.steps, c.epochs, got, c.want)
+			t.Errorf("epochEnd(·, %d, %v) = %v, want %v", c.steps, c.epochs, got, c.want)
 		}
 	}
 }
