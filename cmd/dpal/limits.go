@@ -15,6 +15,7 @@ import (
 
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dpsgd"
+	"github.com/dpal-dev/dpal/online"
 )
 
 // checkTargetFlags refuses a target-ε flag the user set above
@@ -114,4 +115,40 @@ func checkTrainSize(cmd *cobra.Command, s trainSettings, n int) error {
 	}
 	reports := math.Ceil(s.epochs)
 	return checkMemory(cmd, reports*epochReportBytes, fmt.Sprintf("--epochs %v: the log of %.0f epoch reports", s.epochs, reports))
+}
+
+// checkOCPMemory refuses an ocp run whose learner (spec, with Cost.Dim and
+// Steps set) and, when synthetic > 0, the synthetic records it would
+// generate pass --max-memory. For synthetic data it names the largest
+// --dim that fits.
+func checkOCPMemory(cmd *cobra.Command, spec online.Spec, synthetic int) error {
+	need := func(d int) float64 {
+		s := spec
+		s.Cost.Dim = d
+		b := online.MemoryBytes(s)
+		if synthetic > 0 {
+			b += online.SyntheticBytes(synthetic, d)
+		}
+		return b
+	}
+	limit, err := memoryLimit(cmd)
+	if err != nil {
+		return err
+	}
+	d := spec.Cost.Dim
+	what := fmt.Sprintf("the %s learner at d = %d", spec.Algorithm, d)
+	if synthetic == 0 || need(d) <= limit {
+		return checkMemory(cmd, need(d), what)
+	}
+	lo, hi := 0, d // need(hi) > limit; the largest d that fits is in [lo, hi)
+	for hi-lo > 1 {
+		if mid := lo + (hi-lo)/2; need(mid) <= limit {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	flag, _ := cmd.Flags().GetString("max-memory")
+	return fmt.Errorf("--dim %d: the synthetic data (%d records) and %s would take about %s, above --max-memory %s; the largest that fits is d = %d",
+		d, synthetic+synthetic/10, what, formatBytes(need(d)), flag, lo)
 }

@@ -92,3 +92,34 @@ func TestTrainSizeLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestOCPSizeLimits: `dpal ocp --dim 100000000` ran to 11 GB; the data
+// and learner a run would allocate are estimated from the flags and
+// refused above --max-memory, with the estimate, the limit and the
+// largest dimension that fits, before anything is allocated.
+func TestOCPSizeLimits(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--dim", "100000000"}, []string{"above --max-memory 8GiB", "the largest that fits is d = "}},
+		{[]string{"--dim", "10000", "--records", "1000"}, []string{"ftl", "above --max-memory 8GiB"}},
+		{[]string{"--algorithm", "igd", "--dim", "100000", "--records", "2000", "--max-memory", "1GiB"},
+			[]string{"synthetic data", "above --max-memory 1GiB"}},
+		{[]string{"--dim", "1200", "--records", "20", "--max-memory", "100MiB"}, []string{"above --max-memory 100MiB"}},
+	} {
+		start := time.Now()
+		_, _, err := runCLI(t, "", append([]string{"ocp", "--no-progress"}, c.args...)...)
+		for _, w := range c.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: error %v, want %q", c.args, err, w)
+			}
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%v: answered after %v", c.args, d)
+		}
+	}
+	if _, _, err := runCLI(t, "", "ocp", "--no-progress", "--dim", "20", "--records", "100", "--max-memory", "100MiB"); err != nil {
+		t.Errorf("a small run under --max-memory 100MiB: %v", err)
+	}
+}

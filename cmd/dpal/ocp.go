@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,7 +33,12 @@ squared loss), the final iterate's test accuracy or MSE, the paper's
 nominal ε, the exact ε of the whole release sequence (μ-GDP, continuous
 noise), and the ε the ledger charged (zCDP of the discrete noise drawn).
 The default calibration (exact) makes the charged ε the target. See
-docs/repro-ocp.md.`,
+docs/repro-ocp.md.
+
+A run whose data (synthetic) and learner would allocate more than
+--max-memory is refused before either is built: private FTL holds about
+(tree levels + 11)·d² floats, so d = 4,473 is the largest that fits in
+8GiB on the default 100,000 synthetic records.`,
 	Args: cobra.NoArgs,
 	RunE: runOCP,
 }
@@ -58,6 +64,7 @@ func init() {
 	f.String("out", "", "write every released iterate as JSON lines {\"t\":…,\"x\":[…]} to FILE (- for stdout)")
 	f.Bool("json", false, "print the summary as one JSON object")
 	f.Bool("no-progress", false, "no progress bar")
+	maxMemoryFlag(f)
 	rootCmd.AddCommand(ocpCmd)
 }
 
@@ -100,6 +107,15 @@ func runOCP(cmd *cobra.Command, _ []string) error {
 	dir, _ := f.GetString("data-dir")
 	n, _ := f.GetInt("records")
 	dim, _ := f.GetInt("dim")
+	if name == "synthetic" {
+		// The data are generated here: their size and the learner's
+		// are checked before either is allocated.
+		s := spec
+		s.Steps, s.Cost.Dim = cmp.Or(n, online.SyntheticRecords), cmp.Or(dim, online.SyntheticDim)
+		if err := checkOCPMemory(cmd, s, s.Steps); err != nil {
+			return err
+		}
+	}
 	d, err := online.LoadData(name, dir, spec.Cost.Loss, n, dim, dataSeed)
 	if err != nil {
 		return fmt.Errorf("--data: %w", err)
@@ -109,6 +125,9 @@ func runOCP(cmd *cobra.Command, _ []string) error {
 	}
 	spec.Cost.Dim, spec.Cost.FeatureBound, spec.Cost.LabelBound = d.Dim, d.FeatureBound, d.LabelBound
 	spec.Steps = len(d.Train)
+	if err := checkOCPMemory(cmd, spec, 0); err != nil {
+		return err
+	}
 	led, err := ocpLedger(cmd, spec, d.Name)
 	if err != nil {
 		return err
