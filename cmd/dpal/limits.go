@@ -152,3 +152,39 @@ func checkOCPMemory(cmd *cobra.Command, spec online.Spec, synthetic int) error {
 	return fmt.Errorf("--dim %d: the synthetic data (%d records) and %s would take about %s, above --max-memory %s; the largest that fits is d = %d",
 		d, synthetic+synthetic/10, what, formatBytes(need(d)), flag, lo)
 }
+
+// checkPositiveFlags refuses a numeric flag the user set to a value that is
+// not finite and > 0. Such flags' zero default stands for "the dataset's
+// default": an explicit 0 used to select it without a word.
+func checkPositiveFlags(cmd *cobra.Command, names ...string) error {
+	for _, n := range names {
+		fl := cmd.Flags().Lookup(n)
+		if fl == nil || !fl.Changed {
+			continue
+		}
+		v, err := strconv.ParseFloat(fl.Value.String(), 64)
+		if err != nil || !(v > 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("--%s must be > 0, got %s (omit it for the default)", n, fl.Value)
+		}
+	}
+	return nil
+}
+
+// ocpSizeFlags reads ocp's --records (≥ 0: 0 is every record, or the
+// synthetic default) and --dim (≥ 1, synthetic data only; 0 when unset).
+func ocpSizeFlags(cmd *cobra.Command, data string) (records, dim int, err error) {
+	f := cmd.Flags()
+	records, _ = f.GetInt("records")
+	dim, _ = f.GetInt("dim")
+	switch {
+	case records < 0:
+		return 0, 0, fmt.Errorf("--records must be >= 0 (0: all, or %d synthetic), got %d", online.SyntheticRecords, records)
+	case !f.Changed("dim"):
+		return records, 0, nil
+	case data != "synthetic":
+		return 0, 0, fmt.Errorf("--dim sets the synthetic data's dimension; --data %s has its own", data)
+	case dim < 1:
+		return 0, 0, fmt.Errorf("--dim must be >= 1, got %d", dim)
+	}
+	return records, dim, nil
+}

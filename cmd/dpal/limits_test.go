@@ -7,6 +7,7 @@ package main
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,5 +122,47 @@ func TestOCPSizeLimits(t *testing.T) {
 	}
 	if _, _, err := runCLI(t, "", "ocp", "--no-progress", "--dim", "20", "--records", "100", "--max-memory", "100MiB"); err != nil {
 		t.Errorf("a small run under --max-memory 100MiB: %v", err)
+	}
+}
+
+// TestSilentDefaultsRefused: flags whose explicit value used to fall back
+// to a default, or to mean something else, without a word are errors
+// naming the flag: train's and pool run's --batch 0, --clip 0 and --lr 0
+// (the datasets' defaults), ocp's --records -5 (all records), --dim 0
+// (d = 10) and --dim with a dataset of its own (ignored), stream's --clip
+// 0 (a window of -2^63), and BALD on a model without dropout (every score
+// 0, selection at random).
+func TestSilentDefaultsRefused(t *testing.T) {
+	file := twoBlobsCSV(t, 300)
+	train := []string{"train", "--data", "csv", "--file", file, "--epochs", "1", "--batch", "40"}
+	bald := []string{"pool", "run", "--data", "csv", "--file", file, "--epsilon", "4", "--initial", "50", "--queries", "10",
+		"--epochs", "1", "--acquisition", "bald"}
+	pool := slices.Clip(append(slices.Clip(bald[:len(bald)-1]), "random"))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{append(train, "--batch", "0"), "--batch must be > 0, got 0"},
+		{append(train, "--clip", "0"), "--clip must be > 0, got 0"},
+		{append(train, "--lr", "0"), "--lr must be > 0, got 0"},
+		{append(train, "--clip", "NaN"), "--clip must be > 0, got NaN"},
+		{append(pool, "--clip", "0"), "--clip must be > 0, got 0"},
+		{append(pool, "--batch", "0"), "--batch must be > 0, got 0"},
+		{[]string{"ocp", "--records", "-5"}, "--records must be >= 0"},
+		{[]string{"ocp", "--dim", "0"}, "--dim must be >= 1"},
+		{[]string{"ocp", "--dim", "5", "--data", file}, "--dim sets the synthetic data's dimension"},
+		{[]string{"stream", "--clip", "0", "--no-baseline"}, "clip must be finite and > 0"},
+		{append(bald, "--epsilon-select", "1"), "--acquisition bald needs a model with dropout"},
+		{append(bald, "--not-dp", "--model", "mlp:8"), "--acquisition bald needs a model with dropout"},
+	} {
+		_, _, err := runCLI(t, "", append(c.args, "--no-progress")...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
+		}
+	}
+	// BALD with dropout runs.
+	if _, _, err := runCLI(t, "", append(bald, "--epsilon-select", "1", "--model", "mlp:8", "--dropout", "0.5", "--passes", "2",
+		"--seed", "1", "--no-progress")...); err != nil {
+		t.Errorf("bald with dropout: %v", err)
 	}
 }

@@ -49,8 +49,8 @@ func init() {
 	f.String("loss", "", "logistic, hinge or squared (default: squared for ftl, logistic otherwise)")
 	f.String("data", "synthetic", "synthetic, beijing, kdd99, mnist09 or a CSV FILE (label ±1 last)")
 	f.String("data-dir", data.DefaultDir, "data root holding beijing_air_quality/, kddcup99/, mnist/")
-	f.Int("records", 0, "use the first N records of the stream (0 = all; synthetic: 100000)")
-	f.Int("dim", 10, "synthetic data: dimension d")
+	f.Int("records", 0, "use the first N records of the stream (0 = all; synthetic: 100000; >= 0)")
+	f.Int("dim", online.SyntheticDim, "synthetic data: dimension d (>= 1)")
 	f.Float64("epsilon", 1, "target ε (> 0)")
 	f.Float64("delta", 0.01, "target δ (0 < δ < 1)")
 	f.Float64("alpha", 0, "strong convexity α of the ℓ2 regulariser (default 1 for ftl, 0.01 otherwise)")
@@ -105,8 +105,10 @@ func runOCP(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	dir, _ := f.GetString("data-dir")
-	n, _ := f.GetInt("records")
-	dim, _ := f.GetInt("dim")
+	n, dim, err := ocpSizeFlags(cmd, name)
+	if err != nil {
+		return err
+	}
 	if name == "synthetic" {
 		// The data are generated here: their size and the learner's
 		// are checked before either is allocated.

@@ -166,6 +166,10 @@ func poolRunInput(cmd *cobra.Command, name string, train, test *data.Dataset, im
 	if err != nil {
 		return pool.Input{}, fmt.Errorf("--acquisition: %w", err)
 	}
+	if acq == mech.BALD && s.spec.Dropout == 0 {
+		return pool.Input{}, fmt.Errorf("--acquisition bald needs a model with dropout: BALD scores the disagreement of MC-dropout passes, " +
+			"which is 0 for every record without it; use --model mlp:W --dropout 0.5 (or another acquisition)")
+	}
 	lr := pool.Learner{Spec: s.spec, Train: s.cfg, Acquisition: acq}
 	lr.NotDP, _ = f.GetBool("not-dp")
 	lr.Passes, _ = f.GetInt("passes")

@@ -299,6 +299,9 @@ func defaultSettings(name string, train *data.Dataset, image [3]int, eps, delta 
 // trainFlags resolves the flags against the dataset's defaults.
 func trainFlags(cmd *cobra.Command, name string, train *data.Dataset, image [3]int) (trainSettings, error) {
 	f := cmd.Flags()
+	if err := checkPositiveFlags(cmd, "batch", "clip", "lr"); err != nil {
+		return trainSettings{}, err
+	}
 	eps, _ := f.GetFloat64("epsilon")
 	delta, _ := f.GetFloat64("delta")
 	model, _ := f.GetString("model")
