@@ -188,3 +188,22 @@ func ocpSizeFlags(cmd *cobra.Command, data string) (records, dim int, err error)
 	}
 	return records, dim, nil
 }
+
+// deltaFlag returns the δ of --name for a guarantee that covers n records
+// (0: unknown): the user's, 0 < δ < 1, with a warning on stderr when it is
+// above 1/n, or else account.DefaultDelta(n).
+func deltaFlag(cmd *cobra.Command, name string, n int) (float64, error) {
+	if !cmd.Flags().Changed(name) {
+		return account.DefaultDelta(n), nil
+	}
+	d, _ := cmd.Flags().GetFloat64(name)
+	if !(d > 0 && d < 1) {
+		return 0, fmt.Errorf("--%s must satisfy 0 < delta < 1, got %v", name, d)
+	}
+	if n > 0 && d > 1/float64(n) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "dpal: warning: --%s %v is above 1/n = %.3g for the n = %d records the guarantee covers: "+
+			"a mechanism that publishes one record in full with probability δ meets it (the default is min(1e-5, 1/(10n)) = %.3g)\n",
+			name, d, 1/float64(n), n, account.DefaultDelta(n))
+	}
+	return d, nil
+}

@@ -166,3 +166,77 @@ func TestSilentDefaultsRefused(t *testing.T) {
 		t.Errorf("bald with dropout: %v", err)
 	}
 }
+
+// TestDefaultDelta: every command that picks δ for the user picks
+// account.DefaultDelta of the records its guarantee covers, min(1e-5,
+// 1/(10n)) (pool run used 1/B, 0.0025 here; ocp 0.01; train and stream
+// 1e-5 whatever n), prints it with the result, and warns on stderr when
+// a δ the user gave is above 1/n.
+func TestDefaultDelta(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	// train and pool run train on 80 % of a file: 800 and 20,000 records.
+	small, large := twoBlobsCSV(t, 1000), twoBlobsCSV(t, 25000)
+	jsonDelta := func(out string, path ...string) any {
+		var v any = summaryJSON(t, out)
+		for _, k := range path {
+			v = v.(map[string]any)[k]
+		}
+		return v
+	}
+	pool := []string{"pool", "run", "--data", "csv", "--file", small, "--epsilon", "4", "--initial", "200", "--queries", "100",
+		"--acquisition", "random", "--epochs", "1", "--seed", "1", "--json"}
+	for _, c := range []struct {
+		name  string
+		args  []string
+		path  []string
+		want  float64
+		warns bool
+	}{
+		{"pool run, 800 records", pool, []string{"delta"}, 1e-5, false},
+		{"pool run, --delta 0.01", append(pool, "--delta", "0.01"), []string{"delta"}, 0.01, true},
+		{"ocp, 1000 records", []string{"ocp", "--records", "1000", "--seed", "1", "--json"}, []string{"privacy", "delta"}, 1e-5, false},
+		{"ocp, --delta 0.01", []string{"ocp", "--records", "1000", "--seed", "1", "--json", "--delta", "0.01"}, []string{"privacy", "delta"}, 0.01, true},
+		{"train, 800 records", []string{"train", "--data", "csv", "--file", small, "--epochs", "1", "--batch", "100", "--seed", "1", "--json"},
+			[]string{"delta"}, 1e-5, false},
+		{"train, 20,000 records", []string{"train", "--data", "csv", "--file", large, "--epochs", "1", "--batch", "2000", "--seed", "1", "--json"},
+			[]string{"delta"}, 5e-6, false},
+		{"train, --delta 0.01", []string{"train", "--data", "csv", "--file", small, "--epochs", "1", "--batch", "100", "--seed", "1", "--json",
+			"--delta", "0.01"}, []string{"delta"}, 0.01, true},
+		{"stream, 25,000 events", []string{"stream", "--dataset", "csv", "--train", large, "--test", small, "--zero-is-negative",
+			"--label-budget", "50", "--no-baseline", "--seed", "1", "--json"}, []string{"config", "delta"}, 4e-6, false},
+		{"stream, --events 15000", []string{"stream", "--dataset", "csv", "--train", large, "--test", small, "--zero-is-negative",
+			"--events", "15000", "--label-budget", "50", "--no-baseline", "--seed", "1", "--json"}, []string{"config", "delta"}, 1 / 150000.0, false},
+		{"stream, demo", []string{"stream", "--label-budget", "50", "--no-baseline", "--seed", "1", "--json"}, []string{"config", "delta"}, 1e-5, false},
+		{"stream, --delta 0.001", []string{"stream", "--label-budget", "50", "--no-baseline", "--seed", "1", "--json", "--delta", "0.001"},
+			[]string{"config", "delta"}, 0.001, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, stderr, err := runCLI(t, "", append(c.args, "--no-progress")...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := jsonDelta(out, c.path...); got != c.want {
+				t.Errorf("δ %v, want %v", got, c.want)
+			}
+			if warned := strings.Contains(stderr, "is above 1/n"); warned != c.warns {
+				t.Errorf("warned %v, want %v:\n%s", warned, c.warns, stderr)
+			}
+		})
+	}
+	// The text results print δ, the tree update's too.
+	for _, args := range [][]string{
+		{"pool", "run", "--data", "csv", "--file", small, "--epsilon", "4", "--initial", "200", "--queries", "100",
+			"--acquisition", "random", "--epochs", "1", "--seed", "1"},
+		{"stream", "--update", "tree", "--label-budget", "200", "--no-baseline", "--seed", "1"},
+		{"ocp", "--records", "1000", "--seed", "1"},
+		{"train", "--data", "csv", "--file", small, "--epochs", "1", "--batch", "100", "--seed", "1"},
+	} {
+		out, _, err := runCLI(t, "", append(args, "--no-progress")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "1e-05") {
+			t.Errorf("%v: the text result does not print δ = 1e-05:\n%s", args[:2], out)
+		}
+	}
+}

@@ -52,7 +52,7 @@ func init() {
 	f.Int("records", 0, "use the first N records of the stream (0 = all; synthetic: 100000; >= 0)")
 	f.Int("dim", online.SyntheticDim, "synthetic data: dimension d (>= 1)")
 	f.Float64("epsilon", 1, "target ε (> 0)")
-	f.Float64("delta", 0.01, "target δ (0 < δ < 1)")
+	f.Float64("delta", 0, "target δ (0 < δ < 1; default min(1e-5, 1/(10n)), n the records streamed)")
 	f.Float64("alpha", 0, "strong convexity α of the ℓ2 regulariser (default 1 for ftl, 0.01 otherwise)")
 	f.Float64("radius", 0, "radius of the ball C (default: unbounded for ftl, 10 otherwise)")
 	f.String("calibration", "exact", "exact (smallest noise whose ledger charge is (ε, δ)) or paper (the paper's β / σ formulas)")
@@ -127,6 +127,9 @@ func runOCP(cmd *cobra.Command, _ []string) error {
 	}
 	spec.Cost.Dim, spec.Cost.FeatureBound, spec.Cost.LabelBound = d.Dim, d.FeatureBound, d.LabelBound
 	spec.Steps = len(d.Train)
+	if spec.Calibration.Delta, err = deltaFlag(cmd, "delta", spec.Steps); err != nil {
+		return err
+	}
 	if err := checkOCPMemory(cmd, spec, 0); err != nil {
 		return err
 	}
@@ -207,14 +210,13 @@ func ocpSpec(cmd *cobra.Command) (online.Spec, error) {
 	}
 	s.Calibration.Exact = cal == "exact"
 	s.Calibration.Epsilon, _ = f.GetFloat64("epsilon")
-	s.Calibration.Delta, _ = f.GetFloat64("delta")
 	if err := account.ValidateTargetEpsilon(s.Calibration.Epsilon); err != nil {
 		return s, fmt.Errorf("--epsilon: %w", err)
 	}
-	if d := s.Calibration.Delta; !(d > 0 && d < 1) {
-		return s, fmt.Errorf("--delta must satisfy 0 < delta < 1, got %v", d)
-	}
-	return s, nil
+	// δ needs the number of records (deltaFlag, once they are loaded); a
+	// bad --delta is refused now.
+	_, err = deltaFlag(cmd, "delta", 0)
+	return s, err
 }
 
 // ocpLedger opens the --ledger file (a new one gets --budget, by default

@@ -49,7 +49,7 @@ func init() {
 	f.Int("passes", 10, "bald: MC-dropout forward passes")
 	f.Float64("epsilon", 0, "total ε of every record, selection and training (required)")
 	f.Float64("epsilon-select", 0, "ε_Sel of all selections together (required > 0 unless --acquisition random or --not-dp)")
-	f.Float64("delta", 0, "δ (default 1/B, B = initial + queries: the paper's choice)")
+	f.Float64("delta", 0, "δ (default min(1e-5, 1/(10n)), n the pool: every pool record is covered)")
 	f.Int("initial", 0, "size of the random initial labelled set (required)")
 	f.String("queries", "", "sizes of the T selections, comma-separated (required)")
 	f.Int("batch", 0, "expected batch size b (default: the dataset's dpal train batch, at most 2/5 of --initial, as App. B's 4096 of 10 000)")
@@ -150,7 +150,7 @@ func poolRunInput(cmd *cobra.Command, name string, train, test *data.Dataset, im
 			return pool.Input{}, fmt.Errorf("--%s is required", req)
 		}
 	}
-	if err := poolRunDefaults(cmd, name); err != nil {
+	if err := poolRunDefaults(cmd, name, train.Len()); err != nil {
 		return pool.Input{}, err
 	}
 	s, err := trainFlags(cmd, name, train, image)
@@ -183,27 +183,20 @@ func poolRunInput(cmd *cobra.Command, name string, train, test *data.Dataset, im
 	return pool.Input{Plan: plan, Learner: lr, Pool: train.X, Test: test}, nil
 }
 
-// poolRunDefaults fills --delta, --batch and --epochs from the labelling
-// budget and the dataset when not given, so that poolConfig reads them.
-func poolRunDefaults(cmd *cobra.Command, name string) error {
+// poolRunDefaults fills --delta (from the pool's size n: the guarantee
+// covers every pool record, selected or not), --batch and --epochs (from
+// the labelling budget and the dataset) when not given, so that
+// poolConfig reads them.
+func poolRunDefaults(cmd *cobra.Command, name string, n int) error {
 	f := cmd.Flags()
-	qs, _ := f.GetString("queries")
-	queries, err := parseQueries(qs)
-	if err != nil {
-		return fmt.Errorf("--queries: %w", err)
-	}
 	initial, _ := f.GetInt("initial")
-	budget := initial
-	for _, q := range queries {
-		budget += q
-	}
 	def := trainDefaults[name]
 	// Ten epochs per phase and b = 2/5 of the initial set are the setting
 	// of docs/repro-pool.md, which learns on all three datasets; fewer
 	// steps (the dataset's dpal train epochs spread over T+1 phases)
 	// left KDD'99 at the majority class.
 	set := map[string]string{
-		"delta":  strconv.FormatFloat(1/float64(max(2, budget)), 'g', -1, 64),
+		"delta":  strconv.FormatFloat(account.DefaultDelta(n), 'g', -1, 64),
 		"batch":  strconv.Itoa(max(1, min(def.batch, 2*initial/5))),
 		"epochs": "10",
 	}

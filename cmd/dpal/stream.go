@@ -108,7 +108,7 @@ func init() {
 	f.String("answers", "", "late labels for pending requests of a resumed state: lines id,y or {\"id\": N, \"y\": 1}")
 	f.Bool("paper", false, "the paper's §5 settings (gamma update, window 5, eta/t, unit ball); without it, dpal's detector (gaussian update, see docs/repro-stream.md)")
 	f.String("update", "gaussian", "noisy update: gaussian (clipped gradients, Gaussian noise, (eps_g, delta)), tree (DP-FTRL on the tree mechanism; needs --label-budget, no --save-state) or gamma (the paper's eq. 8; default with --paper)")
-	f.Float64("delta", 1e-5, "gaussian update: delta of its (eps_g, delta) guarantee and of the ledger")
+	f.Float64("delta", 0, "gaussian and tree updates: delta of the (eps_g, delta) guarantee and of the ledger (default min(1e-5, 1/(10n)), n the dataset-mode events streamed; 1e-5 in event mode)")
 	f.Float64("clip", 1, "gaussian update: per-example gradient clipping norm C")
 	f.String("selector", "bernoulli", "selection: bernoulli or exponential")
 	f.String("policy", "flmb", "update policy: flsw or flmb")
@@ -187,7 +187,7 @@ func runStream(cmd *cobra.Command, _ []string) error {
 // every flag the user set. The Gaussian and tree updates' window follows the noise
 // rule (Config.NoiseWindow) unless --window is set, and its radius 1/√λ
 // unless --radius is.
-func streamConfig(cmd *cobra.Command, dim int) (stream.Config, error) {
+func streamConfig(cmd *cobra.Command, dim, records int) (stream.Config, error) {
 	f := cmd.Flags()
 	cfg := stream.DetectorConfig(dim)
 	if paper, _ := f.GetBool("paper"); paper {
@@ -221,10 +221,20 @@ func streamConfig(cmd *cobra.Command, dim int) (stream.Config, error) {
 		}
 	}
 	// The gaussian and tree updates clip gradients and add Gaussian noise;
-	// with --paper their clip and delta start at zero.
+	// with --paper their clip starts at zero. Their δ is --delta, or the
+	// default for the records the stream covers (records; 0 in event
+	// mode, where their number is unknown: 1e-5).
 	gaussian := cfg.Update == stream.Gaussian || cfg.Update == stream.Tree
 	if gaussian && cfg.Clip == 0 {
-		cfg.Clip, cfg.Delta = 1, 1e-5
+		cfg.Clip = 1
+	}
+	if gaussian {
+		var err error
+		if cfg.Delta, err = deltaFlag(cmd, "delta", records); err != nil {
+			return cfg, err
+		}
+	} else {
+		num("delta", &cfg.Delta)
 	}
 	if f.Changed("window") {
 		cfg.Window, _ = f.GetInt("window")
@@ -234,7 +244,7 @@ func streamConfig(cmd *cobra.Command, dim int) (stream.Config, error) {
 	cfg.ShrinkingSlab, _ = f.GetBool("shrinking-slab")
 	cfg.NonPrivate, _ = f.GetBool("non-private")
 	for name, v := range map[string]*float64{"eps-select": &cfg.EpsSelect, "eps-grad": &cfg.EpsGrad, "b": &cfg.B,
-		"tau": &cfg.Tau, "eta": &cfg.Eta, "lambda": &cfg.Lambda, "m": &cfg.M, "delta": &cfg.Delta, "clip": &cfg.Clip} {
+		"tau": &cfg.Tau, "eta": &cfg.Eta, "lambda": &cfg.Lambda, "m": &cfg.M, "clip": &cfg.Clip} {
 		num(name, v)
 	}
 	if f.Changed("loss") {
@@ -275,9 +285,10 @@ var streamConfigFlags = []string{
 	"tau", "shrinking-slab", "eta", "lambda", "loss", "radius", "m", "norm-mode", "non-private",
 }
 
-// newStreamLearner creates the learner, or restores it with --resume
-// (checking its dimension against dim unless dim is 0).
-func newStreamLearner(cmd *cobra.Command, dim int, seed *uint64, key []byte) (*stream.Learner, string, error) {
+// newStreamLearner creates the learner for a stream of records records
+// (0: unknown), or restores it with --resume (checking its dimension
+// against dim unless dim is 0).
+func newStreamLearner(cmd *cobra.Command, dim, records int, seed *uint64, key []byte) (*stream.Learner, string, error) {
 	resume, _ := cmd.Flags().GetString("resume")
 	if resume != "" {
 		l, err := resumeStreamLearner(cmd, resume, dim, seed, key)
@@ -286,7 +297,7 @@ func newStreamLearner(cmd *cobra.Command, dim int, seed *uint64, key []byte) (*s
 	if path, _ := cmd.Flags().GetString("answers"); path != "" {
 		return nil, "", errors.New("--answers labels the pending requests of a saved state: use it with --resume")
 	}
-	cfg, err := streamConfig(cmd, dim)
+	cfg, err := streamConfig(cmd, dim, records)
 	if err != nil {
 		return nil, "", err
 	}
@@ -515,7 +526,12 @@ func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 	if train.Len() == 0 || test.Len() == 0 {
 		return errors.New("dataset has an empty training or test split")
 	}
-	l, resumed, err := newStreamLearner(cmd, train.Dim(), seed, key)
+	// The guarantee covers the records streamed: --events of them, or all.
+	records := train.Len()
+	if e, _ := f.GetInt("events"); e > 0 {
+		records = min(records, e)
+	}
+	l, resumed, err := newStreamLearner(cmd, train.Dim(), records, seed, key)
 	if err != nil {
 		return err
 	}
@@ -674,8 +690,8 @@ func printStreamSummary(cmd *cobra.Command, sum *streamSummary) error {
 func printStreamPrivacy(w io.Writer, sum *streamSummary) {
 	c := sum.Config
 	at := ""
-	if c.Update == stream.Gaussian {
-		at = fmt.Sprintf(" at delta %g", c.Delta)
+	if d := c.LedgerDelta(); d > 0 {
+		at = fmt.Sprintf(" at delta %g", d)
 	}
 	fmt.Fprintf(w, "  privacy      every record eps <= %.4f%s (selection eps_s %.4f", *sum.EpsilonPerRecord, at, *sum.EpsSelectTrue)
 	if c.Selector == stream.Exponential && *sum.EpsSelectTrue > c.EpsSelect*(1+1e-9) {
@@ -933,7 +949,7 @@ func (run *eventRun) begin() (session.Meta, error) {
 	if resume == "" {
 		return run.beginNew()
 	}
-	l, resumed, err := newStreamLearner(run.cmd, run.ev.Dim, run.seed, run.key)
+	l, resumed, err := newStreamLearner(run.cmd, run.ev.Dim, 0, run.seed, run.key)
 	if err != nil {
 		return session.Meta{}, err
 	}
@@ -957,7 +973,7 @@ func (run *eventRun) beginNew() (session.Meta, error) {
 	}
 	f := run.cmd.Flags()
 	dim, _ := f.GetInt("dim")
-	cfg, err := streamConfig(run.cmd, max(dim, 1))
+	cfg, err := streamConfig(run.cmd, max(dim, 1), 0)
 	if err != nil {
 		return session.Meta{}, err
 	}
@@ -972,7 +988,7 @@ func (run *eventRun) beginNew() (session.Meta, error) {
 	// The detector's radius, λ and window depend on the dimension: the
 	// learner's configuration is built again for the events' own.
 	run.ev.New = func(dim int) (*stream.Learner, error) {
-		c, err := streamConfig(run.cmd, dim)
+		c, err := streamConfig(run.cmd, dim, 0)
 		if err != nil {
 			return nil, err
 		}

@@ -105,7 +105,7 @@ charges nothing and refuses --epsilon, --delta and --ledger.`,
 	f := cmd.Flags()
 	dataModelFlags(f, "training file")
 	f.Float64("epsilon", 3, "target ε of the whole run")
-	f.Float64("delta", 1e-5, "target δ")
+	f.Float64("delta", 0, "target δ (default min(1e-5, 1/(10n)), n the training records)")
 	f.Float64("epochs", 0, "epochs (steps = ⌈epochs·n/batch⌉; default per dataset)")
 	f.Int("batch", 0, "expected batch size (sampling rate = batch/n; default per dataset)")
 	f.Float64("clip", 0, "per-example clipping norm C (default per dataset)")
@@ -303,7 +303,10 @@ func trainFlags(cmd *cobra.Command, name string, train *data.Dataset, image [3]i
 		return trainSettings{}, err
 	}
 	eps, _ := f.GetFloat64("epsilon")
-	delta, _ := f.GetFloat64("delta")
+	delta, err := deltaFlag(cmd, "delta", train.Len())
+	if err != nil {
+		return trainSettings{}, err
+	}
 	model, _ := f.GetString("model")
 	s, err := defaultSettings(name, train, image, eps, delta, model)
 	if err != nil {

@@ -44,3 +44,16 @@ func TestCalibrationRefusesAbsurdTargets(t *testing.T) {
 		t.Errorf("ε = MaxTargetEpsilon took %v", d)
 	}
 }
+
+// TestDefaultDelta: the default δ of a guarantee over n records is
+// min(1e-5, 1/(10n)).
+func TestDefaultDelta(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want float64
+	}{{0, 1e-5}, {1, 1e-5}, {70, 1e-5}, {10000, 1e-5}, {20000, 5e-6}, {494021, 1 / 4940210.0}, {1e9, 1e-10}} {
+		if got := DefaultDelta(c.n); got != c.want {
+			t.Errorf("DefaultDelta(%d) = %v, want %v", c.n, got, c.want)
+		}
+	}
+}

@@ -34,6 +34,17 @@ func ValidateTargetEpsilon(eps float64) error {
 	return nil
 }
 
+// DefaultDelta is the δ dpal picks when the user gives none, for a
+// guarantee covering n records: min(1e-5, 1/(10n)). A δ near 1/n allows a
+// mechanism that publishes one record in full with probability δ (one
+// record of the n in expectation at δ = 1/n); a tenth of that, and at most
+// 1e-5, keeps such a failure unlikely for every data set size. Every
+// command that chooses δ (train, pool run, ocp, stream's dataset mode)
+// calls this one function.
+func DefaultDelta(n int) float64 {
+	return min(1e-5, 1/(10*float64(max(n, 1))))
+}
+
 // ValidateDelta accepts 0 ≤ δ < 1.
 func ValidateDelta(delta float64) error {
 	if !(delta >= 0 && delta < 1) {
