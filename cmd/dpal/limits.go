@@ -5,6 +5,7 @@ package main
 // limit, before the run allocates anything.
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -206,4 +207,31 @@ func deltaFlag(cmd *cobra.Command, name string, n int) (float64, error) {
 			name, d, 1/float64(n), n, account.DefaultDelta(n))
 	}
 	return d, nil
+}
+
+// maxRejected reads stream's --max-rejected, a fraction in [0, 1]. It
+// applies to event mode, from a file or stdin alike (a pipe is judged
+// when it ends, as a file is); dataset mode rejects no row (an invalid
+// row stops the run), so there the flag is refused.
+func maxRejected(cmd *cobra.Command, eventMode bool) (float64, error) {
+	f := cmd.Flags()
+	v, _ := f.GetFloat64("max-rejected")
+	switch {
+	case !eventMode && f.Changed("max-rejected"):
+		return 0, errors.New("--max-rejected applies to event mode (--input): dataset mode rejects no row, an invalid row stops the run")
+	case !(v >= 0 && v <= 1):
+		return 0, fmt.Errorf("--max-rejected must be in [0, 1], got %v", v)
+	}
+	return v, nil
+}
+
+// checkRejected fails a run that rejected more than the fraction max of
+// its events.
+func checkRejected(rejected, accepted int, max float64) error {
+	total := rejected + accepted
+	if total == 0 || float64(rejected) <= max*float64(total) {
+		return nil
+	}
+	return fmt.Errorf("%d of %d events rejected (%.1f %%), above --max-rejected %v (details in the log on stderr)",
+		rejected, total, 100*float64(rejected)/float64(total), max)
 }

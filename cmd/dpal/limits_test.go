@@ -240,3 +240,44 @@ func TestDefaultDelta(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamMaxRejected: an event run whose first event has another
+// dimension than the 20 after it used to exit 0 with 20 of 21 events
+// rejected. Above --max-rejected (default 0.5) of its events rejected, a
+// run prints its summary and fails with the count, from a file or stdin.
+func TestStreamMaxRejected(t *testing.T) {
+	events := "0.1,0.2,0.3\n" + strings.Repeat("0.1,0.2\n0.2,-0.1\n", 10)
+	file := writeTemp(t, t.TempDir(), "events.csv", events)
+	for _, c := range []struct {
+		name, stdin string
+		args        []string
+		want        string // "" for success
+	}{
+		{"file", "", []string{"--input", file}, "20 of 21 events rejected (95.2 %), above --max-rejected 0.5"},
+		{"stdin", events, []string{"--input", "-"}, "20 of 21 events rejected (95.2 %), above --max-rejected 0.5"},
+		{"file, --max-rejected 1", "", []string{"--input", file, "--max-rejected", "1"}, ""},
+		{"file, --dim 2", "", []string{"--input", file, "--dim", "2"}, ""},
+		{"file, --dim 2 --max-rejected 0", "", []string{"--input", file, "--dim", "2", "--max-rejected", "0"},
+			"1 of 21 events rejected (4.8 %), above --max-rejected 0"},
+		{"bad fraction", "", []string{"--input", file, "--max-rejected", "1.5"}, "--max-rejected must be in [0, 1]"},
+		{"dataset mode", "", []string{"--max-rejected", "0.1", "--no-baseline"}, "--max-rejected applies to event mode"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, _, err := runStreamCLI(t, c.stdin, append(c.args, "--seed", "1", "--json")...)
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+			if !strings.Contains(c.name, "mode") && !strings.Contains(c.name, "bad") {
+				if sum := eventSummary(t, out); sum["rejected"] == nil {
+					t.Errorf("summary %v lacks the rejected count", sum)
+				}
+			}
+		})
+	}
+}

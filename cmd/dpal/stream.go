@@ -56,7 +56,9 @@ a "meta" line (settings, and the seed if seeded), then "request" and "release"
 lines, and a "rejected" line (line number and the class "invalid-input") for
 each event that breaks the declared bounds; the details of a rejection are
 private and go to the operator log on stderr only. The events' dimension is
---dim, or that of the first valid event; a run that accepts no event fails.
+--dim, or that of the first valid event; a run that accepts no event fails,
+and one that rejects more than --max-rejected of its events (default 0.5,
+from a file or stdin) fails after printing its summary.
 A budget, label or state error stops the run with a non-zero exit (after a
 last checkpoint, and after printing the summary and ledger). With --out -
 the JSON lines own stdout: --json ends them with a "summary" line, and the
@@ -130,6 +132,7 @@ func init() {
 	f.Bool("non-private", false, "deterministic Tong-Koller baseline without noise (NOT private)")
 	f.Bool("no-baseline", false, "dataset mode: skip the non-private batch SVM")
 	f.String("save-state", "", "write the learner's state here, atomically and authenticated (contains private data); event mode checkpoints it every --checkpoint-every events, before their lines leave")
+	f.Float64("max-rejected", 0.5, "event mode: fail (after the summary) when more than this fraction of the events is rejected, from a file or stdin")
 	f.Int("checkpoint-every", 256, "event mode with --save-state: event lines between checkpoints (each line waits for one before it is written)")
 	f.Bool("replay", false, "event mode with --resume: feed an input the state has already consumed again from its start, charging its records again (default: skip the consumed events)")
 	f.String("resume", "", "resume from a state written by --save-state (its settings apply: no configuration flags)")
@@ -512,6 +515,9 @@ func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 	if n, _ := f.GetInt("events"); n < 0 {
 		return fmt.Errorf("--events must be >= 0 (0 = the whole split), got %d", n)
 	}
+	if _, err := maxRejected(cmd, false); err != nil {
+		return err
+	}
 	if err := checkDatasetPaths(cmd); err != nil {
 		return err
 	}
@@ -773,6 +779,10 @@ func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 		return errors.New("--final-share: the final model is released in dataset mode only")
 	}
 	run := &eventRun{cmd: cmd, seed: seed}
+	maxRej, err := maxRejected(cmd, true)
+	if err != nil {
+		return err
+	}
 	dim, _ := cmd.Flags().GetInt("dim")
 	if dim < 0 {
 		return fmt.Errorf("--dim must be >= 1 (or 0: that of the first valid event), got %d", dim)
@@ -836,7 +846,11 @@ func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 	if run.ev.Learner == nil {
 		return err
 	}
-	// A failed run still says what it spent before the error.
+	// A failed run still says what it spent before the error; a finished
+	// one that rejected too many events fails after its summary.
+	if err == nil {
+		err = checkRejected(run.ev.Rejected, run.ev.Accepted, maxRej)
+	}
 	return errors.Join(err, run.summary(start, outPath))
 }
 
