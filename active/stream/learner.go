@@ -910,6 +910,20 @@ func (l *Learner) finalNoise(n int) (*mech.GaussianVector, error) {
 // releaseChunk is how many releases share one backing allocation.
 const releaseChunk = 64
 
+// MemoryBytes estimates what a learner of configuration c allocates by its
+// first update, in d-vectors: the release log's first chunk of
+// releaseChunk models, the window's buffered records, the tree update's
+// 2 + 2·levels node sums, and the weights, gradient and noise scratch.
+// Later updates add a chunk every releaseChunk releases, and requests
+// left unanswered a record each: the data decide those, not the flags.
+func (c Config) MemoryBytes() float64 {
+	vectors := float64(releaseChunk + max(c.Window, 1) + 8)
+	if c.Update == Tree {
+		vectors += float64(2 + 2*mech.TreeLevels(max(c.TreeSteps(), 1)))
+	}
+	return 8 * vectors * float64(c.Dim)
+}
+
 // publish appends (T_i, w_{T_i}) to the release log.
 func (l *Learner) publish() {
 	d := l.cfg.Dim

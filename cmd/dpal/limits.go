@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dpsgd"
 	"github.com/dpal-dev/dpal/online"
@@ -234,4 +235,10 @@ func checkRejected(rejected, accepted int, max float64) error {
 	}
 	return fmt.Errorf("%d of %d events rejected (%.1f %%), above --max-rejected %v (details in the log on stderr)",
 		rejected, total, 100*float64(rejected)/float64(total), max)
+}
+
+// checkStreamMemory refuses a stream learner of configuration cfg whose
+// allocations (stream.Config.MemoryBytes) pass --max-memory.
+func checkStreamMemory(cmd *cobra.Command, cfg stream.Config) error {
+	return checkMemory(cmd, cfg.MemoryBytes(), fmt.Sprintf("the stream learner at d = %d", cfg.Dim))
 }

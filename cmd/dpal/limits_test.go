@@ -281,3 +281,20 @@ func TestStreamMaxRejected(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamDimLimit: `dpal stream --input - --dim 1000000000` ran out of
+// memory building the learner; the learner's size is estimated and
+// refused above --max-memory, with the estimate and the limit.
+func TestStreamDimLimit(t *testing.T) {
+	start := time.Now()
+	_, _, err := runStreamCLI(t, "0.1,0.2\n", "--input", "-", "--dim", "1000000000")
+	if err == nil || !strings.Contains(err.Error(), "the stream learner at d = 1000000000") || !strings.Contains(err.Error(), "above --max-memory 8GiB") {
+		t.Errorf("error %v, want the estimate and the limit", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("answered after %v", d)
+	}
+	if _, _, err := runStreamCLI(t, "", "--max-memory", "1KiB", "--no-baseline"); err == nil || !strings.Contains(err.Error(), "above --max-memory 1KiB") {
+		t.Errorf("dataset mode under --max-memory 1KiB: %v", err)
+	}
+}

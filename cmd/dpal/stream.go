@@ -139,6 +139,7 @@ func init() {
 	f.Uint64("seed", 0, "seed for reproducible experiments (default: secure randomness)")
 	f.Bool("json", false, "print one JSON summary object")
 	f.Bool("no-progress", false, "never draw a progress bar")
+	maxMemoryFlag(f)
 	f.String("ledger", "", "durable ledger file (see 'dpal ledger show'): charges are committed to it before each release; later runs continue it and stop when its budget is spent (default: in memory, saved with --save-state)")
 	f.Float64("budget", 0, "with --ledger: the per-record ε budget of a new ledger file (default: this learner's eps_s + eps_g)")
 	rootCmd.AddCommand(streamCmd)
@@ -302,6 +303,9 @@ func newStreamLearner(cmd *cobra.Command, dim, records int, seed *uint64, key []
 	}
 	cfg, err := streamConfig(cmd, dim, records)
 	if err != nil {
+		return nil, "", err
+	}
+	if err := checkStreamMemory(cmd, cfg); err != nil {
 		return nil, "", err
 	}
 	warnFewUpdates(cfg)
@@ -991,6 +995,9 @@ func (run *eventRun) beginNew() (session.Meta, error) {
 	if err != nil {
 		return session.Meta{}, err
 	}
+	if err := checkStreamMemory(run.cmd, cfg); err != nil {
+		return session.Meta{}, err
+	}
 	if _, err := stream.New(cfg, rng.Seeded(0), nil); err != nil {
 		return session.Meta{}, err
 	}
@@ -1004,6 +1011,9 @@ func (run *eventRun) beginNew() (session.Meta, error) {
 	run.ev.New = func(dim int) (*stream.Learner, error) {
 		c, err := streamConfig(run.cmd, dim, 0)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkStreamMemory(run.cmd, c); err != nil {
 			return nil, err
 		}
 		warnFewUpdates(c)
