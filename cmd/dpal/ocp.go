@@ -51,7 +51,7 @@ func init() {
 	f.String("data-dir", data.DefaultDir, "data root holding beijing_air_quality/, kddcup99/, mnist/")
 	f.Int("records", 0, "use the first N records of the stream (0 = all; synthetic: 100000; >= 0)")
 	f.Int("dim", online.SyntheticDim, "synthetic data: dimension d (>= 1)")
-	f.Float64("epsilon", 1, "target ε (> 0)")
+	f.Float64("epsilon", 1, "target ε (0 < ε ≤ 50)")
 	f.Float64("delta", 0, "target δ (0 < δ < 1; default min(1e-5, 1/(10n)), n the records streamed)")
 	f.Float64("alpha", 0, "strong convexity α of the ℓ2 regulariser (default 1 for ftl, 0.01 otherwise)")
 	f.Float64("radius", 0, "radius of the ball C (default: unbounded for ftl, 10 otherwise)")

@@ -104,7 +104,7 @@ charges nothing and refuses --epsilon, --delta and --ledger.`,
 	}
 	f := cmd.Flags()
 	dataModelFlags(f, "training file")
-	f.Float64("epsilon", 3, "target ε of the whole run")
+	f.Float64("epsilon", 3, "target ε of the whole run (0 < ε ≤ 50)")
 	f.Float64("delta", 0, "target δ (default min(1e-5, 1/(10n)), n the training records)")
 	f.Float64("epochs", 0, "epochs (steps = ⌈epochs·n/batch⌉; default per dataset)")
 	f.Int("batch", 0, "expected batch size (sampling rate = batch/n; default per dataset)")
