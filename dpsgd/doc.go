@@ -13,7 +13,13 @@
 // Talwar & Zhang 2019), which Run charges to the group's ledger entry
 // before the first step. What is released is every intermediate parameter
 // vector (the adversary of paper 001, §3.1, sees them all); the returned
-// model is one of them.
+// model is one of them. RunIntervals charges the same loss interval by
+// interval (RDP curves add over steps, so the parts sum to the whole),
+// each part just before its steps, under an idempotent ledger key, and
+// checkpoints the run at each interval's end: a run killed midway has paid
+// for the intervals it began, and resumed from its checkpoint it pays for
+// none of them again and, under a seed, ends with the uninterrupted run's
+// parameters bit for bit.
 //
 // Exactness: sampling draws an exact Bernoulli(q) per record (one random
 // byte compared with ⌊256q⌋, a tie settled by dp/mech's exact

@@ -50,7 +50,7 @@ func (t *NonPrivate) Run(r *rng.Rand, d Data, groups []Group, steps int, after f
 	// The same splits as Trainer.Run, so that under one seed both sample
 	// the same batches; the noise stream's split is drawn and unused.
 	sampR, _, dropR := r.Split().Bulk(), r.Split(), r.Split()
-	err = loop(sampR, d, groups, steps, b, &res, func(s int, rows [][]float32, labels []int) error {
+	err = loop(sampR, d.rows32(), d.Labels, groups, 0, steps, b, &res, func(s int, rows [][]float32, labels []int) error {
 		if err := t.step(rows, labels, b, dropR); err != nil {
 			return fmt.Errorf("dpsgd: non-private step %d: %w", s+1, err)
 		}

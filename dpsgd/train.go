@@ -38,6 +38,17 @@ type Config struct {
 	Schedule string
 	// TotalSteps is the cosine schedule's length.
 	TotalSteps int
+	// Divisor, if > 0, divides every noisy sum instead of the groups'
+	// expected batch Σ_g q_g·|g|. Poisson active learning needs it: there
+	// the groups' sizes are private, and a divisor read from them would
+	// release them; the plan fixes it from expected sizes instead.
+	Divisor float64
+	// ReplaceOne charges every group under the replace-one relation
+	// (account.SubsampledGaussianReplace) instead of add/remove: for
+	// groups that are fixed-size samples of a larger set (the paper's
+	// top-k active learning), where a record that enters pushes another
+	// out and neighbouring training sets differ by a substitution.
+	ReplaceOne bool
 }
 
 // Group is a set of records sampled at one Poisson rate and charged as one
@@ -84,14 +95,22 @@ type Charge struct {
 // RunResult describes a finished run. It holds nothing data-dependent
 // beyond what the ledger covers: no realised batch sizes, no losses.
 type RunResult struct {
-	// Steps is the number of steps taken.
+	// Steps is the number of steps taken (by RunIntervals: of the run's
+	// steps, those restored from its checkpoint included).
 	Steps int `json:"steps"`
 	// ExpectedBatch is Σ_g q_g·|g|, the divisor of every noisy sum.
 	ExpectedBatch float64 `json:"expected_batch"`
-	// Charges are the ledger entries made before the first step.
+	// Charges are the ledger entries made before the first step (by
+	// RunIntervals: before each interval's first step, with the Seq of
+	// the earlier entry for a charge a resumed run found made).
 	Charges []Charge `json:"charges"`
 	// Seconds is the wall time of the steps.
 	Seconds float64 `json:"seconds"`
+	// Run is RunIntervals' run id, which names its charges.
+	Run string `json:"run,omitempty"`
+	// Resumed is the number of steps RunIntervals restored from a
+	// checkpoint rather than took (Steps counts them).
+	Resumed int `json:"resumed_steps,omitempty"`
 }
 
 // Trainer runs DP-SGD on one network; the optimiser state carries over
@@ -106,6 +125,9 @@ type Trainer struct {
 
 // New returns a trainer for net.
 func New(net *nn.Net, cfg Config) (*Trainer, error) {
+	if !(cfg.Divisor >= 0) || math.IsInf(cfg.Divisor, 0) {
+		return nil, fmt.Errorf("dpsgd: divisor must be finite and >= 0, got %v", cfg.Divisor)
+	}
 	noise, err := mech.NewGaussianVector(cfg.NoiseMultiplier, cfg.Clip, net.NumParams())
 	if err != nil {
 		return nil, fmt.Errorf("dpsgd: %w", err)
@@ -132,11 +154,13 @@ func (t *Trainer) NoiseSigma() float64 { return t.noise.Sigma() }
 // charged (conservative). after, if not nil, is called after every step
 // with the number of steps of this run done; its error stops the run.
 // Randomness is split from r: pass rng.Secure() outside experiments.
+// RunIntervals is the same run charged and checkpointed as it goes, which
+// a killed process can resume.
 func (t *Trainer) Run(led *ledger.Ledger, r *rng.Rand, d Data, groups []Group, steps int, after func(done int) error) (RunResult, error) {
 	if led == nil {
 		return RunResult{}, errors.New("dpsgd: a ledger is required: every step is charged before it runs")
 	}
-	b, err := checkRun(d, groups, steps)
+	b, err := t.checkRun(d, groups, steps)
 	if err != nil {
 		return RunResult{}, err
 	}
@@ -145,40 +169,60 @@ func (t *Trainer) Run(led *ledger.Ledger, r *rng.Rand, d Data, groups []Group, s
 		return res, err
 	}
 	start := time.Now()
+	err = t.runSteps(t.streams(r), d.rows32(), d.Labels, groups, 0, steps, b, &res, after)
+	res.Seconds = time.Since(start).Seconds()
+	return res, err
+}
+
+// streams is a run's randomness: the Poisson sampling's, the noise's and
+// the dropout's streams, each split from the caller's source.
+type streams struct {
+	samp, drop *rng.Rand
+	noise      *mech.NoiseStream
+}
+
+// streams splits a run's streams from r, in the order every run splits
+// them.
+func (t *Trainer) streams(r *rng.Rand) streams {
 	sampR, noiseR, dropR := r.Split().Bulk(), r.Split().Bulk(), r.Split()
-	noise := noiseSource{stream: t.noise.NewNoiseStream(noiseR)}
+	return streams{samp: sampR, drop: dropR, noise: t.noise.NewNoiseStream(noiseR)}
+}
+
+// runSteps takes steps from…to−1 of a run (loop) with the streams st; on
+// more than one core the noise of these steps, and only theirs, is drawn
+// ahead (noiseAhead).
+func (t *Trainer) runSteps(st streams, x [][]float32, labels []int, groups []Group, from, to int, b float64,
+	res *RunResult, after func(done int) error) error {
+	noise := noiseSource{stream: st.noise}
 	run := func() error {
-		return loop(sampR, d, groups, steps, b, &res, func(s int, rows [][]float32, labels []int) error {
-			noise.step = s
-			if err := t.step(rows, labels, b, noise, dropR); err != nil {
+		return loop(st.samp, x, labels, groups, from, to, b, res, func(s int, rows [][]float32, labels []int) error {
+			noise.step = s - from
+			if err := t.step(rows, labels, b, noise, st.drop); err != nil {
 				return fmt.Errorf("dpsgd: step %d: %w", s+1, err)
 			}
 			return nil
 		}, after)
 	}
 	if runtime.GOMAXPROCS(0) > 1 {
-		noise.ahead = newNoiseAhead(noise.stream, t.net.NumParams(), steps)
-		err = par.Background(noise.ahead.more, run)
-	} else {
-		err = run()
+		noise.ahead = newNoiseAhead(noise.stream, t.net.NumParams(), to-from)
+		return par.Background(noise.ahead.more, run)
 	}
-	res.Seconds = time.Since(start).Seconds()
-	return res, err
+	return run()
 }
 
-// loop is the part of a run that Trainer and NonPrivate share: each step
-// samples the groups' records, gathers their float32 rows and labels, and
-// hands them to step (with the step's index from 0); after, if not nil, is
-// called with the number of steps done, and its error stops the run.
-func loop(sampR *rng.Rand, d Data, groups []Group, steps int, b float64, res *RunResult,
+// loop is the part of a run that Trainer and NonPrivate share: each of the
+// steps from…to−1 samples the groups' records, gathers their float32 rows
+// (of x) and labels, and hands them to step (with the step's index, from 0
+// at the run's start); after, if not nil, is called with the number of
+// steps done, and its error stops the run.
+func loop(sampR *rng.Rand, x [][]float32, labels []int, groups []Group, from, to int, b float64, res *RunResult,
 	step func(s int, rows [][]float32, labels []int) error, after func(done int) error) error {
-	x := d.rows32()
 	idx := make([]int, 0, int(2*b)+16)
-	rows, labels := make([][]float32, 0, cap(idx)), make([]int, 0, cap(idx))
-	for s := range steps {
+	rows, labs := make([][]float32, 0, cap(idx)), make([]int, 0, cap(idx))
+	for s := from; s < to; s++ {
 		idx = sample(sampR, groups, idx[:0])
-		rows, labels = gather(x, d.Labels, idx, rows[:0], labels[:0])
-		if err := step(s, rows, labels); err != nil {
+		rows, labs = gather(x, labels, idx, rows[:0], labs[:0])
+		if err := step(s, rows, labs); err != nil {
 			return err
 		}
 		res.Steps = s + 1
@@ -229,9 +273,33 @@ func checkRun(d Data, groups []Group, steps int) (float64, error) {
 		b += g.Rate * float64(len(g.Records))
 	}
 	if !(b > 0) {
-		return 0, errors.New("dpsgd: no record can be sampled (expected batch 0)")
+		return 0, errNoBatch
 	}
 	return b, nil
+}
+
+// checkRun is checkRun with the divisor the trainer uses: Config.Divisor
+// when set (then groups that can sample no record are no error: their
+// steps are pure noise), else the groups' expected batch.
+func (t *Trainer) checkRun(d Data, groups []Group, steps int) (float64, error) {
+	b, err := checkRun(d, groups, steps)
+	if t.cfg.Divisor > 0 && (err == nil || err == errNoBatch) {
+		return t.cfg.Divisor, nil
+	}
+	return b, err
+}
+
+// errNoBatch is checkRun's error for groups that can sample no record.
+var errNoBatch = errors.New("dpsgd: no record can be sampled (expected batch 0)")
+
+// TrainingLoss is the loss of DP-SGD phases under add/remove
+// (account.SubsampledGaussian) or, with replaceOne, under replace-one
+// (account.SubsampledGaussianReplace): the one place that picks the curve.
+func TrainingLoss(phases []account.Phase, replaceOne bool) (account.Loss, error) {
+	if replaceOne {
+		return account.SubsampledGaussianReplace(phases)
+	}
+	return account.SubsampledGaussian(phases)
 }
 
 // charge records each sampled group's loss for the whole run.
@@ -240,24 +308,42 @@ func (t *Trainer) charge(led *ledger.Ledger, groups []Group, steps int) ([]Charg
 	if steps == 0 {
 		return nil, nil
 	}
-	for _, g := range groups {
-		if g.Rate == 0 || len(g.Records) == 0 {
-			continue
-		}
-		loss, err := account.SubsampledGaussian([]account.Phase{{SampleRate: g.Rate, NoiseMultiplier: t.cfg.NoiseMultiplier, Steps: steps}})
+	for _, g := range charged(groups) {
+		c, err := t.groupCharge(g, steps)
 		if err != nil {
-			return out, fmt.Errorf("dpsgd: group %q: %w", g.Name, err)
+			return out, err
 		}
-		loss.Mechanism = "dp-sgd"
-		loss.Params["clip"] = t.cfg.Clip
-		e, err := led.Record(ledger.Charge{Groups: []string{g.Name}, Loss: loss,
-			Note: fmt.Sprintf("DP-SGD: %d steps, rate %v, σ %v, C %v, %d records", steps, g.Rate, t.cfg.NoiseMultiplier, t.cfg.Clip, len(g.Records))})
+		e, err := led.Record(c)
 		if err != nil {
 			return out, fmt.Errorf("dpsgd: charging group %q: %w", g.Name, err)
 		}
-		out = append(out, Charge{Group: g.Name, Rate: g.Rate, Records: len(g.Records), Loss: loss, Seq: e.Seq})
+		out = append(out, Charge{Group: g.Name, Rate: g.Rate, Records: len(g.Records), Loss: c.Loss, Seq: e.Seq})
 	}
 	return out, nil
+}
+
+// charged returns the groups a run charges: those that can be sampled.
+func charged(groups []Group) []Group {
+	var out []Group
+	for _, g := range groups {
+		if g.Rate > 0 && len(g.Records) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// groupCharge is the ledger charge of steps Poisson-subsampled Gaussian
+// steps for group g (steps ≥ 1).
+func (t *Trainer) groupCharge(g Group, steps int) (ledger.Charge, error) {
+	loss, err := TrainingLoss([]account.Phase{{SampleRate: g.Rate, NoiseMultiplier: t.cfg.NoiseMultiplier, Steps: steps}}, t.cfg.ReplaceOne)
+	if err != nil {
+		return ledger.Charge{}, fmt.Errorf("dpsgd: group %q: %w", g.Name, err)
+	}
+	loss.Mechanism = "dp-sgd"
+	loss.Params["clip"] = t.cfg.Clip
+	return ledger.Charge{Groups: []string{g.Name}, Loss: loss,
+		Note: fmt.Sprintf("DP-SGD: %d steps, rate %v, σ %v, C %v, %d records", steps, g.Rate, t.cfg.NoiseMultiplier, t.cfg.Clip, len(g.Records))}, nil
 }
 
 // sample appends each group's records, each with its group's rate, to

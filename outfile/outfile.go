@@ -3,8 +3,10 @@
 // rename, fsync of the directory), so a crash leaves the old file or the
 // new one and never a torn one; every output path is probed before a run
 // begins, so an unwritable one fails at once and not after the releases
-// have gone out; and no output may resolve (symlinks followed) to one of
-// the run's inputs, which it would clobber.
+// have gone out; no output may resolve (symlinks followed) to one of
+// the run's inputs, which it would clobber; and no output replaces an
+// existing file the user did not ask to replace, nor ever a file of
+// another kind that dpal keeps (a ledger, a store, a state, a model).
 //
 // It imports nothing of dpal's and sits beside vec and progress: the
 // CLI, session and the reproductions use it.
@@ -176,6 +178,9 @@ func CheckDistinct(outputs, inputs []Path) error {
 }
 
 func skip(p Path) bool { return p.Path == "" || p.Path == "-" }
+
+// Same reports whether a and b name one file (see CheckDistinct).
+func Same(a, b string) bool { return same(a, b) }
 
 // same reports whether a and b name one file.
 func same(a, b string) bool {

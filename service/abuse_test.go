@@ -6,6 +6,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // TestAuth: every endpoint but the health checks and the API document
@@ -162,7 +165,7 @@ func TestLabelConflicts(t *testing.T) {
 			t.Errorf("%s claims a labelled request: %d", who, got)
 		}
 	}
-	// An unclaimed request may be labelled directly.
+	ts.mustDo(http.StatusOK, "other", "POST", fmt.Sprintf("/v1/learners/a/requests/%d/claim", id2), "", nil)
 	ts.mustDo(http.StatusOK, "other", "POST", "/v1/learners/a/labels", fmt.Sprintf(`{"id":%d,"y":-1}`, id2), nil)
 	var b budgetView
 	ts.mustDo(http.StatusOK, RoleOfficer, "GET", "/v1/learners/a/budget", "", &b)
@@ -248,4 +251,41 @@ func TestRateLimit(t *testing.T) {
 	if got := ts.do(RoleAdmin, "GET", "/v1/ledger", "", nil); got != http.StatusOK {
 		t.Errorf("another token: %d", got)
 	}
+}
+
+// TestLabelNeedsClaim: an annotator labels only a request it holds a live
+// claim on; an admin may label any open request.
+func TestLabelNeedsClaim(t *testing.T) {
+	ts := newTestServer(t)
+	ts.createLearner("a")
+	var list requestList
+	for len(list.Requests) < 3 {
+		ts.mustDo(http.StatusOK, RoleIngest, "POST", "/v1/learners/a/events", events(5), nil)
+		ts.mustDo(http.StatusOK, RoleAnnotator, "GET", "/v1/learners/a/requests", "", &list)
+	}
+	id, id2, id3 := list.Requests[0].ID, list.Requests[1].ID, list.Requests[2].ID
+	var e errorBody
+	ts.mustDo(http.StatusConflict, RoleAnnotator, "POST", "/v1/learners/a/labels", fmt.Sprintf(`{"id":%d,"y":1}`, id), &e)
+	if e.Field != "id" || !strings.Contains(e.Error, "claim") {
+		t.Errorf("label without a claim: %+v", e)
+	}
+	// A claim that has expired no longer admits the label.
+	ts.mustDo(http.StatusOK, RoleAnnotator, "POST", fmt.Sprintf("/v1/learners/a/requests/%d/claim", id), "", nil)
+	if err := ts.store.db.Update(func(tx *bolt.Tx) error {
+		var r requestRecord
+		if _, err := getJSON(bucket(tx, "a", subRequests), u64Key(id), &r); err != nil {
+			return err
+		}
+		r.ClaimedAt = r.ClaimedAt.Add(-claimTTL - time.Second)
+		return putJSON(bucket(tx, "a", subRequests), u64Key(id), r)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ts.mustDo(http.StatusConflict, RoleAnnotator, "POST", "/v1/learners/a/labels", fmt.Sprintf(`{"id":%d,"y":1}`, id), nil)
+	ts.mustDo(http.StatusOK, RoleAnnotator, "POST", fmt.Sprintf("/v1/learners/a/requests/%d/claim", id), "", nil)
+	ts.mustDo(http.StatusOK, RoleAnnotator, "POST", "/v1/learners/a/labels", fmt.Sprintf(`{"id":%d,"y":1}`, id), nil)
+	// Admin aside: it labels an unclaimed request, but not another's claim.
+	ts.mustDo(http.StatusOK, RoleAdmin, "POST", "/v1/learners/a/labels", fmt.Sprintf(`{"id":%d,"y":1}`, id2), nil)
+	ts.mustDo(http.StatusOK, RoleAnnotator, "POST", fmt.Sprintf("/v1/learners/a/requests/%d/claim", id3), "", nil)
+	ts.mustDo(http.StatusConflict, RoleAdmin, "POST", "/v1/learners/a/labels", fmt.Sprintf(`{"id":%d,"y":1}`, id3), nil)
 }

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/dpal-dev/dpal/active/stream"
 )
 
 // chromium finds a Chromium or Chrome binary ("" if none).
@@ -23,7 +26,10 @@ func chromium() string {
 
 // TestPageInBrowser drives the page in headless Chromium: an admin signs
 // in, claims a request, labels it with the keyboard shortcut, and the
-// officer view shows the release and the budget change.
+// officer view shows the release and the budget change. With 25 learners
+// the officer view draws a page of 10 and the true count, and "More
+// learners" draws the next; the spend chart has axes, a legend with each
+// group and the budget line; the record lookup answers ε.
 func TestPageInBrowser(t *testing.T) {
 	path := chromium()
 	if path == "" {
@@ -31,6 +37,9 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	ts := newTestServer(t)
 	ts.createLearner("a")
+	for i := range 24 {
+		ts.createLearner(fmt.Sprintf("z%02d", i))
+	}
 	var list requestList
 	for len(list.Requests) == 0 {
 		ts.mustDo(http.StatusOK, RoleIngest, "POST", "/v1/learners/a/events", events(5), nil)
@@ -44,13 +53,16 @@ func TestPageInBrowser(t *testing.T) {
 	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 
-	var before, after, status, releases string
+	var before, after, status, releases, queue, annQueue, count, count2, legend, ticks, budgetLine, lookup string
+	var boxes, boxes2 int
 	err := chromedp.Run(ctx,
 		chromedp.Navigate(ts.http.URL+"/ui/"),
 		chromedp.SendKeys("#token", ts.tok[RoleAdmin], chromedp.ByID),
 		chromedp.Click("#login", chromedp.ByID),
 		chromedp.WaitVisible("#budget-a", chromedp.ByID),
 		chromedp.Text("#budget-a", &before, chromedp.ByID),
+		chromedp.Text("#queue-a", &queue, chromedp.ByID),
+		chromedp.Text("#queue", &annQueue, chromedp.ByID),
 		chromedp.Click("#claim", chromedp.ByID),
 		chromedp.WaitVisible("#record-box", chromedp.ByID),
 		chromedp.KeyEvent("k"),
@@ -59,19 +71,48 @@ func TestPageInBrowser(t *testing.T) {
 		chromedp.Reload(),
 		chromedp.WaitVisible("#budget-a", chromedp.ByID),
 		chromedp.Text("#budget-a", &after, chromedp.ByID),
+		chromedp.WaitVisible("#releases-a", chromedp.ByID),
 		chromedp.Text("#releases-a", &releases, chromedp.ByID),
+		chromedp.Text("#officer-count", &count, chromedp.ByID),
+		chromedp.Evaluate(`document.querySelectorAll("#budgets .learner").length`, &boxes),
+		chromedp.Evaluate(`document.querySelector("#chart-a .legend").textContent`, &legend),
+		chromedp.Evaluate(`Array.from(document.querySelectorAll("#chart-a .tick, #chart-a .axis-label")).map(e => e.textContent).join("|")`, &ticks),
+		chromedp.Evaluate(`document.querySelector("#chart-a .budget-label").textContent`, &budgetLine),
+		chromedp.Click("#more-learners", chromedp.ByID),
+		chromedp.Poll(`document.querySelectorAll("#budgets .learner").length > 10`, nil, chromedp.WithPollingTimeout(15*time.Second)),
+		chromedp.Evaluate(`document.querySelectorAll("#budgets .learner").length`, &boxes2),
+		chromedp.Text("#officer-count", &count2, chromedp.ByID),
+		chromedp.SendKeys("#record-id", "a:1", chromedp.ByID),
+		chromedp.Click("#record-lookup", chromedp.ByID),
+		chromedp.Poll(`document.getElementById("record-eps").textContent.includes("ε =")`, nil, chromedp.WithPollingTimeout(15*time.Second)),
+		chromedp.Text("#record-eps", &lookup, chromedp.ByID),
 	)
 	if err != nil {
 		var st string
 		_ = chromedp.Run(ctx, chromedp.Text("#status", &st, chromedp.ByID))
 		t.Fatalf("%v (page status %q)", err, st)
 	}
-	t.Logf("budget before %q, after %q; %q", before, after, status)
+	t.Logf("budget before %q, after %q; %q; queue %q, annotator's %q", before, after, status, queue, annQueue)
+	open := fmt.Sprintf("%d open", len(list.Requests))
+	if !strings.Contains(queue, open+" of at most 10000") || !strings.Contains(annQueue, open+" requests") {
+		t.Errorf("officer's queue line %q, annotator's %q: want %s", queue, annQueue, open)
+	}
 	if before == after || !strings.Contains(after, "ε spent per record 2") {
 		t.Errorf("budget before %q, after %q: want the update's ε_g added", before, after)
 	}
 	if !strings.Contains(releases, "update") || len(strings.Fields(releases)) < 8 {
 		t.Errorf("release table %q has no release", releases)
+	}
+	t.Logf("officer: %q, %d boxes; after More %q, %d boxes; legend %q; ticks %q; %q; lookup %q", count, boxes, count2, boxes2, legend, ticks, budgetLine, lookup)
+	if boxes != 10 || !strings.Contains(count, "10 of 25 learners") || boxes2 != 20 || !strings.Contains(count2, "20 of 25") {
+		t.Errorf("officer pages: %q with %d boxes, then %q with %d", count, boxes, count2, boxes2)
+	}
+	if !strings.Contains(legend, stream.GroupObserved) || !strings.Contains(legend, stream.GroupBatched) ||
+		!strings.Contains(ticks, "ε per record") || !strings.Contains(ticks, "time (UTC)") || !strings.Contains(budgetLine, "budget ε = 2") {
+		t.Errorf("chart: legend %q, axes %q, budget line %q", legend, ticks, budgetLine)
+	}
+	if !strings.Contains(lookup, "learner a, event 1: ε = ") {
+		t.Errorf("record lookup: %q", lookup)
 	}
 	var b budgetView
 	ts.mustDo(http.StatusOK, RoleOfficer, "GET", "/v1/learners/a/budget", "", &b)

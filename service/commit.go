@@ -48,7 +48,7 @@ func (h *hosted) enqueue(write func(tx *bolt.Tx) error, settle func()) (int, err
 		d := h.commitGroup(group)
 		if d.err != nil && h.broken == nil {
 			h.broken = d.err
-			h.log.Error("commit failed; the learner stops until a restart", "learner", h.meta.Name, "err", d.err)
+			h.log.Error("commit failed; the learner stops until a restart", "learner", h.name, "err", d.err)
 		}
 		for _, g := range group {
 			g.settle()
@@ -72,7 +72,9 @@ func (h *hosted) commitGroup(group []*commitJob) commitDone {
 	rels := h.l.Releases()
 	h.l.DropReleases()
 	var state bytes.Buffer
-	if err := h.l.SaveState(&state); err != nil {
+	// The open requests are the <name>/open index's (meta.PendingOutside):
+	// the checkpoint's size does not grow with the queue.
+	if err := h.l.SaveStateWithoutPending(&state); err != nil {
 		return commitDone{err: err}
 	}
 	meta := h.meta

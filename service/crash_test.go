@@ -145,6 +145,16 @@ func TestCrash(t *testing.T) {
 	}
 }
 
+// claimAndLabel claims request id and labels it +1. A claim refused with
+// 409 means the request was labelled: its status is returned.
+func (c *crashClient) claimAndLabel(id uint64) (int, error) {
+	code, err := c.call(RoleAnnotator, "POST", fmt.Sprintf("/v1/learners/c/requests/%d/claim", id), "", nil, "")
+	if err != nil || code != http.StatusOK {
+		return code, err
+	}
+	return c.call(RoleAnnotator, "POST", "/v1/learners/c/labels", fmt.Sprintf(`{"id":%d,"y":1}`, id), nil, "")
+}
+
 // load sends batches and labels until the server dies.
 func (s *crashState) load(c *crashClient) {
 	for {
@@ -162,7 +172,7 @@ func (s *crashState) load(c *crashClient) {
 		}
 		for _, r := range list.Requests {
 			s.inLabel = r.ID
-			code, err := c.call(RoleAnnotator, "POST", "/v1/learners/c/labels", fmt.Sprintf(`{"id":%d,"y":1}`, r.ID), nil, "")
+			code, err := c.claimAndLabel(r.ID)
 			if err != nil {
 				return
 			}
@@ -186,7 +196,7 @@ func (s *crashState) check(t *testing.T, c *crashClient, round int) {
 		s.inflight, s.batch = "", s.batch+1
 	}
 	if s.inLabel != 0 {
-		code, err := c.call(RoleAnnotator, "POST", "/v1/learners/c/labels", fmt.Sprintf(`{"id":%d,"y":1}`, s.inLabel), nil, "")
+		code, err := c.claimAndLabel(s.inLabel)
 		if err != nil || code != http.StatusOK && code != http.StatusConflict {
 			t.Fatalf("round %d: resending the label of %d: %d %v", round, s.inLabel, code, err)
 		}

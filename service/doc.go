@@ -8,16 +8,18 @@
 //
 // One bbolt file (Store) holds everything: each learner's settings, its
 // privacy ledger (dp/ledger, one per learner, each with its own budget),
-// a checkpoint of the learner's state (stream.Learner.SaveState), its label
-// requests (with the record an annotator is shown), submitted labels,
+// a checkpoint of the learner's state without its open requests
+// (stream.Learner.SaveStateWithoutPending), its label requests (with the
+// record an annotator is shown) and an index of the open ones, submitted labels,
 // releases, the idempotency keys of ingest batches, and the hashed API
 // tokens. The learner charges its ledger (an fsync'd transaction of its
 // own) before it draws noise, so every spend is on disk before the release
 // it pays for exists; the release, the requests, the labels and the new
 // checkpoint are then committed in one transaction before the HTTP response
 // acknowledges anything. A restart restores each learner from its last
-// checkpoint (stream.Restore, which re-makes any charge the checkpoint
-// implies that the ledger lacks), so nothing acknowledged is lost and an
+// checkpoint and the open requests' index (stream.RestoreWithPending, which
+// re-makes any charge the checkpoint implies that the ledger lacks), so
+// nothing acknowledged is lost and an
 // unacknowledged batch can be sent again: the learner has not seen it.
 // A failed commit restores the learner from its checkpoint at once.
 //
@@ -32,6 +34,9 @@
 // Idempotency-Key: a replayed key returns the stored answer and observes
 // nothing. Label requests and releases are the learner's DP outputs; the
 // raw record of a request is shown only to an annotator who claims it.
+// The open requests are bounded (max_open_requests): a selection made
+// while the queue is full is charged and masked, which is post-processing
+// of published requests and of the annotators' schedule (docs/serve.md).
 // A rejected event's public answer names its line and field, never its
 // values (session.RejectedClass); the operator log gets no values either.
 //

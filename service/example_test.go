@@ -40,6 +40,7 @@ func Example() {
 	post := func(path, body string) string {
 		req, _ := http.NewRequest("POST", web.URL+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+admin)
+		req.Header.Set("Idempotency-Key", "batch-1") // events calls need one
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return err.Error()

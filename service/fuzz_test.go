@@ -40,7 +40,8 @@ func FuzzDecodeCreate(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		name, cfg, budget, err := decodeCreate(b)
+		spec, err := decodeCreate(b)
+		name, cfg, budget := spec.Name, spec.Config, spec.Budget
 		if err != nil {
 			if statusOf(err) != 400 {
 				t.Fatalf("status %d for %v", statusOf(err), err)
@@ -48,7 +49,7 @@ func FuzzDecodeCreate(f *testing.F) {
 			return
 		}
 		rec, err := cfg.RecordEpsilon()
-		if !nameRE.MatchString(name) || err != nil || cfg.NonPrivate || budget < rec*(1-1e-12) {
+		if !nameRE.MatchString(name) || err != nil || cfg.NonPrivate || budget < rec*(1-1e-12) || spec.MaxOpen < 1 || spec.MaxOpen > maxMaxOpen {
 			t.Fatalf("accepted %q %+v budget %v (record ε %v, %v)", name, cfg, budget, rec, err)
 		}
 	})

@@ -3,12 +3,14 @@ package service
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -21,6 +23,7 @@ type testServer struct {
 	http  *httptest.Server
 	tok   map[Role]string
 	log   *bytes.Buffer
+	keys  atomic.Int64 // idempotency keys made by do
 }
 
 func newTestServer(t *testing.T) *testServer {
@@ -81,8 +84,16 @@ func (ts *testServer) do(role Role, method, path, body string, out any, hdr ...s
 	if role != "" {
 		req.Header.Set("Authorization", "Bearer "+ts.tok[role])
 	}
+	if method == "POST" && strings.HasSuffix(path, "/events") {
+		// Every events call needs a key: a fresh one unless hdr sets one
+		// (an empty value sends none).
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("test-%d", ts.keys.Add(1)))
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
+		if hdr[i+1] == "" {
+			req.Header.Del(hdr[i])
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -37,6 +37,9 @@ func (s *Server) ConsumeKafka(ctx context.Context, kc KafkaConfig) error {
 	if !ok {
 		return fmt.Errorf("kafka: no learner %q", kc.Learner)
 	}
+	if err := h.ensure(); err != nil {
+		return fmt.Errorf("kafka: %w", err)
+	}
 	if kc.Group == "" {
 		kc.Group = "dpal-serve-" + kc.Learner
 	}
@@ -70,7 +73,7 @@ func (s *Server) consumeFetches(ctx context.Context, cl *kgo.Client, h *hosted, 
 	next := map[int32]int64{}
 	var recs []*kgo.Record
 	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-		from := h.store.kafkaNext(h.meta.Name, p.Topic, p.Partition)
+		from := h.store.kafkaNext(h.name, p.Topic, p.Partition)
 		for _, r := range p.Records {
 			recs = append(recs, r)
 			if r.Offset < from {
@@ -84,10 +87,10 @@ func (s *Server) consumeFetches(ctx context.Context, cl *kgo.Client, h *hosted, 
 		}
 	})
 	if len(next) > 0 {
-		res, err := h.ingest(evs, "", func(tx *bolt.Tx) error {
+		res, err := h.ingest(evs, "", nil, func(tx *bolt.Tx) error {
 			b := tx.Bucket(bucketKafka)
 			for p, off := range next {
-				if err := b.Put(kafkaKey(h.meta.Name, kc.Topic, p), u64Key(uint64(off))); err != nil {
+				if err := b.Put(kafkaKey(h.name, kc.Topic, p), u64Key(uint64(off))); err != nil {
 					return err
 				}
 			}
@@ -96,7 +99,7 @@ func (s *Server) consumeFetches(ctx context.Context, cl *kgo.Client, h *hosted, 
 		if err != nil {
 			return fmt.Errorf("kafka: %w", err)
 		}
-		s.log.Debug("kafka: ingested", "learner", h.meta.Name, "answer_bytes", len(res))
+		s.log.Debug("kafka: ingested", "learner", h.name, "answer_bytes", len(res))
 	}
 	if len(recs) == 0 {
 		return nil

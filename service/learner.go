@@ -2,8 +2,11 @@ package service
 
 import (
 	"bytes"
+	"compress/flate"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"regexp"
 	"strconv"
@@ -29,12 +32,32 @@ type learnerMeta struct {
 	// BudgetReachedAt is the event count when the label budget was used
 	// up (0: not yet); later events are not screened and spend nothing.
 	BudgetReachedAt int `json:"budget_reached_at,omitempty"`
+	// MaxOpen bounds the open label requests (0, in a store written
+	// before the bound: defaultMaxOpen); Open counts them (in memory,
+	// those being committed too; in the store, those committed); Masked
+	// counts the selections masked because the queue was full.
+	MaxOpen int `json:"max_open_requests,omitempty"`
+	Open    int `json:"open,omitempty"`
+	Masked  int `json:"masked,omitempty"`
+	// PendingOutside says the checkpoint leaves the open requests out
+	// (stream.Learner.SaveStateWithoutPending): they are the <name>/open
+	// index's, restored from there.
+	PendingOutside bool `json:"pending_outside,omitempty"`
+}
+
+// maxOpen is the learner's bound on open requests.
+func (m learnerMeta) maxOpen() int {
+	if m.MaxOpen > 0 {
+		return m.MaxOpen
+	}
+	return defaultMaxOpen
 }
 
 // requestRecord is one label request: the record the annotator sees, its
 // claim and its label.
 type requestRecord struct {
 	ID        uint64    `json:"id"`
+	At        time.Time `json:"at,omitzero"` // when the request was made
 	X         []float64 `json:"x"`
 	Record    string    `json:"record,omitempty"`
 	ClaimedBy string    `json:"claimed_by,omitempty"`
@@ -68,9 +91,19 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 // hosted is one learner with its ledger; mu serialises everything that
 // touches the learner, so a checkpoint is always a consistent state.
 type hosted struct {
-	store *Store
-	log   *slog.Logger
-	met   *metrics
+	// name, dim and created are meta's, fixed: read without a lock.
+	name    string
+	dim     int
+	created time.Time
+	store   *Store
+	log     *slog.Logger
+	met     *metrics
+
+	// loadMu guards the lazy load (ensure): a learner is restored from
+	// its checkpoint when first called, not at start; loadErr keeps a
+	// failed load's error.
+	loadMu  sync.Mutex
+	loadErr error
 
 	mu   sync.Mutex
 	meta learnerMeta
@@ -84,11 +117,70 @@ type hosted struct {
 	commitQueue
 	inflightKeys   map[string]bool // idempotency keys being committed
 	inflightLabels map[uint64]bool // labels being committed
+	// claims holds the claim time of the open requests claimed, for the
+	// unclaimed count.
+	claims map[uint64]time.Time
+}
+
+// ensure restores the learner and its ledger if this is its first call
+// since the start (a store of many learners starts without restoring
+// any). Every path to h.l and h.led goes through it.
+func (h *hosted) ensure() error {
+	h.loadMu.Lock()
+	defer h.loadMu.Unlock()
+	if h.l != nil || h.loadErr != nil {
+		return h.loadErr
+	}
+	err := h.openLedger()
+	if err == nil {
+		h.mu.Lock()
+		err = h.restore()
+		h.mu.Unlock()
+	}
+	if err != nil {
+		h.loadErr = err
+		if h.log != nil {
+			h.log.Error("learner could not be restored", "learner", h.name, "err", err)
+		}
+		return h.loadErr
+	}
+	if h.met != nil {
+		h.met.spent(h.name, h.led)
+	}
+	return nil
+}
+
+// ledger returns the learner's ledger, opening it (not the learner) if
+// need be: the officer's ledger and metrics read it without restoring
+// the learner.
+func (h *hosted) ledger() (*ledger.Ledger, error) {
+	h.loadMu.Lock()
+	defer h.loadMu.Unlock()
+	if err := h.openLedger(); err != nil {
+		return nil, err
+	}
+	return h.led, nil
+}
+
+// openLedger opens the ledger once (h.loadMu held).
+func (h *hosted) openLedger() error {
+	if h.led != nil {
+		return nil
+	}
+	led, err := h.store.openLedger(h.name, account.Budget{})
+	if err != nil {
+		return fmt.Errorf("learner %s: %w", h.name, err)
+	}
+	h.mu.Lock()
+	h.led = led
+	h.mu.Unlock()
+	return nil
 }
 
 // newHosted returns a hosted learner around meta and its ledger.
 func newHosted(s *Store, meta learnerMeta, led *ledger.Ledger) *hosted {
-	return &hosted{store: s, meta: meta, led: led, inflightKeys: map[string]bool{}, inflightLabels: map[uint64]bool{}}
+	return &hosted{name: meta.Name, dim: meta.Config.Dim, created: meta.Created, store: s, meta: meta, led: led, inflightKeys: map[string]bool{}, inflightLabels: map[uint64]bool{},
+		claims: map[uint64]time.Time{}}
 }
 
 // usable refuses calls to a broken learner.
@@ -120,7 +212,8 @@ func updateDelta(cfg stream.Config) float64 {
 }
 
 // createLearner creates, charges nothing, and checkpoints a new learner.
-func (s *Store) createLearner(name string, cfg stream.Config, budget float64) (*hosted, error) {
+func (s *Store) createLearner(spec learnerSpec) (*hosted, error) {
+	name, cfg, budget := spec.Name, spec.Config, spec.Budget
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketLearners).Get([]byte(name)) != nil {
 			return errExists
@@ -144,10 +237,11 @@ func (s *Store) createLearner(name string, cfg stream.Config, budget float64) (*
 	if err := session.SetInfo(l, session.StreamInfo{Mode: "service"}); err != nil {
 		return nil, err
 	}
-	h := newHosted(s, learnerMeta{Name: name, Config: cfg, Budget: budget, Created: time.Now().UTC()}, led)
+	h := newHosted(s, learnerMeta{Name: name, Config: cfg, Budget: budget, Created: time.Now().UTC(),
+		MaxOpen: spec.MaxOpen, PendingOutside: true}, led)
 	h.l = l
 	var state bytes.Buffer
-	if err := l.SaveState(&state); err != nil {
+	if err := l.SaveStateWithoutPending(&state); err != nil {
 		return nil, err
 	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
@@ -159,62 +253,121 @@ func (s *Store) createLearner(name string, cfg stream.Config, budget float64) (*
 	return h, err
 }
 
-// loadLearners restores every learner from its checkpoint.
+// loadLearners returns every learner's shell: its settings, restored
+// later, on its first call (hosted.ensure).
 func (s *Store) loadLearners() (map[string]*hosted, error) {
 	out := map[string]*hosted{}
-	var metas []learnerMeta
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketLearners).ForEach(func(k, v []byte) error {
 			var m learnerMeta
-			if _, err := getJSON(tx.Bucket(bucketLearners), k, &m); err != nil {
+			if err := jsonUnmarshal(v, &m); err != nil {
 				return fmt.Errorf("learner %s: %w", k, err)
 			}
-			metas = append(metas, m)
+			out[m.Name] = newHosted(s, m, nil)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// restore replaces the in-memory learner by its last checkpoint, with
+// fresh secure randomness, and its open requests by the <name>/open
+// index. Restore re-makes any charge the checkpoint implies that the
+// ledger lacks, so the spend never decreases. A checkpoint written before
+// the index (its pending requests inside) is restored as it is and the
+// index built from it, once.
+func (h *hosted) restore() error {
+	var state []byte
+	var pend []stream.PendingEvent
+	claims := map[uint64]time.Time{}
+	err := h.store.db.View(func(tx *bolt.Tx) error {
+		state = bytes.Clone(tx.Bucket(bucketState).Get([]byte(h.name)))
+		var m learnerMeta
+		if _, err := getJSON(tx.Bucket(bucketLearners), []byte(h.name), &m); err != nil {
+			return err
+		}
+		h.meta = m
+		if !m.PendingOutside {
+			return nil
+		}
+		rq := bucket(tx, m.Name, subRequests)
+		return bucket(tx, m.Name, subOpen).ForEach(func(k, _ []byte) error {
+			var r requestRecord
+			ok, err := getJSON(rq, k, &r)
+			if err != nil || !ok {
+				return cmpOr(err, fmt.Errorf("open request %d has no record", keyU64(k)))
+			}
+			pend = append(pend, stream.PendingEvent{ID: r.ID, X: r.X})
+			if r.ClaimedBy != "" {
+				claims[r.ID] = r.ClaimedAt
+			}
 			return nil
 		})
 	})
 	if err != nil {
-		return nil, err
-	}
-	for _, m := range metas {
-		led, err := s.openLedger(m.Name, account.Budget{})
-		if err != nil {
-			return nil, fmt.Errorf("learner %s: %w", m.Name, err)
-		}
-		h := newHosted(s, m, led)
-		if err := h.restore(); err != nil {
-			return nil, err
-		}
-		out[m.Name] = h
-	}
-	return out, nil
-}
-
-// restore replaces the in-memory learner by its last checkpoint, with
-// fresh secure randomness. Restore re-makes any charge the checkpoint
-// implies that the ledger lacks, so the spend never decreases.
-func (h *hosted) restore() error {
-	var state []byte
-	err := h.store.db.View(func(tx *bolt.Tx) error {
-		state = bytes.Clone(tx.Bucket(bucketState).Get([]byte(h.meta.Name)))
-		var m learnerMeta
-		if _, err := getJSON(tx.Bucket(bucketLearners), []byte(h.meta.Name), &m); err != nil {
-			return err
-		}
-		h.meta = m
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("learner %s: %w", h.meta.Name, err)
+		return fmt.Errorf("learner %s: %w", h.name, err)
 	}
 	if state == nil {
-		return fmt.Errorf("learner %s: no checkpoint", h.meta.Name)
+		return fmt.Errorf("learner %s: no checkpoint", h.name)
 	}
-	l, err := stream.Restore(bytes.NewReader(state), rng.Secure(), h.led)
+	var l *stream.Learner
+	if h.meta.PendingOutside {
+		l, err = stream.RestoreWithPending(bytes.NewReader(state), rng.Secure(), h.led, pend)
+	} else {
+		l, err = stream.Restore(bytes.NewReader(state), rng.Secure(), h.led)
+	}
 	if err != nil {
-		return fmt.Errorf("learner %s: %w", h.meta.Name, err)
+		return fmt.Errorf("learner %s: %w", h.name, err)
 	}
-	h.l = l
+	h.l, h.claims = l, claims
+	if !h.meta.PendingOutside {
+		return h.indexOpen()
+	}
+	return nil
+}
+
+// indexOpen moves the open requests of a checkpoint written before the
+// <name>/open index into it, and writes the checkpoint without them.
+func (h *hosted) indexOpen() error {
+	ids := h.l.Pending()
+	meta := h.meta
+	meta.PendingOutside, meta.Open = true, len(ids)
+	var state bytes.Buffer
+	if err := h.l.SaveStateWithoutPending(&state); err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	err := h.store.db.Update(func(tx *bolt.Tx) error {
+		if err := learnerBuckets(tx, meta.Name); err != nil {
+			return err
+		}
+		rq, open := bucket(tx, meta.Name, subRequests), bucket(tx, meta.Name, subOpen)
+		for _, id := range ids {
+			var r requestRecord
+			if ok, err := getJSON(rq, u64Key(id), &r); err != nil || !ok {
+				return cmpOr(err, fmt.Errorf("open request %d has no record", id))
+			}
+			at := r.At
+			if at.IsZero() {
+				at = now
+			}
+			if r.ClaimedBy != "" {
+				h.claims[id] = r.ClaimedAt
+			}
+			if err := open.Put(u64Key(id), u64Key(uint64(at.UnixNano()))); err != nil {
+				return err
+			}
+		}
+		if err := putJSON(tx.Bucket(bucketLearners), []byte(meta.Name), meta); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketState).Put([]byte(meta.Name), state.Bytes())
+	})
+	if err != nil {
+		return fmt.Errorf("learner %s: indexing the open requests: %w", meta.Name, err)
+	}
+	meta.Open = len(ids)
+	h.meta = meta
 	return nil
 }
 
@@ -244,18 +397,27 @@ type ingestResult struct {
 
 // ingest observes the events in order and commits them, with extra's
 // writes (if any) in the same transaction; a replayed idempotency key
-// returns the stored answer and observes nothing. If the budget runs out
-// mid-batch, the lines before are accepted and the rest rejected as
-// "budget-exhausted".
-func (h *hosted) ingest(evs []event, key string, extra func(tx *bolt.Tx) error) ([]byte, error) {
+// returns the stored answer and observes nothing, unless it came with a
+// body whose sum differs from the stored one (errKeyReused). If the
+// budget runs out mid-batch, the lines before are accepted and the rest
+// rejected as "budget-exhausted".
+func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx *bolt.Tx) error) ([]byte, error) {
 	h.mu.Lock()
 	if err := h.usable(); err != nil {
 		h.mu.Unlock()
 		return nil, err
 	}
 	if key != "" {
-		if prev := h.storedAnswer(key); prev != nil {
+		prevSum, prev, err := h.storedAnswer(key)
+		if err != nil {
 			h.mu.Unlock()
+			return nil, err
+		}
+		if prev != nil {
+			h.mu.Unlock()
+			if prevSum != nil && !bytes.Equal(prevSum, sum) {
+				return nil, errKeyReused
+			}
 			return prev, nil
 		}
 		if h.inflightKeys[key] {
@@ -263,14 +425,19 @@ func (h *hosted) ingest(evs []event, key string, extra func(tx *bolt.Tx) error) 
 			return nil, errInFlight
 		}
 	}
-	res, reqs, refs, err := h.observe(evs)
+	res, reqs, refs, masked, err := h.observe(evs)
 	if err != nil {
 		h.broken = err
 		h.mu.Unlock()
 		return nil, err
 	}
 	answer, err := jsonBytes(res)
+	var stored []byte
+	if err == nil && key != "" {
+		stored, err = idemValue(sum, answer)
+	}
 	if err != nil {
+		h.broken = err // the learner observed what will not be committed
 		h.mu.Unlock()
 		return nil, err
 	}
@@ -278,9 +445,12 @@ func (h *hosted) ingest(evs []event, key string, extra func(tx *bolt.Tx) error) 
 		h.inflightKeys[key] = true
 	}
 	rels, err := h.enqueue(func(tx *bolt.Tx) error {
-		rq := bucket(tx, h.meta.Name, subRequests)
+		rq, open := bucket(tx, h.name, subRequests), bucket(tx, h.name, subOpen)
 		for _, r := range reqs {
 			if err := putJSON(rq, u64Key(r.ID), r); err != nil {
+				return err
+			}
+			if err := open.Put(u64Key(r.ID), u64Key(uint64(r.At.UnixNano()))); err != nil {
 				return err
 			}
 		}
@@ -291,7 +461,7 @@ func (h *hosted) ingest(evs []event, key string, extra func(tx *bolt.Tx) error) 
 			}
 		}
 		if key != "" {
-			if err := bucket(tx, h.meta.Name, subIdem).Put([]byte(key), answer); err != nil {
+			if err := bucket(tx, h.name, subIdem).Put([]byte(key), stored); err != nil {
 				return err
 			}
 		}
@@ -303,18 +473,30 @@ func (h *hosted) ingest(evs []event, key string, extra func(tx *bolt.Tx) error) 
 	if err != nil {
 		return nil, err
 	}
-	h.met.ingested(h.meta.Name, res.Accepted, res.Rejected, len(reqs), rels)
-	h.met.spent(h.meta.Name, h.led)
+	h.met.ingested(h.name, res.Accepted, res.Rejected, len(reqs), masked, rels)
+	h.met.spent(h.name, h.led)
 	return answer, nil
 }
 
-// observe feeds the events to the learner (h.mu held). Its error is an
-// internal one: the learner is then unusable until a restart.
-func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string]recordRef, error) {
+// observe feeds the events to the learner (h.mu held) and returns the
+// answer, the new requests, the client ids and the selections masked
+// because the queue was full. Its error is an internal one: the learner
+// is then unusable until a restart.
+//
+// The bound: a selection made while the learner already holds
+// meta.maxOpen() open requests is declined at once (stream.Learner.Decline)
+// and not published. The draw was made and is charged as any other
+// (ε_s, GroupObserved); whether it is masked depends only on the count of
+// open requests, a function of the requests already published and of when
+// labels arrived, so masking is post-processing (docs/serve.md).
+func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string]recordRef, int, error) {
 	res := ingestResult{Results: make([]lineResult, len(evs))}
 	var reqs []requestRecord
 	refs := map[string]recordRef{}
 	exhausted := false
+	masked := 0
+	limit := h.meta.maxOpen()
+	now := time.Now().UTC()
 	for i, ev := range evs {
 		lr := &res.Results[i]
 		lr.Line = ev.line
@@ -327,19 +509,29 @@ func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string
 				// Observe left the learner unchanged: what came before stands.
 				exhausted = true
 			case err != nil:
-				return res, nil, nil, fmt.Errorf("learner %s line %d: %w", h.meta.Name, ev.line, err)
+				return res, nil, nil, 0, fmt.Errorf("learner %s line %d: %w", h.name, ev.line, err)
 			default:
 				lr.Status, lr.Event = "accepted", dec.ID
 				res.Accepted++
 				if ev.record != "" {
-					refs[ev.record] = recordRef{Learner: h.meta.Name, Event: dec.ID}
+					refs[ev.record] = recordRef{Learner: h.name, Event: dec.ID}
 				}
-				if dec.Request {
-					reqs = append(reqs, requestRecord{ID: dec.ID, X: ev.x, Record: ev.record})
-					if h.meta.BudgetReachedAt == 0 && h.l.Stats().BudgetReached {
-						h.meta.BudgetReachedAt = int(dec.ID)
+				if !dec.Request {
+					continue
+				}
+				if h.meta.BudgetReachedAt == 0 && h.l.Stats().BudgetReached {
+					h.meta.BudgetReachedAt = int(dec.ID)
+				}
+				if h.l.Stats().Pending > limit {
+					if err := h.l.Decline(dec.ID); err != nil {
+						return res, nil, nil, 0, fmt.Errorf("learner %s line %d: %w", h.name, ev.line, err)
 					}
+					masked++
+					h.meta.Masked++
+					continue
 				}
+				reqs = append(reqs, requestRecord{ID: dec.ID, At: now, X: ev.x, Record: ev.record})
+				h.meta.Open++
 				continue
 			}
 		}
@@ -349,18 +541,63 @@ func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string
 			continue
 		}
 		lr.Status, lr.Error, lr.Field = "rejected", session.RejectedClass, ev.field
-		h.log.Warn("event rejected", "learner", h.meta.Name, "line", ev.line, "field", ev.field)
+		h.log.Warn("event rejected", "learner", h.name, "line", ev.line, "field", ev.field)
 	}
-	return res, reqs, refs, nil
+	return res, reqs, refs, masked, nil
 }
 
-func (h *hosted) storedAnswer(key string) []byte {
-	var out []byte
+// storedAnswer returns the body sum and the answer stored under an
+// idempotency key (nil, nil: none; a nil sum: stored before sums were).
+func (h *hosted) storedAnswer(key string) ([]byte, []byte, error) {
+	var v []byte
 	_ = h.store.db.View(func(tx *bolt.Tx) error {
-		out = bytes.Clone(bucket(tx, h.meta.Name, subIdem).Get([]byte(key)))
+		v = bytes.Clone(bucket(tx, h.name, subIdem).Get([]byte(key)))
 		return nil
 	})
-	return out
+	if len(v) <= sha256.Size || v[0] != idemDeflated {
+		return nil, v, nil
+	}
+	answer, err := io.ReadAll(flate.NewReader(bytes.NewReader(v[1+sha256.Size:])))
+	if err != nil {
+		return nil, nil, fmt.Errorf("learner %s: stored answer of an idempotency key: %w", h.name, err)
+	}
+	return v[1 : 1+sha256.Size], answer, nil
+}
+
+// idemDeflated marks a stored idempotency value that holds its body's
+// sum and then the answer, deflated (an answer of 1000 lines is 45 KB of
+// JSON, about 2 KB deflated); a bare answer starts with '{'.
+const idemDeflated = 2
+
+// idemValue is what an idempotency key stores: the body's sum, if any,
+// then the answer.
+func idemValue(sum, answer []byte) ([]byte, error) {
+	if sum == nil {
+		return answer, nil
+	}
+	var b bytes.Buffer
+	b.WriteByte(idemDeflated)
+	b.Write(sum)
+	w, err := flate.NewWriter(&b, flate.BestSpeed)
+	if err == nil {
+		_, err = w.Write(answer)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	return b.Bytes(), err
+}
+
+// bodySum is the SHA-256 of an events body and how it was read.
+func bodySum(body []byte, oneJSON bool) []byte {
+	h := sha256.New()
+	if oneJSON {
+		h.Write([]byte("json\n"))
+	} else {
+		h.Write([]byte("lines\n"))
+	}
+	h.Write(body)
+	return h.Sum(nil)
 }
 
 // request reads one committed request record.
@@ -369,7 +606,7 @@ func (h *hosted) request(id uint64) (requestRecord, error) {
 	var ok bool
 	err := h.store.db.View(func(tx *bolt.Tx) error {
 		var err error
-		ok, err = getJSON(bucket(tx, h.meta.Name, subRequests), u64Key(id), &r)
+		ok, err = getJSON(bucket(tx, h.name, subRequests), u64Key(id), &r)
 		return err
 	})
 	if err == nil && !ok {
@@ -384,14 +621,20 @@ func (h *hosted) request(id uint64) (requestRecord, error) {
 func (h *hosted) claim(id uint64, who string) (requestRecord, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	r, err := h.labelable(id, who)
+	r, err := h.labelable(id)
 	if err != nil {
+		return r, err
+	}
+	if err := claimable(r, who); err != nil {
 		return r, err
 	}
 	r.ClaimedBy, r.ClaimedAt = who, time.Now().UTC()
 	err = h.store.db.Update(func(tx *bolt.Tx) error {
-		return putJSON(bucket(tx, h.meta.Name, subRequests), u64Key(id), r)
+		return putJSON(bucket(tx, h.name, subRequests), u64Key(id), r)
 	})
+	if err == nil {
+		h.claims[id] = r.ClaimedAt
+	}
 	return r, err
 }
 
@@ -408,10 +651,14 @@ func claimable(r requestRecord, who string) error {
 }
 
 // label gives request id the label y and commits it with any release the
-// label triggers.
-func (h *hosted) label(id uint64, y float64, who string) error {
+// label triggers. The caller must hold a live claim on it; an admin
+// (anyClaim) may also label a request nobody holds.
+func (h *hosted) label(id uint64, y float64, who string, anyClaim bool) error {
 	h.mu.Lock()
-	r, err := h.labelable(id, who)
+	r, err := h.labelable(id)
+	if err == nil {
+		err = mayLabel(r, who, anyClaim)
+	}
 	if err != nil {
 		h.mu.Unlock()
 		return err
@@ -424,30 +671,47 @@ func (h *hosted) label(id uint64, y float64, who string) error {
 	}
 	r.Label, r.ClaimedBy = y, who
 	h.inflightLabels[id] = true
+	h.meta.Open--
 	rels, err := h.enqueue(func(tx *bolt.Tx) error {
-		return putJSON(bucket(tx, h.meta.Name, subRequests), u64Key(id), r)
-	}, func() { delete(h.inflightLabels, id) })
+		if err := bucket(tx, h.name, subOpen).Delete(u64Key(id)); err != nil {
+			return err
+		}
+		return putJSON(bucket(tx, h.name, subRequests), u64Key(id), r)
+	}, func() { delete(h.inflightLabels, id); delete(h.claims, id) })
 	if err != nil {
 		return err
 	}
-	h.met.labelled(h.meta.Name, rels)
-	h.met.spent(h.meta.Name, h.led)
+	h.met.labelled(h.name, rels)
+	h.met.spent(h.name, h.led)
 	return nil
 }
 
-// labelable reads request id if who may claim or label it (h.mu held).
-func (h *hosted) labelable(id uint64, who string) (requestRecord, error) {
+// mayLabel admits the label of r by who: who holds a live claim on it,
+// or (anyClaim, an admin) nobody else does.
+func mayLabel(r requestRecord, who string, anyClaim bool) error {
+	live := r.ClaimedBy != "" && time.Since(r.ClaimedAt) < claimTTL
+	switch {
+	case r.Label != 0:
+		return errLabelled
+	case live && r.ClaimedBy == who:
+		return nil
+	case live:
+		return errClaimed
+	case anyClaim:
+		return nil
+	}
+	return errNotClaimed
+}
+
+// labelable reads request id if it is open (h.mu held).
+func (h *hosted) labelable(id uint64) (requestRecord, error) {
 	if err := h.usable(); err != nil {
 		return requestRecord{}, err
 	}
 	if h.inflightLabels[id] {
 		return requestRecord{}, errLabelled
 	}
-	r, err := h.request(id)
-	if err != nil {
-		return r, err
-	}
-	return r, claimable(r, who)
+	return h.request(id)
 }
 
 // pendingView is one open request as an annotator lists it: no record.
@@ -456,41 +720,55 @@ type pendingView struct {
 	Claimed bool   `json:"claimed"`
 }
 
-// pending lists up to limit open requests after id after.
+// pending lists up to limit open requests after id after, from the
+// <name>/open index: its cost is the page's, not the queue's.
 func (h *hosted) pending(after uint64, limit int) ([]pendingView, error) {
-	h.mu.Lock()
-	ids := h.l.Pending()
-	h.mu.Unlock()
 	out := []pendingView{}
 	err := h.store.db.View(func(tx *bolt.Tx) error {
-		rq := bucket(tx, h.meta.Name, subRequests)
-		for _, id := range ids {
-			if id <= after {
-				continue
-			}
-			if len(out) == limit {
-				break
-			}
+		rq := bucket(tx, h.name, subRequests)
+		c := bucket(tx, h.name, subOpen).Cursor()
+		for k, _ := c.Seek(u64Key(after + 1)); k != nil && len(out) < limit; k, _ = c.Next() {
 			var r requestRecord
-			ok, err := getJSON(rq, u64Key(id), &r)
-			if err != nil {
-				return err
+			ok, err := getJSON(rq, k, &r)
+			if err != nil || !ok {
+				return cmpOr(err, fmt.Errorf("open request %d has no record", keyU64(k)))
 			}
-			if !ok {
-				continue // not committed yet
-			}
-			out = append(out, pendingView{ID: id, Claimed: r.ClaimedBy != "" && time.Since(r.ClaimedAt) < claimTTL})
+			out = append(out, pendingView{ID: r.ID, Claimed: r.ClaimedBy != "" && time.Since(r.ClaimedAt) < claimTTL})
 		}
 		return nil
 	})
 	return out, err
 }
 
+// queueState reports the learner's queue of open requests: its size, bound,
+// the age of its oldest request, the selections masked, and how many
+// open requests no live claim holds.
+func (h *hosted) queueState() (queueView, int, error) {
+	h.mu.Lock()
+	q := queueView{Open: h.meta.Open, Max: h.meta.maxOpen(), Masked: h.meta.Masked}
+	claimed := 0
+	for id, at := range h.claims {
+		if time.Since(at) < claimTTL {
+			claimed++
+		} else {
+			delete(h.claims, id)
+		}
+	}
+	h.mu.Unlock()
+	err := h.store.db.View(func(tx *bolt.Tx) error {
+		if k, v := bucket(tx, h.name, subOpen).Cursor().First(); k != nil {
+			q.OldestAgeSeconds = max(0, time.Since(time.Unix(0, int64(keyU64(v)))).Seconds())
+		}
+		return nil
+	})
+	return q, max(0, q.Open-claimed), err
+}
+
 // releases lists up to limit stored releases after update after.
 func (h *hosted) releases(after uint64, limit int) ([]releaseRecord, error) {
 	out := []releaseRecord{}
 	err := h.store.db.View(func(tx *bolt.Tx) error {
-		c := bucket(tx, h.meta.Name, subReleases).Cursor()
+		c := bucket(tx, h.name, subReleases).Cursor()
 		for k, v := c.Seek(u64Key(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
 			var r releaseRecord
 			if err := jsonUnmarshal(v, &r); err != nil {
@@ -515,7 +793,7 @@ func (h *hosted) model() (modelView, error) {
 	h.mu.Lock()
 	w, upd := h.l.Weights(), h.l.Stats().Updates
 	h.mu.Unlock()
-	m := modelView{Learner: h.meta.Name, Update: upd, W: w}
+	m := modelView{Learner: h.name, Update: upd, W: w}
 	if upd > 0 {
 		rels, err := h.releases(uint64(upd-1), 1)
 		if err != nil {
@@ -534,13 +812,54 @@ type budgetView struct {
 	Budget  account.Budget        `json:"budget"`
 	Groups  []ledger.GroupSummary `json:"groups"`
 	Stats   stream.Stats          `json:"stats"`
+	Queue   queueView             `json:"queue"`
+	// Series is each group's ε per record after each of its ledger
+	// entries, composed as the ledger composes them: the officer's chart.
+	Series map[string][]spendPoint `json:"series"`
 }
 
-func (h *hosted) budget() budgetView {
+// spendPoint is a group's ε per record after one ledger entry.
+type spendPoint struct {
+	Time    time.Time `json:"time"`
+	Epsilon float64   `json:"epsilon"`
+}
+
+func (h *hosted) budget() (budgetView, error) {
 	h.mu.Lock()
 	st := h.l.Stats()
 	h.mu.Unlock()
-	return budgetView{Learner: h.meta.Name, Budget: h.led.Budget(), Groups: h.led.Summary(), Stats: st}
+	q, _, err := h.queueState()
+	if err != nil {
+		return budgetView{}, err
+	}
+	series, err := spendSeries(h.led)
+	return budgetView{Learner: h.name, Budget: h.led.Budget(), Groups: h.led.Summary(), Stats: st, Queue: q, Series: series}, err
+}
+
+// spendSeries replays led's entries into a ledger in memory and reads
+// each group's composed ε after every entry that touched it (summing the
+// entries' ε would miss zCDP and Rényi parts).
+func spendSeries(led *ledger.Ledger) (map[string][]spendPoint, error) {
+	entries, err := led.Entries()
+	if err != nil {
+		return nil, err
+	}
+	meta := led.Meta()
+	replay, err := ledger.New(meta.Budget, ledger.WithConversion(meta.Conversion))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]spendPoint{}
+	for _, e := range entries {
+		if _, err := replay.Record(ledger.Charge{Groups: e.Groups, Loss: e.Loss, Once: e.Once, Note: e.Note}); err != nil {
+			return nil, fmt.Errorf("replaying ledger entry %d: %w", e.Seq, err)
+		}
+		for _, g := range e.Groups {
+			eps, _ := replay.Spent(g)
+			out[g] = append(out[g], spendPoint{Time: e.Time, Epsilon: eps})
+		}
+	}
+	return out, nil
 }
 
 // recordEpsilonView is what one record has spent.
@@ -557,7 +876,7 @@ type recordEpsilonView struct {
 // (GroupObserved), ε_s + ε_g if its label entered an update
 // (GroupBatched), as the ledger holds them; 0 after the label budget.
 func (h *hosted) recordEpsilon(record string, id uint64) (recordEpsilonView, error) {
-	v := recordEpsilonView{Record: record, Learner: h.meta.Name, Event: id}
+	v := recordEpsilonView{Record: record, Learner: h.name, Event: id}
 	h.mu.Lock()
 	st, reached := h.l.Stats(), h.meta.BudgetReachedAt
 	h.mu.Unlock()
@@ -600,4 +919,12 @@ func (s *Store) lookupRecord(id string) (recordRef, error) {
 		err = errNoRecord
 	}
 	return ref, err
+}
+
+// queueView is a learner's queue of open label requests.
+type queueView struct {
+	Open             int     `json:"open"`
+	Max              int     `json:"max"`
+	OldestAgeSeconds float64 `json:"oldest_age_seconds"`
+	Masked           int     `json:"masked"`
 }

@@ -11,9 +11,11 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -29,6 +31,11 @@ type LoadSpec struct {
 	Batch   int
 	Workers int
 	Seed    uint64 // of the synthetic events (not of any released noise)
+	// LearnerConfig and MaxOpen, for SelfLoad: the learner's settings
+	// (the "config" and "max_open_requests" of POST /v1/learners; empty
+	// and 0: the defaults, as `dpal serve --learner NAME:DIM` makes).
+	LearnerConfig json.RawMessage
+	MaxOpen       int
 }
 
 // LoadResult is what a load measured. Every event counted was durably
@@ -43,18 +50,47 @@ type LoadResult struct {
 	P50ms        float64 `json:"p50_ms"`
 	P99ms        float64 `json:"p99_ms"`
 	Seed         uint64  `json:"seed"`
+	// DecileEventsPerSec is the rate over each tenth of the events, in
+	// the order their answers arrived; LastOverFirst is the last tenth's
+	// rate over the first's.
+	DecileEventsPerSec []float64 `json:"decile_events_per_sec"`
+	LastOverFirst      float64   `json:"last_over_first"`
+	// DecileP99ms is the p99 latency of the requests answered in each tenth.
+	DecileP99ms []float64 `json:"decile_p99_ms"`
+	// RSS of this process (server and clients, when SelfLoad runs both)
+	// in MiB at the start, at the end of each tenth, and the largest
+	// sample; 0 where /proc/self/status cannot be read.
+	RSSStartMiB  float64   `json:"rss_start_mib"`
+	RSSDecileMiB []float64 `json:"rss_decile_mib"`
+	RSSEndMiB    float64   `json:"rss_end_mib"`
+	RSSMaxMiB    float64   `json:"rss_max_mib"`
+	// Queue is the learner's queue at the end (SelfLoad only).
+	Queue *queueView `json:"queue,omitempty"`
 }
 
-// Load runs the load and measures throughput and request latency.
+// done is one answered request: when, how long it took, how many events.
+type done struct {
+	at     time.Duration // since the start
+	lat    time.Duration
+	events int
+}
+
+// Load runs the load and measures throughput and request latency, per
+// tenth of the events too, and the process's RSS. The request bodies are
+// made as they are sent (request i from the seed and i), so the client
+// holds one body per worker, not the whole load.
 func Load(ctx context.Context, c LoadSpec) (LoadResult, error) {
 	if c.Events < 1 || c.Batch < 1 || c.Workers < 1 || c.Dim < 1 {
 		return LoadResult{}, errors.New("load: events, batch, workers and dim must be >= 1")
 	}
-	bodies := loadBodies(c)
+	nreq := (c.Events + c.Batch - 1) / c.Batch
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c.Workers}}
-	lat := make([]time.Duration, len(bodies))
 	var mu sync.Mutex
 	var firstErr error
+	dones := make([]done, 0, nreq)
+	acked := 0
+	res := LoadResult{Events: c.Events, Batch: c.Batch, Workers: c.Workers, Requests: nreq, Seed: c.Seed, RSSStartMiB: rssMiB()}
+	res.RSSMaxMiB = res.RSSStartMiB
 	next := 0
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -66,29 +102,98 @@ func Load(ctx context.Context, c LoadSpec) (LoadResult, error) {
 				next++
 				stop := firstErr != nil || ctx.Err() != nil
 				mu.Unlock()
-				if i >= len(bodies) || stop {
+				if i >= nreq || stop {
 					return
 				}
+				n := min(c.Batch, c.Events-i*c.Batch)
+				body := loadBody(c, i, n)
 				t0 := time.Now()
-				err := postEvents(ctx, client, c, bodies[i])
-				lat[i] = time.Since(t0)
+				err := postEvents(ctx, client, c, body, fmt.Sprintf("load-%d-%d", c.Seed, i))
+				lat := time.Since(t0)
+				mu.Lock()
 				if err != nil {
-					mu.Lock()
 					firstErr = cmpOr(firstErr, err)
-					mu.Unlock()
+				} else {
+					dones = append(dones, done{at: time.Since(start), lat: lat, events: n})
+					before := acked
+					acked += n
+					if acked*10/c.Events > before*10/c.Events { // a tenth ended
+						rss := rssMiB()
+						res.RSSDecileMiB = append(res.RSSDecileMiB, rss)
+						res.RSSMaxMiB = max(res.RSSMaxMiB, rss)
+					}
 				}
+				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	secs := time.Since(start).Seconds()
+	res.Seconds = time.Since(start).Seconds()
 	if firstErr != nil {
 		return LoadResult{}, firstErr
 	}
+	res.RSSEndMiB = rssMiB()
+	res.RSSMaxMiB = max(res.RSSMaxMiB, res.RSSEndMiB)
+	res.EventsPerSec = float64(c.Events) / res.Seconds
+	res.P50ms, res.P99ms = quantiles(dones)
+	res.DecileEventsPerSec, res.DecileP99ms = deciles(dones, c.Events)
+	if d := res.DecileEventsPerSec; len(d) == 10 && d[0] > 0 {
+		res.LastOverFirst = d[9] / d[0]
+	}
+	return res, nil
+}
+
+// quantiles returns the p50 and p99 latency of ds in ms.
+func quantiles(ds []done) (float64, float64) {
+	if len(ds) == 0 {
+		return 0, 0
+	}
+	lat := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		lat[i] = d.lat
+	}
 	slices.Sort(lat)
 	q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
-	return LoadResult{Events: c.Events, Batch: c.Batch, Workers: c.Workers, Requests: len(bodies), Seconds: secs,
-		EventsPerSec: float64(c.Events) / secs, P50ms: q(0.5), P99ms: q(0.99), Seed: c.Seed}, nil
+	return q(0.5), q(0.99)
+}
+
+// deciles splits the answers (in arrival order) into tenths of the
+// events and returns each tenth's rate and p99 latency. A request that
+// straddles a boundary counts in the tenth where it was answered.
+func deciles(ds []done, events int) (rates, p99 []float64) {
+	var from time.Duration
+	acked, lo := 0, 0
+	for i, d := range ds {
+		acked += d.events
+		if acked*10/events > (acked-d.events)*10/events || i == len(ds)-1 {
+			n := 0
+			for _, e := range ds[lo : i+1] {
+				n += e.events
+			}
+			rates = append(rates, float64(n)/(d.at-from).Seconds())
+			_, p := quantiles(ds[lo : i+1])
+			p99 = append(p99, p)
+			from, lo = d.at, i+1
+		}
+	}
+	return rates, p99
+}
+
+// rssMiB is this process's resident set in MiB (0 if unknown).
+func rssMiB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			if err == nil {
+				return kb / 1024
+			}
+		}
+	}
+	return 0
 }
 
 func cmpOr(a, b error) error {
@@ -98,36 +203,31 @@ func cmpOr(a, b error) error {
 	return b
 }
 
-// loadBodies makes the request bodies: CSV lines of events inside the
-// unit ball.
-func loadBodies(c LoadSpec) [][]byte {
-	r := rand.New(rand.NewPCG(c.Seed, 0x5e7e))
-	var out [][]byte
-	for sent := 0; sent < c.Events; {
-		n := min(c.Batch, c.Events-sent)
-		var b []byte
-		for range n {
-			for j := range c.Dim {
-				if j > 0 {
-					b = append(b, ',')
-				}
-				b = strconv.AppendFloat(b, (r.Float64()*2-1)/float64(c.Dim), 'g', 6, 64)
+// loadBody makes request i's body: n CSV lines of events inside the unit
+// ball, from the seed and i alone.
+func loadBody(c LoadSpec, i, n int) []byte {
+	r := rand.New(rand.NewPCG(c.Seed, uint64(i)))
+	b := make([]byte, 0, n*c.Dim*10)
+	for range n {
+		for j := range c.Dim {
+			if j > 0 {
+				b = append(b, ',')
 			}
-			b = append(b, '\n')
+			b = strconv.AppendFloat(b, (r.Float64()*2-1)/float64(c.Dim), 'g', 6, 64)
 		}
-		out = append(out, b)
-		sent += n
+		b = append(b, '\n')
 	}
-	return out
+	return b
 }
 
-func postEvents(ctx context.Context, client *http.Client, c LoadSpec, body []byte) error {
+func postEvents(ctx context.Context, client *http.Client, c LoadSpec, body []byte, key string) error {
 	req, err := http.NewRequestWithContext(ctx, "POST", c.URL+"/v1/learners/"+c.Learner+"/events", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	req.Header.Set("Content-Type", "text/csv")
+	req.Header.Set("Idempotency-Key", key)
 	resp, err := client.Do(req)
 	if err != nil {
 		return err
@@ -169,8 +269,12 @@ func SelfLoad(ctx context.Context, dir string, c LoadSpec) (LoadResult, error) {
 		return LoadResult{}, err
 	}
 	c.Learner = "bench"
-	body := fmt.Sprintf(`{"name":"bench","dim":%d,"config":{"label_budget":1000}}`, c.Dim)
-	if err := srv.ensureLearner([]byte(body)); err != nil {
+	create := createRequest{Name: c.Learner, Dim: c.Dim, Config: c.LearnerConfig, MaxOpenRequests: c.MaxOpen}
+	body, err := json.Marshal(create)
+	if err != nil {
+		return LoadResult{}, err
+	}
+	if err := srv.ensureLearner(body); err != nil {
 		return LoadResult{}, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -178,10 +282,16 @@ func SelfLoad(ctx context.Context, dir string, c LoadSpec) (LoadResult, error) {
 		return LoadResult{}, err
 	}
 	sctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(sctx, ln, 5*time.Second) }()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(sctx, ln, 5*time.Second) }()
 	c.URL = "http://" + ln.Addr().String()
 	res, err := Load(ctx, c)
+	if err == nil {
+		var q queueView
+		if q, _, err = srv.learners[c.Learner].queueState(); err == nil {
+			res.Queue = &q
+		}
+	}
 	stop()
-	return res, errors.Join(err, <-done)
+	return res, errors.Join(err, <-served)
 }

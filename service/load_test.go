@@ -13,6 +13,19 @@ func TestSelfLoad(t *testing.T) {
 	if res.Requests != 4 || res.EventsPerSec <= 0 || res.P99ms < res.P50ms {
 		t.Errorf("result %+v", res)
 	}
+	if len(res.DecileEventsPerSec) != 4 || len(res.DecileP99ms) != 4 || res.Queue == nil || res.Queue.Open == 0 {
+		t.Errorf("tenths of 2000 events in requests of 500 are answered in 4 groups; queue at the end: %+v", res)
+	}
+	if res.RSSStartMiB <= 0 || res.RSSEndMiB <= 0 || len(res.RSSDecileMiB) != 4 {
+		t.Errorf("RSS start %v end %v tenths %v", res.RSSStartMiB, res.RSSEndMiB, res.RSSDecileMiB)
+	}
+	res, err = SelfLoad(context.Background(), t.TempDir(), LoadSpec{Dim: 4, Events: 5000, Batch: 100, Workers: 1, Seed: 1, MaxOpen: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.DecileEventsPerSec) != 10 || res.LastOverFirst <= 0 || res.Queue.Open != 50 || res.Queue.Masked == 0 {
+		t.Errorf("with 50 open requests at most: %+v", res)
+	}
 }
 
 // BenchmarkIngestBatch measures durable batch ingest over loopback (1000

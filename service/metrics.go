@@ -21,6 +21,11 @@ type metrics struct {
 	releases *prometheus.CounterVec
 	epsilon  *prometheus.GaugeVec
 	latency  *prometheus.HistogramVec
+	// The queue of open label requests: its size, bound and oldest
+	// request's age (set at each scrape), and the selections masked
+	// because it was full.
+	open, openMax, openAge *prometheus.GaugeVec
+	masked                 *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -40,15 +45,31 @@ func newMetrics() *metrics {
 			Help: "HTTP request latency, by route and status code.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)},
 			[]string{"route", "code"}),
 	}
-	m.reg.MustRegister(m.events, m.requests, m.labels, m.releases, m.epsilon, m.latency)
+	m.open = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpal_open_requests",
+		Help: "Open label requests (not yet labelled), by learner."}, []string{"learner"})
+	m.openMax = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpal_open_requests_max",
+		Help: "The bound on open label requests (max_open_requests), by learner."}, []string{"learner"})
+	m.openAge = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "dpal_open_request_oldest_age_seconds",
+		Help: "Age of the oldest open label request (0 with none open), by learner."}, []string{"learner"})
+	m.masked = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "dpal_selections_masked_total",
+		Help: "Selections masked (not published) because the learner's queue of open requests was full, by learner."}, []string{"learner"})
+	m.reg.MustRegister(m.events, m.requests, m.labels, m.releases, m.epsilon, m.latency, m.open, m.openMax, m.openAge, m.masked)
 	return m
 }
 
-func (m *metrics) ingested(learner string, accepted, rejected, requests, releases int) {
+func (m *metrics) ingested(learner string, accepted, rejected, requests, masked, releases int) {
 	m.events.WithLabelValues(learner, "accepted").Add(float64(accepted))
 	m.events.WithLabelValues(learner, "rejected").Add(float64(rejected))
 	m.requests.WithLabelValues(learner).Add(float64(requests))
+	m.masked.WithLabelValues(learner).Add(float64(masked))
 	m.releases.WithLabelValues(learner).Add(float64(releases))
+}
+
+// queue sets a learner's queue gauges.
+func (m *metrics) queue(learner string, q queueView) {
+	m.open.WithLabelValues(learner).Set(float64(q.Open))
+	m.openMax.WithLabelValues(learner).Set(float64(q.Max))
+	m.openAge.WithLabelValues(learner).Set(q.OldestAgeSeconds)
 }
 
 func (m *metrics) labelled(learner string, releases int) {

@@ -28,6 +28,11 @@ type Config struct {
 	// RatePerToken and Burst limit each token's requests (see Options).
 	RatePerToken float64 `json:"rate_per_token,omitempty"`
 	Burst        int     `json:"burst,omitempty"`
+	// MaxConns, MaxConnsPerIP and BodyTimeoutSeconds bound connections
+	// and the reading of a body (see Options).
+	MaxConns           int     `json:"max_conns,omitempty"`
+	MaxConnsPerIP      int     `json:"max_conns_per_ip,omitempty"`
+	BodyTimeoutSeconds float64 `json:"body_timeout_seconds,omitempty"`
 	// Learners are created at start unless the store holds them: each is
 	// the body of POST /v1/learners.
 	Learners []json.RawMessage `json:"learners,omitempty"`
@@ -69,12 +74,12 @@ func LearnerFlag(s string) (json.RawMessage, error) {
 
 // ensureLearner creates the learner of a create request unless it exists.
 func (s *Server) ensureLearner(raw []byte) error {
-	name, cfg, budget, err := decodeCreate(raw)
+	spec, err := decodeCreate(raw)
 	if err != nil {
 		return err
 	}
-	if err := s.addLearner(name, cfg, budget); err != nil && !errors.Is(err, errExists) {
-		return fmt.Errorf("learner %s: %w", name, err)
+	if err := s.addLearner(spec); err != nil && !errors.Is(err, errExists) {
+		return fmt.Errorf("learner %s: %w", spec.Name, err)
 	}
 	return nil
 }
@@ -96,7 +101,8 @@ func Run(ctx context.Context, c Config, out io.Writer, log *slog.Logger, listeni
 	}
 	defer st.Close()
 	srv, err := New(st, Options{MaxEventsBody: c.MaxEventsBody, MaxBody: c.MaxBody,
-		RatePerToken: c.RatePerToken, Burst: c.Burst, Log: log, Out: out})
+		RatePerToken: c.RatePerToken, Burst: c.Burst, Log: log, Out: out,
+		MaxConns: c.MaxConns, MaxConnsPerIP: c.MaxConnsPerIP, BodyTimeout: time.Duration(c.BodyTimeoutSeconds * float64(time.Second))})
 	if err != nil {
 		return err
 	}

@@ -342,7 +342,7 @@ func (s *Server) search(r *http.Request) (*searchPop, error) {
 }
 
 func (s *Server) createSearch(w http.ResponseWriter, r *http.Request, _ caller) error {
-	body, err := readBody(w, r, s.opts.MaxBody)
+	body, err := s.readBody(w, r, s.opts.MaxBody)
 	if err != nil {
 		return err
 	}
@@ -370,7 +370,7 @@ func (s *Server) addScores(w http.ResponseWriter, r *http.Request, _ caller) err
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.opts.MaxEventsBody)
+	body, err := s.readBody(w, r, s.opts.MaxEventsBody)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/dp/ledger"
 )
 
@@ -34,6 +33,14 @@ type Options struct {
 	// and 4000); a request over the limit gets 429.
 	RatePerToken float64
 	Burst        int
+	// MaxConns and MaxConnsPerIP bound the open connections, in all and
+	// from one address (defaults 1024 and 128); a connection past either
+	// is answered 503 and closed at once. Serve applies them.
+	MaxConns, MaxConnsPerIP int
+	// BodyTimeout bounds the reading of a request body (default 10 s),
+	// counted from when the handler starts: a client that stalls in its
+	// body gets 408 and loses the connection.
+	BodyTimeout time.Duration
 }
 
 // Server serves the learners of one Store.
@@ -67,6 +74,15 @@ func New(store *Store, opts Options) (*Server, error) {
 	if opts.Out == nil {
 		opts.Out = io.Discard
 	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = defaultMaxConns
+	}
+	if opts.MaxConnsPerIP <= 0 {
+		opts.MaxConnsPerIP = defaultMaxConnsPerIP
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = defaultBodyTimeout
+	}
 	s := &Server{store: store, opts: opts, log: opts.Log, met: newMetrics(), auth: &authenticator{store: store},
 		lim: newLimiters(opts.RatePerToken, opts.Burst), mux: http.NewServeMux()}
 	if err := s.firstAdmin(); err != nil {
@@ -81,7 +97,7 @@ func New(store *Store, opts Options) (*Server, error) {
 	}
 	for _, h := range learners {
 		h.log, h.met = s.log, s.met
-		s.met.spent(h.meta.Name, h.led)
+		s.met.masked.WithLabelValues(h.name).Add(float64(h.meta.Masked))
 	}
 	s.learners = learners
 	if s.searches, err = store.loadSearches(); err != nil {
@@ -172,6 +188,9 @@ type statusWriter struct {
 
 func (w *statusWriter) WriteHeader(code int) { w.code = code; w.ResponseWriter.WriteHeader(code) }
 
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func writeError(w http.ResponseWriter, err error) {
 	body := errorBody{Error: err.Error()}
 	var ae *apiError
@@ -215,6 +234,9 @@ func (s *Server) routeAll() {
 		return nil
 	})
 	s.handle("GET /metrics", func(w http.ResponseWriter, r *http.Request, _ caller) error {
+		if err := s.queueGauges(); err != nil {
+			return err
+		}
 		s.met.handler().ServeHTTP(w, r)
 		return nil
 	}, RoleOfficer)
@@ -225,12 +247,12 @@ func (s *Server) routeAll() {
 	s.handle("POST /v1/learners", s.createLearner, RoleAdmin)
 	s.handle("GET /v1/learners", s.listLearners, RoleOfficer, RoleAnnotator)
 	s.handle("POST /v1/learners/{name}/events", s.ingest, RoleIngest)
-	s.handle("GET /v1/learners/{name}/requests", listing(s, "requests", (*hosted).pending), RoleAnnotator)
+	s.handle("GET /v1/learners/{name}/requests", s.requests, RoleAnnotator)
 	s.handle("POST /v1/learners/{name}/requests/{id}/claim", s.claim, RoleAnnotator)
 	s.handle("POST /v1/learners/{name}/labels", s.label, RoleAnnotator)
 	s.handle("GET /v1/learners/{name}/releases", listing(s, "releases", (*hosted).releases), RoleOfficer)
-	s.handle("GET /v1/learners/{name}/model", s.model, RoleOfficer)
-	s.handle("GET /v1/learners/{name}/budget", s.budget, RoleOfficer)
+	s.handle("GET /v1/learners/{name}/model", learnerGet(s, (*hosted).model), RoleOfficer)
+	s.handle("GET /v1/learners/{name}/budget", learnerGet(s, (*hosted).budget), RoleOfficer)
 	s.handle("GET /v1/records/{id}/epsilon", s.recordEpsilon, RoleOfficer)
 	s.handle("GET /v1/ledger", s.ledger, RoleOfficer)
 	s.handle("POST /v1/searches", s.createSearch, RoleAdmin)
@@ -244,7 +266,7 @@ func (s *Server) routeAll() {
 // createToken makes a token of the role in the body ({"role": "ingest"})
 // and answers it with its id: the only time the token is shown.
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request, _ caller) error {
-	body, err := readBody(w, r, s.opts.MaxBody)
+	body, err := s.readBody(w, r, s.opts.MaxBody)
 	if err != nil {
 		return err
 	}
@@ -303,7 +325,7 @@ func (s *Server) learner(r *http.Request) (*hosted, error) {
 	if !ok {
 		return nil, errNoLearner
 	}
-	return h, nil
+	return h, h.ensure()
 }
 
 // learnerView is a learner as GET /v1/learners lists it.
@@ -313,48 +335,69 @@ type learnerView struct {
 	Created time.Time `json:"created"`
 }
 
-func (s *Server) listLearners(w http.ResponseWriter, _ *http.Request, _ caller) error {
+// listLearners lists up to ?limit= (≤ 1000, default 1000) learners by
+// name after ?after=NAME, with the total count and, when more follow,
+// the name to pass as after for the next page. It restores none of them.
+func (s *Server) listLearners(w http.ResponseWriter, r *http.Request, _ caller) error {
+	after := r.URL.Query().Get("after")
+	limit, err := listLimit(r, 1000)
+	if err != nil {
+		return err
+	}
 	s.mu.RLock()
-	out := make([]learnerView, 0, len(s.learners))
-	for _, h := range s.learners {
-		out = append(out, learnerView{Name: h.meta.Name, Dim: h.meta.Config.Dim, Created: h.meta.Created})
+	total := len(s.learners)
+	var names []string
+	for name := range s.learners {
+		if name > after {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	out := make([]learnerView, 0, min(limit, len(names)))
+	for _, name := range names[:min(limit, len(names))] {
+		h := s.learners[name]
+		out = append(out, learnerView{Name: name, Dim: h.dim, Created: h.created})
 	}
 	s.mu.RUnlock()
-	slices.SortFunc(out, func(a, b learnerView) int { return strings.Compare(a.Name, b.Name) })
-	writeJSON(w, http.StatusOK, map[string]any{"learners": out})
+	page := map[string]any{"learners": out, "total": total}
+	if len(names) > limit {
+		page["next"] = out[len(out)-1].Name
+	}
+	writeJSON(w, http.StatusOK, page)
 	return nil
 }
 
 func (s *Server) createLearner(w http.ResponseWriter, r *http.Request, _ caller) error {
-	body, err := readBody(w, r, s.opts.MaxBody)
+	body, err := s.readBody(w, r, s.opts.MaxBody)
 	if err != nil {
 		return err
 	}
-	name, cfg, budget, err := decodeCreate(body)
+	spec, err := decodeCreate(body)
 	if err != nil {
 		return err
 	}
-	if err := s.addLearner(name, cfg, budget); err != nil {
+	if err := s.addLearner(spec); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"name": name, "config": cfg, "budget": budget})
+	writeJSON(w, http.StatusCreated, map[string]any{"name": spec.Name, "config": spec.Config, "budget": spec.Budget,
+		"max_open_requests": spec.MaxOpen})
 	return nil
 }
 
 // addLearner creates and hosts a learner.
-func (s *Server) addLearner(name string, cfg stream.Config, budget float64) error {
+func (s *Server) addLearner(spec learnerSpec) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.learners[name]; ok {
+	if _, ok := s.learners[spec.Name]; ok {
 		return errExists
 	}
-	h, err := s.store.createLearner(name, cfg, budget)
+	h, err := s.store.createLearner(spec)
 	if err != nil {
 		return err
 	}
 	h.log, h.met = s.log, s.met
-	s.learners[name] = h
-	s.log.Info("learner created", "learner", name, "dim", cfg.Dim, "budget", budget)
+	s.learners[spec.Name] = h
+	s.log.Info("learner created", "learner", spec.Name, "dim", spec.Config.Dim, "budget", spec.Budget, "max_open_requests", spec.MaxOpen)
 	return nil
 }
 
@@ -363,12 +406,15 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, _ caller) error 
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.opts.MaxEventsBody)
+	body, err := s.readBody(w, r, s.opts.MaxEventsBody)
 	if err != nil {
 		return err
 	}
 	key := r.Header.Get("Idempotency-Key")
-	if len(key) > 128 {
+	switch {
+	case key == "":
+		return badField("Idempotency-Key", "required: a retried call without one would feed its records twice while each is charged once (send a fresh key per batch, and the same key when you retry it)")
+	case len(key) > 128:
 		return badField("Idempotency-Key", "at most 128 bytes")
 	}
 	oneJSON := strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
@@ -376,7 +422,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, _ caller) error 
 	if len(evs) == 0 {
 		return badField("body", "no events")
 	}
-	answer, err := h.ingest(evs, key, nil)
+	answer, err := h.ingest(evs, key, bodySum(body, oneJSON), nil)
 	if err != nil {
 		return err
 	}
@@ -384,10 +430,9 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, _ caller) error 
 	return nil
 }
 
-// listLimits reads ?after= and ?limit= (default and cap max).
+// listLimits reads ?after= (an id) and ?limit= (default and cap max).
 func listLimits(r *http.Request, max int) (uint64, int, error) {
 	var after uint64
-	limit := max
 	if v := r.URL.Query().Get("after"); v != "" {
 		a, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -395,14 +440,21 @@ func listLimits(r *http.Request, max int) (uint64, int, error) {
 		}
 		after = a
 	}
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > max {
-			return 0, 0, badField("limit", "want an integer in [1, %d]", max)
-		}
-		limit = n
+	limit, err := listLimit(r, max)
+	return after, limit, err
+}
+
+// listLimit reads ?limit= (default and cap max).
+func listLimit(r *http.Request, max int) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return max, nil
 	}
-	return after, limit, nil
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, badField("limit", "want an integer in [1, %d]", max)
+	}
+	return n, nil
 }
 
 // listing is a GET handler that lists up to 1000 items of a learner
@@ -464,7 +516,7 @@ func (s *Server) label(w http.ResponseWriter, r *http.Request, c caller) error {
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.opts.MaxBody)
+	body, err := s.readBody(w, r, s.opts.MaxBody)
 	if err != nil {
 		return err
 	}
@@ -472,32 +524,75 @@ func (s *Server) label(w http.ResponseWriter, r *http.Request, c caller) error {
 	if err != nil {
 		return err
 	}
-	if err := h.label(req.ID, req.Y, c.who); err != nil {
+	if err := h.label(req.ID, req.Y, c.who, c.role == RoleAdmin); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": req.ID, "status": "labelled"})
 	return nil
 }
 
-func (s *Server) model(w http.ResponseWriter, r *http.Request, _ caller) error {
+// learnerGet is a GET handler that answers view of the named learner.
+func learnerGet[T any](s *Server, view func(h *hosted) (T, error)) handler {
+	return func(w http.ResponseWriter, r *http.Request, _ caller) error {
+		h, err := s.learner(r)
+		if err != nil {
+			return err
+		}
+		v, err := view(h)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, v)
+		return nil
+	}
+}
+
+// requests lists a page of open requests with the true counts: open
+// requests, and those no live claim holds.
+func (s *Server) requests(w http.ResponseWriter, r *http.Request, _ caller) error {
 	h, err := s.learner(r)
 	if err != nil {
 		return err
 	}
-	m, err := h.model()
+	after, limit, err := listLimits(r, 1000)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, m)
+	items, err := h.pending(after, limit)
+	if err != nil {
+		return err
+	}
+	q, unclaimed, err := h.queueState()
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"requests": items, "open": q.Open, "unclaimed": unclaimed,
+		"max": q.Max, "oldest_age_seconds": q.OldestAgeSeconds})
 	return nil
 }
 
-func (s *Server) budget(w http.ResponseWriter, r *http.Request, _ caller) error {
-	h, err := s.learner(r)
-	if err != nil {
-		return err
+// queueGauges sets every learner's queue and ε gauges, for a scrape; a
+// learner not restored since the start is read from its settings, its
+// index and its ledger, and stays unrestored.
+func (s *Server) queueGauges() error {
+	s.mu.RLock()
+	hs := make([]*hosted, 0, len(s.learners))
+	for _, h := range s.learners {
+		hs = append(hs, h)
 	}
-	writeJSON(w, http.StatusOK, h.budget())
+	s.mu.RUnlock()
+	for _, h := range hs {
+		q, _, err := h.queueState()
+		if err != nil {
+			return err
+		}
+		s.met.queue(h.name, q)
+		led, err := h.ledger()
+		if err != nil {
+			return err
+		}
+		s.met.spent(h.name, led)
+	}
 	return nil
 }
 
@@ -515,6 +610,9 @@ func (s *Server) recordEpsilon(w http.ResponseWriter, r *http.Request, _ caller)
 	if !ok {
 		return errNoRecord
 	}
+	if err := h.ensure(); err != nil {
+		return err
+	}
 	v, err := h.recordEpsilon(id, ref.Event)
 	if err != nil {
 		return err
@@ -528,15 +626,31 @@ func (s *Server) recordEpsilon(w http.ResponseWriter, r *http.Request, _ caller)
 // or all of them under "learners" and "searches".
 func (s *Server) ledger(w http.ResponseWriter, r *http.Request, _ caller) error {
 	s.mu.RLock()
-	learners := make(map[string]*ledger.Ledger, len(s.learners))
+	hs := make(map[string]*hosted, len(s.learners))
 	for k, v := range s.learners {
-		learners[k] = v.led
+		hs[k] = v
 	}
 	searches := make(map[string]*ledger.Ledger, len(s.searches))
 	for k, v := range s.searches {
 		searches[k] = v.led
 	}
 	s.mu.RUnlock()
+	// The ledgers are opened, not the learners.
+	if name := r.URL.Query().Get("learner"); name != "" {
+		if h, ok := hs[name]; ok {
+			hs = map[string]*hosted{name: h}
+		} else {
+			hs = nil
+		}
+	}
+	learners := make(map[string]*ledger.Ledger, len(hs))
+	for k, h := range hs {
+		led, err := h.ledger()
+		if err != nil {
+			return err
+		}
+		learners[k] = led
+	}
 	for _, q := range []struct {
 		param string
 		leds  map[string]*ledger.Ledger
@@ -582,6 +696,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
+	ln = newConnLimitListener(ln, s.opts.MaxConns, s.opts.MaxConnsPerIP, s.log)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
 	case err := <-errc:

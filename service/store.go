@@ -23,6 +23,7 @@ import (
 //	records                client record id → recordRef
 //	kafka                  learner/topic/partition → next offset (8 bytes)
 //	<name>/requests        event id (8 bytes) → requestRecord
+//	<name>/open            event id of an open request → its time (Unix ns, 8 bytes)
 //	<name>/releases        update number (8 bytes) → releaseRecord
 //	<name>/idempotency     Idempotency-Key → the stored ingest answer
 //	<name>/ledger/meta     "ledger" → ledger.Meta      (dp/ledger's layout)
@@ -48,6 +49,7 @@ const (
 	subRequests   = "/requests"
 	subReleases   = "/releases"
 	subIdem       = "/idempotency"
+	subOpen       = "/open"
 	subLedgerMeta = "/ledger/meta"
 	subLedgerLog  = "/ledger/entries"
 )
@@ -88,7 +90,7 @@ func (s *Store) Close() error { return s.db.Close() }
 
 // learnerBuckets creates the per-learner buckets of name.
 func learnerBuckets(tx *bolt.Tx, name string) error {
-	for _, sub := range []string{subRequests, subReleases, subIdem, subLedgerMeta, subLedgerLog} {
+	for _, sub := range []string{subRequests, subOpen, subReleases, subIdem, subLedgerMeta, subLedgerLog} {
 		if _, err := tx.CreateBucketIfNotExists([]byte(name + sub)); err != nil {
 			return err
 		}
@@ -100,7 +102,7 @@ func learnerBuckets(tx *bolt.Tx, name string) error {
 // committed (its ledger, if any, holds no charge: a learner spends only
 // after its creation is committed).
 func dropLearnerBuckets(tx *bolt.Tx, name string) error {
-	for _, sub := range []string{subRequests, subReleases, subIdem, subLedgerMeta, subLedgerLog} {
+	for _, sub := range []string{subRequests, subOpen, subReleases, subIdem, subLedgerMeta, subLedgerLog} {
 		err := tx.DeleteBucket([]byte(name + sub))
 		if err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return err

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/dpal-dev/dpal/active/stream"
@@ -43,8 +45,11 @@ var (
 	errNoRecord     = &apiError{status: http.StatusNotFound, field: "id", msg: "no such record"}
 	errLabelled     = &apiError{status: http.StatusConflict, field: "id", msg: "the request is already labelled"}
 	errClaimed      = &apiError{status: http.StatusConflict, field: "id", msg: "the request is claimed by another annotator"}
+	errNotClaimed   = &apiError{status: http.StatusConflict, field: "id", msg: "claim the request before labelling it (no live claim of yours holds it; claims last 15 minutes)"}
 	errTooLarge     = &apiError{status: http.StatusRequestEntityTooLarge, msg: "request body too large"}
+	errBodyTimeout  = &apiError{status: http.StatusRequestTimeout, msg: "the body did not arrive within the body deadline"}
 	errInFlight     = &apiError{status: http.StatusConflict, field: "Idempotency-Key", msg: "a batch with this key is being committed; retry for its answer"}
+	errKeyReused    = &apiError{status: http.StatusUnprocessableEntity, field: "Idempotency-Key", msg: "this key was used with a different body: nothing was observed (a retry must send the same body; a new batch needs a new key)"}
 	errBroken       = &apiError{status: http.StatusServiceUnavailable, msg: "the learner stopped after an internal error (see the server log); restart the server to resume it from its last checkpoint"}
 )
 
@@ -63,16 +68,25 @@ type errorBody struct {
 	Field string `json:"field,omitempty"`
 }
 
-// readBody reads at most limit bytes of the request body.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+// readBody reads at most limit bytes of the request body, within the
+// body deadline (Options.BodyTimeout): a client that stalls gets 408 and
+// its connection is closed. The deadline is lifted once the body is read.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe):
 		return nil, errTooLarge
-	}
-	if err != nil {
+	case errors.As(err, &ne) && ne.Timeout():
+		w.Header().Set("Connection", "close")
+		return nil, errBodyTimeout
+	case err != nil:
 		return nil, &apiError{status: http.StatusBadRequest, msg: "reading the body failed"}
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	return b, nil
 }
 
@@ -112,23 +126,48 @@ type createRequest struct {
 	// Budget is the per-record ε budget of the learner's ledger (default:
 	// the learner's ε_s + ε_g, what one record can spend).
 	Budget float64 `json:"budget,omitempty"`
+	// MaxOpenRequests bounds the queue of open label requests (default
+	// defaultMaxOpen): while it is full, selections are masked (see
+	// docs/serve.md, "The queue's bound").
+	MaxOpenRequests int `json:"max_open_requests,omitempty"`
 }
+
+// learnerSpec is a validated create request.
+type learnerSpec struct {
+	Name    string
+	Config  stream.Config
+	Budget  float64
+	MaxOpen int
+}
+
+// The bound on a learner's open label requests: the default, and the
+// most a learner may ask for.
+const (
+	defaultMaxOpen = 10_000
+	maxMaxOpen     = 1_000_000
+)
 
 // maxDim bounds a learner's dimension (the update noise caps it lower).
 const maxDim = 1 << 16
 
 // decodeCreate validates a create request and returns the learner's
-// configuration and ledger budget.
-func decodeCreate(b []byte) (string, stream.Config, float64, error) {
+// configuration, ledger budget and queue bound.
+func decodeCreate(b []byte) (learnerSpec, error) {
 	var req createRequest
 	if err := decodeStrict(b, &req); err != nil {
-		return "", stream.Config{}, 0, err
+		return learnerSpec{}, err
 	}
 	if !nameRE.MatchString(req.Name) {
-		return "", stream.Config{}, 0, badField("name", "want 1-63 characters of a-z, 0-9, _ and -, starting with a letter or digit")
+		return learnerSpec{}, badField("name", "want 1-63 characters of a-z, 0-9, _ and -, starting with a letter or digit")
 	}
 	if req.Dim < 1 || req.Dim > maxDim {
-		return "", stream.Config{}, 0, badField("dim", "want an integer in [1, %d]", maxDim)
+		return learnerSpec{}, badField("dim", "want an integer in [1, %d]", maxDim)
+	}
+	if req.MaxOpenRequests < 0 || req.MaxOpenRequests > maxMaxOpen {
+		return learnerSpec{}, badField("max_open_requests", "want an integer in [1, %d] (0: the default %d)", maxMaxOpen, defaultMaxOpen)
+	}
+	if req.MaxOpenRequests == 0 {
+		req.MaxOpenRequests = defaultMaxOpen
 	}
 	cfg := stream.DetectorConfig(req.Dim)
 	if len(req.Config) > 0 {
@@ -137,29 +176,29 @@ func decodeCreate(b []byte) (string, stream.Config, float64, error) {
 			if errors.As(err, &ae) {
 				ae.field = "config." + ae.field
 			}
-			return "", stream.Config{}, 0, err
+			return learnerSpec{}, err
 		}
 		cfg.Dim = req.Dim
 	}
 	if cfg.NonPrivate {
-		return "", stream.Config{}, 0, badField("config.non_private", "the non-private baseline is for experiments, not a service")
+		return learnerSpec{}, badField("config.non_private", "the non-private baseline is for experiments, not a service")
 	}
 	if cfg.Update == stream.Tree {
 		// Every acknowledged batch is checkpointed, and a tree learner's
 		// state cannot be saved (its noisy nodes would have to be).
-		return "", stream.Config{}, 0, badField("config.update", "the tree update cannot be checkpointed; use gaussian or gamma")
+		return learnerSpec{}, badField("config.update", "the tree update cannot be checkpointed; use gaussian or gamma")
 	}
 	recEps, err := cfg.RecordEpsilon()
 	if err != nil {
-		return "", stream.Config{}, 0, badField("config", "%v", err)
+		return learnerSpec{}, badField("config", "%v", err)
 	}
 	switch {
 	case req.Budget == 0:
 		req.Budget = recEps
 	case req.Budget < recEps*(1-1e-12) || math.IsInf(req.Budget, 0):
-		return "", stream.Config{}, 0, badField("budget", "must be at least the learner's per-record ε (ε_s + ε_g = %g), or the first update would be refused", recEps)
+		return learnerSpec{}, badField("budget", "must be at least the learner's per-record ε (ε_s + ε_g = %g), or the first update would be refused", recEps)
 	}
-	return req.Name, cfg, req.Budget, nil
+	return learnerSpec{Name: req.Name, Config: cfg, Budget: req.Budget, MaxOpen: req.MaxOpenRequests}, nil
 }
 
 // maxRecordID bounds a client's record id.

@@ -36,7 +36,9 @@ import (
 // Independently of the MAC, Restore refuses a saved ledger whose budget
 // exceeds the learner's ε_s + ε_g.
 const (
-	stateFormat = "dpal-stream-state"
+	// StateFormat is the "format" a state file's envelope starts with.
+	StateFormat = "dpal-stream-state"
+	stateFormat = StateFormat
 	// StateKeyEnv, when set, is the MAC key itself (at least 16 bytes).
 	StateKeyEnv = "DPAL_STATE_KEY"
 	// StateKeyFileEnv names the key file to use instead of the default.
@@ -118,9 +120,9 @@ func readOrCreateKey(path string) ([]byte, error) {
 	return key, nil
 }
 
-func stateMAC(key, state []byte) []byte {
+func stateMAC(key []byte, format string, state []byte) []byte {
 	m := hmac.New(sha256.New, key)
-	m.Write([]byte(stateFormat))
+	m.Write([]byte(format))
 	m.Write(state)
 	return m.Sum(nil)
 }
@@ -136,9 +138,21 @@ func WriteState(w io.Writer, l *stream.Learner, key []byte) error {
 
 // Seal writes the state file of state (the JSON of stream.Learner.SaveState),
 // authenticated with key, to w.
-func Seal(w io.Writer, state, key []byte) error {
+func Seal(w io.Writer, state, key []byte) error { return SealAs(w, stateFormat, state, key) }
+
+// SealAs writes state (JSON) in the same authenticated envelope under
+// another format name, for state that is not a stream learner's (a DP-SGD
+// run's checkpoint). The MAC covers the format, so a state of one kind
+// never passes for another.
+func SealAs(w io.Writer, format string, state, key []byte) error {
 	state = bytes.TrimSpace(state)
-	return json.NewEncoder(w).Encode(stateEnvelope{Format: stateFormat, MAC: hex.EncodeToString(stateMAC(key, state)), State: state})
+	return json.NewEncoder(w).Encode(stateEnvelope{Format: format, MAC: hex.EncodeToString(stateMAC(key, format, state)), State: state})
+}
+
+// SaveSealed replaces the file at path atomically (outfile.WriteFile, mode
+// 0600) with state sealed as format (SealAs).
+func SaveSealed(path, format string, state, key []byte) error {
+	return outfile.WriteFile(path, 0o600, func(w io.Writer) error { return SealAs(w, format, state, key) })
 }
 
 // SaveState replaces the state file at path atomically (outfile.WriteFile,
@@ -150,16 +164,20 @@ func SaveState(path string, l *stream.Learner, key []byte) error {
 // ReadState reads a state file and returns the state inside it once its
 // MAC checks out under key. A plain state without the envelope (written
 // before state files were authenticated) is refused.
-func ReadState(rd io.Reader, key []byte) ([]byte, error) {
+func ReadState(rd io.Reader, key []byte) ([]byte, error) { return Unseal(rd, stateFormat, key) }
+
+// Unseal reads a file sealed as format (SealAs) and returns the state
+// inside it once its MAC checks out under key.
+func Unseal(rd io.Reader, format string, key []byte) ([]byte, error) {
 	var env stateEnvelope
 	if err := json.NewDecoder(rd).Decode(&env); err != nil {
 		return nil, err
 	}
-	if env.Format != stateFormat {
-		return nil, fmt.Errorf("%w: not an authenticated dpal state (format %q); states written before dpal authenticated them cannot be resumed", ErrStateMAC, env.Format)
+	if env.Format != format {
+		return nil, fmt.Errorf("%w: not an authenticated %s (format %q); states written before dpal authenticated them cannot be resumed", ErrStateMAC, format, env.Format)
 	}
 	want, err := hex.DecodeString(env.MAC)
-	if err != nil || !hmac.Equal(want, stateMAC(key, env.State)) {
+	if err != nil || !hmac.Equal(want, stateMAC(key, format, env.State)) {
 		return nil, fmt.Errorf("%w: it was modified, or written under another key (%s / %s)", ErrStateMAC, StateKeyEnv, StateKeyFileEnv)
 	}
 	return env.State, nil

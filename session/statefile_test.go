@@ -102,3 +102,26 @@ func TestStreamInfoEvents(t *testing.T) {
 		t.Errorf("round trip: %+v, %v", got, err)
 	}
 }
+
+// A state sealed under another format does not pass for a stream state,
+// nor the other way round, and SaveSealed writes a 0600 file.
+func TestSealAs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ck")
+	if err := SaveSealed(path, "dpal-test-state", []byte(`{"a":1}`), testKey); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+	}
+	sealed, _ := os.ReadFile(path)
+	if raw, err := Unseal(bytes.NewReader(sealed), "dpal-test-state", testKey); err != nil || string(raw) != `{"a":1}` {
+		t.Fatalf("%s, %v", raw, err)
+	}
+	if _, err := ReadState(bytes.NewReader(sealed), testKey); !errors.Is(err, ErrStateMAC) {
+		t.Errorf("read as a stream state: %v", err)
+	}
+	renamed := bytes.Replace(sealed, []byte("dpal-test-state"), []byte(stateFormat), 1)
+	if _, err := ReadState(bytes.NewReader(renamed), testKey); !errors.Is(err, ErrStateMAC) {
+		t.Errorf("format renamed: %v", err)
+	}
+}

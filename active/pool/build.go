@@ -15,11 +15,28 @@ const batchTol = 1e-9
 // paid for, composed under cfg.Accounting and read as the ledger reads it)
 // is at most cfg.Epsilon; under step amplification and noise reduction all
 // groups end at cfg.Epsilon (to the searches' 1e-12) and are equal after
-// every phase, with expected batch b.
+// every phase, with expected batch b. Under Poisson selection the groups'
+// training is planned the same way at the training target whose amplified
+// worst-entry loss (PoissonPrivacy) is cfg.Epsilon, the ε every pool record
+// is charged.
 func Build(cfg Config) (*Plan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("pool plan: %w", err)
 	}
+	if cfg.Selection == Poisson {
+		return buildPoisson(cfg)
+	}
+	p, err := buildTraining(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.Selection = cfg.Selection.String()
+	return p, nil
+}
+
+// buildTraining plans the training phases so that every group's total
+// loss (training and the selections it paid for) ends at cfg.Epsilon.
+func buildTraining(cfg Config) (*Plan, error) {
 	p, err := newPlanner(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pool plan: %w", err)
@@ -73,10 +90,7 @@ func (p *planner) groups() []*group {
 func (p *planner) naive() (*Plan, error) {
 	cfg := p.cfg
 	T := len(cfg.Queries)
-	sched := make([]account.Phase, T+1)
-	for i := 1; i <= T+1; i++ {
-		sched[i-1] = account.Phase{SampleRate: float64(cfg.Batch) / float64(cfg.labelled(i)), NoiseMultiplier: 1, Steps: cfg.NaiveSteps(i)}
-	}
+	sched := cfg.naiveSchedule(1)
 	sigma := 0.0
 	for _, g := range p.groups() {
 		g.sel = cfg.selections(g.query, T+1)
@@ -93,11 +107,29 @@ func (p *planner) naive() (*Plan, error) {
 			"(the RDP accountant gets slow there); lower ε, or raise --epochs", cfg.Epsilon, sigmaMin)
 	}
 	p.sigmaNaive = sigma
+	return naivePlan(cfg, sigma)
+}
+
+// naiveSchedule is Fig. 2's schedule at noise multiplier sigma: in round
+// i = 1…T+1 every labelled record is sampled at q_i = b/|D_i| for the
+// naive steps n_i.
+func (c Config) naiveSchedule(sigma float64) []account.Phase {
+	sched := make([]account.Phase, len(c.Queries)+1)
+	for i := range sched {
+		sched[i] = account.Phase{SampleRate: float64(c.Batch) / float64(c.labelled(i+1)), NoiseMultiplier: sigma, Steps: c.NaiveSteps(i + 1)}
+	}
+	return sched
+}
+
+// naivePlan is the plan of the naive schedule at noise multiplier sigma,
+// with its groups' losses reported.
+func naivePlan(cfg Config, sigma float64) (*Plan, error) {
+	names := GroupNames(len(cfg.Queries))
 	plan := &Plan{Config: cfg}
-	for i, ph := range sched {
+	for i, ph := range cfg.naiveSchedule(sigma) {
 		out := Phase{Round: i + 1, Steps: ph.Steps, NoiseMultiplier: sigma}
 		for g := 0; g <= i; g++ {
-			out.Groups = append(out.Groups, GroupRate{Group: GroupNames(T)[g], Size: cfg.size(g), SampleRate: ph.SampleRate})
+			out.Groups = append(out.Groups, GroupRate{Group: names[g], Size: cfg.size(g), SampleRate: ph.SampleRate})
 			out.ExpectedBatch += ph.SampleRate * float64(cfg.size(g))
 		}
 		plan.Phases = append(plan.Phases, out)

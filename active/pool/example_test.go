@@ -64,3 +64,34 @@ func ExampleRun() {
 	// query-2   50 records at ε 4.000000 (plan 4.000000)
 	// not selected 400 records at ε 1.000000; deviation ≤ 1e-9: true
 }
+
+// Poisson active learning on a toy pool: every record, labelled or not, is
+// charged the same amplified loss once, before the first coin; the labels
+// asked are random and go only to the trusted labeler.
+func ExampleRun_poisson() {
+	x, y := [][]float64{}, []int{}
+	for i := range 600 {
+		c := i % 2
+		x = append(x, []float64{0.5*float64(c) - 0.25 + 0.001*float64(i%7), 0.1})
+		y = append(y, c)
+	}
+	plan, err := pool.Build(pool.Config{Epsilon: 4, Delta: 1e-5, Batch: 50, Epochs: 3, Initial: 100, Queries: []int{50, 50},
+		Mode: pool.StepAmplification, Selection: pool.Poisson, PoolSize: len(x), PMax: 0.2})
+	if err != nil {
+		panic(err)
+	}
+	pp := plan.Poisson
+	fmt.Printf("η = %.4f: training ε %.3f amplified to %.3f\n", pp.EntryRate, pp.EpsilonTraining, pp.Epsilon)
+	led, _ := ledger.New(account.Budget{Epsilon: 4, Delta: 1e-5})
+	res, err := pool.Run(led, rng.Seeded(1), pool.Input{Plan: plan, Pool: x, Oracle: pool.DatasetOracle{Classes: y},
+		Learner: pool.Learner{Spec: nn.Spec{Arch: nn.LogReg, Inputs: 2, Classes: 2}, Acquisition: mech.Entropy, Threshold: 0.5,
+			Train: dpsgd.Config{Clip: 1, LR: 0.5}}})
+	if err != nil {
+		panic(err)
+	}
+	a := res.Privacy.All
+	fmt.Printf("all %d records at ε %.3f…%.3f\n", len(x), a.Min, a.Max)
+	// Output:
+	// η = 0.4667: training ε 4.654 amplified to 4.000
+	// all 600 records at ε 4.000…4.000
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dpsgd"
 )
 
 // Mode is how the planner spends the budget of records labelled late.
@@ -122,6 +123,26 @@ type Config struct {
 	// Conversion turns RDP into (ε, δ); the zero value is Balle2020, as
 	// in dp/ledger.
 	Conversion account.Conversion
+	// Selection is how records are chosen for labelling: TopK (the
+	// paper's fixed sizes, the zero value) or Poisson (independent coins,
+	// see poisson.go and docs/pool.md).
+	Selection Selection
+	// Labeler is whom the chosen records are shown to: Trusted (the
+	// paper's §3.1, the zero value) or Untrusted, for whom a selection is
+	// a release; Poisson selection needs a trusted labeler.
+	Labeler Labeler
+	// PoolSize is n, the number of pool records, which sets the initial
+	// set's Poisson rate β = Initial/n (Poisson selection only). Like
+	// every DP-SGD sampling rate q = b/n, it is treated as public.
+	PoolSize int
+	// PMax is p_max, the largest probability with which a selection may
+	// choose a record (Poisson selection only, 0 < p_max ≤ 1).
+	PMax float64
+	// PaperTopK plans top-k selection the paper's way, its training
+	// charged under add/remove: for comparison only (the ε it claims is
+	// not the ε the run pays, see Group.EpsilonReplace); Run refuses such
+	// a plan.
+	PaperTopK bool
 }
 
 // maxRecords bounds the dataset sizes the planner accepts.
@@ -166,7 +187,7 @@ func (c Config) Validate() error {
 	if _, err := c.Conversion.MarshalText(); err != nil {
 		return err
 	}
-	return nil
+	return c.validateSelection()
 }
 
 // GroupRate is one group's Poisson sampling rate in a phase.
@@ -211,8 +232,15 @@ type Group struct {
 	// (count × ε_Sel/T).
 	EpsilonSelection float64 `json:"epsilon_selection"`
 	// EpsilonTotal is the ε of selection and training composed under the
-	// plan's accounting, at δ.
+	// plan's accounting, at δ: what the ledger charges (the training part
+	// under replace-one for top-k selection, add/remove for Poisson and
+	// for a PaperTopK plan).
 	EpsilonTotal float64 `json:"epsilon_total"`
+	// EpsilonAddRemove and EpsilonReplace are, for top-k selection, the
+	// same phases and selections read with the training under add/remove
+	// (what the paper claims) and under replace-one (what they cost).
+	EpsilonAddRemove float64 `json:"epsilon_add_remove,omitempty"`
+	EpsilonReplace   float64 `json:"epsilon_replace,omitempty"`
 }
 
 // Plan is the planner's output.
@@ -223,6 +251,11 @@ type Plan struct {
 	Phases []Phase `json:"phases"`
 	// Groups are the labelled groups' final losses.
 	Groups []Group `json:"groups"`
+	// Selection names the selection scheme the plan is for.
+	Selection string `json:"selection"`
+	// Poisson is the per-record guarantee of Poisson selection (nil for
+	// top-k).
+	Poisson *PoissonPrivacy `json:"poisson,omitempty"`
 }
 
 // GroupNames returns the planner's group names: initial, query-1, …
@@ -265,26 +298,28 @@ func (p *Plan) PhaseLoss(e, g int) (l account.Loss, ok bool, err error) {
 	if g < 0 || g >= len(ph.Groups) || ph.Groups[g].SampleRate == 0 {
 		return account.Loss{}, false, nil
 	}
-	l, err = account.SubsampledGaussian([]account.Phase{{SampleRate: ph.Groups[g].SampleRate, NoiseMultiplier: ph.NoiseMultiplier, Steps: ph.Steps}})
+	l, err = dpsgd.TrainingLoss([]account.Phase{{SampleRate: ph.Groups[g].SampleRate, NoiseMultiplier: ph.NoiseMultiplier, Steps: ph.Steps}}, p.Config.replaceOne())
 	return l, err == nil, err
 }
+
+// replaceOne reports whether the plan's training is charged under
+// replace-one: top-k selection, unless planned the paper's way.
+func (c Config) replaceOne() bool { return c.Selection == TopK && !c.PaperTopK }
 
 // GroupLoss returns the composed loss of group index g (0 initial, j
 // query-j) after training round `round` (1…T+1), the selections it paid for
 // included, with the training part alone. round = T+1 is the end.
 func (p *Plan) GroupLoss(g, round int) (total, training account.Loss, err error) {
-	var steps []account.Phase
-	for _, ph := range p.Phases {
-		if ph.Round > round {
-			break
-		}
-		if g < len(ph.Groups) && ph.Groups[g].SampleRate > 0 {
-			steps = append(steps, account.Phase{SampleRate: ph.Groups[g].SampleRate, NoiseMultiplier: ph.NoiseMultiplier, Steps: ph.Steps})
-		}
-	}
+	return p.groupLoss(g, round, p.Config.replaceOne())
+}
+
+// groupLoss is GroupLoss with the training read under replace-one or
+// add/remove.
+func (p *Plan) groupLoss(g, round int, replaceOne bool) (total, training account.Loss, err error) {
+	steps := p.groupSteps(g, round)
 	parts := []account.Loss{}
 	if len(steps) > 0 {
-		if training, err = account.SubsampledGaussian(steps); err != nil {
+		if training, err = dpsgd.TrainingLoss(steps, replaceOne); err != nil {
 			return account.Loss{}, account.Loss{}, err
 		}
 		parts = append(parts, training)
@@ -372,12 +407,27 @@ func (p *Plan) report() error {
 		if err != nil {
 			return fmt.Errorf("group %s: %w", name, err)
 		}
-		p.Groups = append(p.Groups, Group{
+		gr := Group{
 			Group: name, Size: p.Config.size(g),
 			EpsilonTraining:  training,
 			EpsilonSelection: float64(p.Config.selections(g, end)) * p.Config.EpsilonSelect / float64(len(p.Config.Queries)),
 			EpsilonTotal:     total,
-		})
+		}
+		if p.Config.Selection == TopK {
+			for _, r := range []struct {
+				replace bool
+				to      *float64
+			}{{false, &gr.EpsilonAddRemove}, {true, &gr.EpsilonReplace}} {
+				l, _, err := p.groupLoss(g, end, r.replace)
+				if err != nil {
+					return fmt.Errorf("group %s: %w", name, err)
+				}
+				if *r.to, err = p.epsilonOf(l); err != nil {
+					return fmt.Errorf("group %s: %w", name, err)
+				}
+			}
+		}
+		p.Groups = append(p.Groups, gr)
 	}
 	return nil
 }

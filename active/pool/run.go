@@ -39,6 +39,13 @@ type Learner struct {
 	// mech.EntropyClip for entropy, mech.BALDClip for BALD, no clipping
 	// otherwise.
 	ScoreClip float64
+	// Threshold and PMin shape Poisson selection's probability
+	// p_j(x) = p_max if score_j(x) ≥ Threshold, else PMin (PMin ≤ p_max):
+	// a fixed public function of the score (in [0, 1], see
+	// mech.Acquisition.Score) under the last released model. Random
+	// acquisition selects every record at p_max.
+	Threshold float64
+	PMin      float64
 }
 
 // Input is one run of the pool loop.
@@ -89,6 +96,9 @@ type Privacy struct {
 	Trained []GroupPrivacy `json:"trained"`
 	// NotSelected are the records never selected (ε_Sel).
 	NotSelected GroupPrivacy `json:"not_selected"`
+	// All is the span of the ledger ε over every pool record: its Max is
+	// the run's guarantee as the ledger holds it.
+	All Span `json:"all_records"`
 	// MaxDeviation is the largest |ledger − plan| over every record.
 	MaxDeviation float64 `json:"max_deviation"`
 	// Guarantee says what holds: the plan's (ε, δ) per record, or that
@@ -132,6 +142,11 @@ type Result struct {
 	TestAccuracy     float64   `json:"test_accuracy"`
 	TestRecall       []float64 `json:"test_recall"`
 	BalancedAccuracy float64   `json:"balanced_accuracy"`
+	// Selection names the selection scheme; Labels is the number of
+	// records the oracle was asked to label (random under Poisson
+	// selection; never released).
+	Selection string `json:"selection"`
+	Labels    int    `json:"labels"`
 	// Privacy is the per-record report read from the ledger.
 	Privacy Privacy `json:"privacy"`
 	// Steps and Seconds are the run's DP-SGD steps and wall time.
@@ -196,7 +211,7 @@ func Run(led *ledger.Ledger, r *rng.Rand, in Input) (*Result, error) {
 	cfg := in.Plan.Config
 	l := &loop{in: in, led: led, r: r, net: net, free: make([]bool, len(in.Pool)),
 		res: &Result{Acquisition: in.Learner.Acquisition.String(), DP: !in.Learner.NotDP,
-			Mode: cfg.Mode.String(), Accounting: cfg.Accounting.String(), Net: net}}
+			Mode: cfg.Mode.String(), Accounting: cfg.Accounting.String(), Selection: cfg.Selection.String(), Net: net}}
 	if in.Learner.NotDP {
 		l.res.Acquisition += " (not DP)"
 	}
@@ -204,6 +219,9 @@ func Run(led *ledger.Ledger, r *rng.Rand, in Input) (*Result, error) {
 		l.free[i] = true
 	}
 	start := time.Now()
+	if err := l.chargePoisson(); err != nil {
+		return nil, err
+	}
 	if err := l.initial(); err != nil {
 		return nil, err
 	}
@@ -233,6 +251,8 @@ func checkInput(led *ledger.Ledger, in Input) error {
 		return fmt.Errorf("pool: the ledger converts RDP by %v, the plan by %v", meta.Conversion, cfg.Conversion)
 	case cfg.ScoresLabelled:
 		return errors.New("pool: the uncertainty acquisitions score only the unlabelled pool; plan without ScoresLabelled")
+	case cfg.PaperTopK:
+		return errors.New("pool: a plan made the paper's way (top-k training charged add/remove) under-charges; it is for comparison only")
 	}
 	a := in.Learner.Acquisition
 	switch {
@@ -242,7 +262,15 @@ func checkInput(led *ledger.Ledger, in Input) error {
 		return errors.New("pool: random selection reads no record; it is DP as it is")
 	case (a == mech.Random || in.Learner.NotDP) && cfg.EpsilonSelect != 0:
 		return fmt.Errorf("pool: %s selection is charged nothing, so plan it with ε_Sel = 0 (got %v)", a, cfg.EpsilonSelect)
-	case a != mech.Random && !in.Learner.NotDP && cfg.EpsilonSelect == 0:
+	case cfg.Selection == Poisson && in.Learner.NotDP:
+		return errors.New("pool: not-DP selection is the exact top-k; Poisson selection is private as it is")
+	case cfg.Selection == Poisson && len(in.Pool) != cfg.PoolSize:
+		return fmt.Errorf("pool: the pool has %d records, the plan's initial rate is set for %d", len(in.Pool), cfg.PoolSize)
+	case cfg.Selection == Poisson && !(in.Learner.PMin >= 0 && in.Learner.PMin <= cfg.PMax):
+		return fmt.Errorf("pool: p-min must satisfy 0 <= p_min <= p_max = %v, got %v", cfg.PMax, in.Learner.PMin)
+	case cfg.Selection == Poisson && !(in.Learner.Threshold >= 0 && in.Learner.Threshold <= 1):
+		return fmt.Errorf("pool: the selection threshold is a score in [0, 1], got %v", in.Learner.Threshold)
+	case cfg.Selection == TopK && a != mech.Random && !in.Learner.NotDP && cfg.EpsilonSelect == 0:
 		return fmt.Errorf("pool: private %s selection needs ε_Sel > 0", a)
 	}
 	need := cfg.Initial
@@ -269,14 +297,50 @@ func checkInput(led *ledger.Ledger, in Input) error {
 	return nil
 }
 
-// initial draws D_1 uniformly from the pool (reading no record, so free of
-// charge) and labels it.
+// initial draws D_1 from the pool (reading no record): Initial records
+// uniformly under top-k selection, each record by its own coin at
+// β = Initial/PoolSize under Poisson selection. Then it labels them.
 func (l *loop) initial() error {
-	idx, err := RandomSubset(l.r, l.in.Plan.Config.Initial, len(l.in.Pool))
+	cfg := l.in.Plan.Config
+	if cfg.Selection == Poisson {
+		beta := cfg.InitialRate()
+		var idx []int
+		for i := range l.in.Pool {
+			if mech.BernoulliFloat(l.r, beta) {
+				idx = append(idx, i)
+			}
+		}
+		return l.label(idx)
+	}
+	idx, err := RandomSubset(l.r, cfg.Initial, len(l.in.Pool))
 	if err != nil {
 		return fmt.Errorf("pool: initial set: %w", err)
 	}
 	return l.label(idx)
+}
+
+// chargePoisson commits, under Poisson selection, the plan's per-record
+// loss (PoissonPrivacy.Loss, docs/pool.md Theorem 1) to every pool record
+// before anything is drawn or released: it covers the whole run, every
+// released model included, whether or not the record is ever labelled.
+func (l *loop) chargePoisson() error {
+	p := l.in.Plan
+	if p.Config.Selection != Poisson {
+		return nil
+	}
+	if p.Poisson == nil {
+		return errors.New("pool: a Poisson plan without its guarantee (build it with Build)")
+	}
+	ids := make([]string, len(l.in.Pool))
+	for i := range ids {
+		ids[i] = RecordID(i)
+	}
+	note := fmt.Sprintf("Poisson active learning: %d rounds, worst entry %s amplified at η = %.9g (β = %.9g, p_max = %v)",
+		len(p.Config.Queries)+1, p.Poisson.WorstEntry, p.Poisson.EntryRate, p.Poisson.InitialRate, p.Poisson.PMax)
+	if _, err := l.led.Record(ledger.Charge{Groups: ids, Loss: p.Poisson.Loss, Note: note}); err != nil {
+		return fmt.Errorf("pool: %w", err)
+	}
+	return nil
 }
 
 // RandomSubset draws k of the indices 0…n−1 uniformly without replacement
@@ -311,6 +375,7 @@ func (l *loop) label(idx []int) error {
 	}
 	l.groups = append(l.groups, idx)
 	l.where = append(l.where, pos)
+	l.res.Labels += len(idx)
 	return nil
 }
 
@@ -361,6 +426,15 @@ func (l *loop) phase(e int, ph Phase) error {
 		if !ok || ph.Steps == 0 {
 			continue
 		}
+		// An empty group still takes its steps: under Poisson selection a
+		// group may be empty, and the phase's noise must not depend on it.
+		groups = append(groups, dpsgd.Group{Name: gr.Group, Records: l.where[g], Rate: gr.SampleRate})
+		if len(l.groups[g]) > 0 { // dpsgd charges only groups with records
+			planned[gr.Group] = loss
+		}
+		if l.in.Plan.Config.Selection == Poisson {
+			continue // charged once for the whole run (chargePoisson)
+		}
 		loss.Mechanism = "dp-sgd"
 		ids := make([]string, len(l.groups[g]))
 		for i, j := range l.groups[g] {
@@ -370,14 +444,16 @@ func (l *loop) phase(e int, ph Phase) error {
 		if _, err := l.led.Record(ledger.Charge{Groups: ids, Loss: loss, Note: note}); err != nil {
 			return fmt.Errorf("pool: round %d, group %s: %w", ph.Round, gr.Group, err)
 		}
-		groups = append(groups, dpsgd.Group{Name: gr.Group, Records: l.where[g], Rate: gr.SampleRate})
-		planned[gr.Group] = loss
 	}
 	if len(groups) == 0 {
 		return nil
 	}
 	cfg := l.in.Learner.Train
 	cfg.NoiseMultiplier = ph.NoiseMultiplier
+	cfg.ReplaceOne = l.in.Plan.Config.replaceOne()
+	if l.in.Plan.Config.Selection == Poisson {
+		cfg.Divisor = ph.ExpectedBatch // the plan's, from expected sizes: the realised sizes are private
+	}
 	tr, err := dpsgd.New(l.net, cfg)
 	if err != nil {
 		return fmt.Errorf("pool: %w", err)
@@ -421,14 +497,12 @@ func (l *loop) checkCharges(got []dpsgd.Charge, planned map[string]account.Loss)
 // records; it returns their ledger ε (selected, not yet trained).
 func (l *loop) selection(j int) (*GroupPrivacy, error) {
 	cfg := l.in.Plan.Config
+	if cfg.Selection == Poisson {
+		return l.poissonSelection(j)
+	}
 	lr := l.in.Learner
 	k := cfg.Queries[j-1]
-	var free []int
-	for i, f := range l.free {
-		if f {
-			free = append(free, i)
-		}
-	}
+	free := l.unlabelled()
 	clip := lr.ScoreClip
 	if clip == 0 {
 		clip = map[mech.Acquisition]float64{mech.Entropy: mech.EntropyClip, mech.BALD: mech.BALDClip}[lr.Acquisition]
@@ -458,6 +532,61 @@ func (l *loop) selection(j int) (*GroupPrivacy, error) {
 		return nil, err
 	}
 	g := l.span("query-"+strconv.Itoa(j), chosen, planned)
+	return &g, nil
+}
+
+// unlabelled returns the pool indices not yet labelled, in order.
+func (l *loop) unlabelled() []int {
+	var free []int
+	for i, f := range l.free {
+		if f {
+			free = append(free, i)
+		}
+	}
+	return free
+}
+
+// poissonSelection is selection j under Poisson selection: every
+// unlabelled record is scored by the last released model and chosen by
+// its own coin with probability p_j(x) = p_max if its score reaches the
+// threshold, else p_min (random acquisition: Config.randomRate for every
+// record, capped at p_max). The
+// coins are exact (mech.BernoulliFloat). Nothing is charged: the run's
+// loss was committed by chargePoisson, and the choice is shown only to
+// the trusted labeler.
+func (l *loop) poissonSelection(j int) (*GroupPrivacy, error) {
+	lr, pmax := l.in.Learner, l.in.Plan.Config.PMax
+	if lr.Acquisition == mech.Random {
+		pmax = min(pmax, l.in.Plan.Config.randomRate(j))
+	}
+	free := l.unlabelled()
+	var passes [][][]float64
+	if lr.Acquisition != mech.Random {
+		var err error
+		if passes, err = l.score(free); err != nil {
+			return nil, fmt.Errorf("pool: selection %d: %w", j, err)
+		}
+	}
+	var chosen []int
+	for i, x := range free {
+		p := pmax
+		if passes != nil {
+			s, err := lr.Acquisition.Score(passes[i])
+			if err != nil {
+				return nil, fmt.Errorf("pool: selection %d, record %d: %w", j, x, err)
+			}
+			if s < lr.Threshold {
+				p = lr.PMin
+			}
+		}
+		if mech.BernoulliFloat(l.r, p) {
+			chosen = append(chosen, x)
+		}
+	}
+	if err := l.label(chosen); err != nil {
+		return nil, err
+	}
+	g := l.span("query-"+strconv.Itoa(j), chosen, l.in.Plan.Poisson.Epsilon)
 	return &g, nil
 }
 
@@ -595,26 +724,34 @@ func (l *loop) finish() error {
 	}
 	p := l.in.Plan
 	pr := Privacy{Epsilon: p.Config.Epsilon, Delta: p.Config.Delta,
-		Guarantee: fmt.Sprintf("(ε = %v, δ = %v)-DP for every record of the pool (add/remove one record), ledger per record", p.Config.Epsilon, p.Config.Delta)}
+		Guarantee: fmt.Sprintf("(ε = %v, δ = %v)-DP for every record of the pool (add/remove one record; "+
+			"training charged under replace-one, since fixed-size selection substitutes records), ledger per record", p.Config.Epsilon, p.Config.Delta)}
 	if l.in.Learner.NotDP {
 		pr.Guarantee = "none: the selections released exact top-k rankings (not DP); only the DP-SGD training is accounted"
-	}
-	for g, members := range l.groups {
-		gp := l.span(p.Groups[g].Group, members, p.Groups[g].EpsilonTotal)
-		pr.Trained = append(pr.Trained, gp)
-		pr.MaxDeviation = max(pr.MaxDeviation, deviation(gp))
 	}
 	unselected, err := p.UnselectedEpsilon()
 	if err != nil {
 		return err
 	}
-	var rest []int
-	for i, f := range l.free {
-		if f {
-			rest = append(rest, i)
-		}
+	planned := func(g int) float64 { return p.Groups[g].EpsilonTotal }
+	if p.Poisson != nil {
+		pr.Epsilon = p.Poisson.Epsilon
+		pr.Guarantee = fmt.Sprintf("(ε = %.6g, δ = %v)-DP for every record of the pool (add/remove one record; "+
+			"released: the models; the selections are seen only by the trusted labeler), ledger per record", p.Poisson.Epsilon, p.Config.Delta)
+		unselected = p.Poisson.Epsilon
+		planned = func(int) float64 { return p.Poisson.Epsilon }
 	}
-	pr.NotSelected = l.span("not-selected", rest, unselected)
+	for g, members := range l.groups {
+		gp := l.span(p.Groups[g].Group, members, planned(g))
+		pr.Trained = append(pr.Trained, gp)
+		pr.MaxDeviation = max(pr.MaxDeviation, deviation(gp))
+	}
+	pr.NotSelected = l.span("not-selected", l.unlabelled(), unselected)
+	all := make([]int, len(l.in.Pool))
+	for i := range all {
+		all[i] = i
+	}
+	pr.All = l.span("all", all, 0).Ledger
 	pr.MaxDeviation = max(pr.MaxDeviation, deviation(pr.NotSelected))
 	l.res.Privacy = pr
 	return nil

@@ -49,10 +49,16 @@ type planner struct {
 	// sigmaNaive is the naive plan's σ, from which step amplification's
 	// step search starts (Fig. 5's input σ).
 	sigmaNaive float64
+	// curve is the training's RDP at given orders: add/remove
+	// (account.ScheduleRDP) or replace-one (account.ScheduleRDPReplace).
+	curve func(phases []account.Phase, orders []float64) ([]float64, error)
 }
 
 func newPlanner(cfg Config) (*planner, error) {
-	p := &planner{cfg: cfg, orders: account.DefaultOrders()}
+	p := &planner{cfg: cfg, orders: account.DefaultOrders(), curve: account.ScheduleRDP}
+	if cfg.replaceOne() {
+		p.curve = account.ScheduleRDPReplace
+	}
 	p.epsSel = cfg.EpsilonSelect / float64(len(cfg.Queries))
 	if cfg.Accounting == RDP && p.epsSel > 0 {
 		c, err := account.PureRDP(p.epsSel, p.orders)
@@ -83,7 +89,7 @@ func (p *planner) pure(g *group) float64 {
 // phases and, under RDP accounting, its selections.
 func (p *planner) hist(g *group, k int) float64 {
 	if g.memoN[k] < len(g.steps) {
-		c, err := account.ScheduleRDP(g.steps[g.memoN[k]:], p.orders[k:k+1])
+		c, err := p.curve(g.steps[g.memoN[k]:], p.orders[k:k+1])
 		if err != nil || math.IsInf(c[0], 1) {
 			g.memo[k] = math.Inf(1)
 		} else {
@@ -129,7 +135,7 @@ func (p *planner) rdpAt(k int, limit float64, phases ...account.Phase) float64 {
 }
 
 func (p *planner) rdpOrder(alpha float64, phases []account.Phase) float64 {
-	c, err := account.ScheduleRDP(phases, []float64{alpha})
+	c, err := p.curve(phases, []float64{alpha})
 	if err != nil {
 		return math.Inf(1)
 	}
@@ -237,6 +243,12 @@ func climb(n, k int, f func(int) float64, better func(a, b float64) bool) (int, 
 // the boundary where f was evaluated > 0 (b = a = hi when f(hi) ≤ 0). ok is
 // false when f(lo) > 0.
 func largestFeasible(f func(float64) float64, x0, lo, hi float64) (a, b float64, ok bool) {
+	return largestFeasibleTol(f, x0, lo, hi, rootTol)
+}
+
+// largestFeasibleTol is largestFeasible with the bracket's final relative
+// width tol.
+func largestFeasibleTol(f func(float64) float64, x0, lo, hi, tol float64) (a, b float64, ok bool) {
 	x0 = math.Min(math.Max(x0, lo), hi)
 	a, b = x0, x0
 	fa, fb := f(x0), 0.0
@@ -264,15 +276,15 @@ func largestFeasible(f func(float64) float64, x0, lo, hi float64) (a, b float64,
 			}
 		}
 	}
-	a, b = illinois(f, a, b, fa, fb)
+	a, b = illinois(f, a, b, fa, fb, tol)
 	return a, b, true
 }
 
 // illinois narrows the bracket [a, b] (f(a) ≤ 0 < f(b)) by regula falsi
-// with the Illinois modification.
-func illinois(f func(float64) float64, a, b, fa, fb float64) (float64, float64) {
+// with the Illinois modification, to relative width tol.
+func illinois(f func(float64) float64, a, b, fa, fb, tol float64) (float64, float64) {
 	side := 0
-	for it := 0; it < 200 && b-a > rootTol*math.Max(1, math.Abs(a)); it++ {
+	for it := 0; it < 200 && b-a > tol*math.Max(1, math.Abs(a)); it++ {
 		c := b - fb*(b-a)/(fb-fa)
 		if !(c > a && c < b) || math.IsInf(fa, 0) || math.IsInf(fb, 0) {
 			c, side = a+(b-a)/2, 0

@@ -49,6 +49,9 @@ type savedState struct {
 	// it was released (Config.FinalShare > 0 only).
 	Kept      []savedPoint `json:"kept,omitempty"`
 	FinalDone bool         `json:"final_done,omitempty"`
+	// PendingOutside says the pending requests' points were left out
+	// (SaveStateWithoutPending): only RestoreWithPending takes the state.
+	PendingOutside bool `json:"pending_outside,omitempty"`
 }
 
 type savedPoint struct {
@@ -65,7 +68,9 @@ type savedPoint struct {
 //
 // A learner with the tree update cannot be saved (errTreeState): its
 // tree's node sums and noise are not part of the state.
-func (l *Learner) SaveState(w io.Writer) error {
+func (l *Learner) SaveState(w io.Writer) error { return l.saveState(w, true) }
+
+func (l *Learner) saveState(w io.Writer, withPending bool) error {
 	if l.cfg.Update == Tree {
 		return errTreeState
 	}
@@ -73,8 +78,12 @@ func (l *Learner) SaveState(w io.Writer) error {
 		Version: stateVersion, Config: l.cfg, W: l.w,
 		Observed: l.observed, Requested: l.requested, Labelled: l.labelled, Updates: l.updates,
 		NextClose: l.nextClose, Run: l.run,
-		Pending: savePoints(l.pending), Batch: savePoints(l.batch), Releases: l.releases,
+		Pending: []savedPoint{}, Batch: savePoints(l.batch), Releases: l.releases,
 		StreamInfo: l.streamInfo, Kept: savePoints(l.kept), FinalDone: l.finalDone,
+		PendingOutside: !withPending,
+	}
+	if withPending {
+		s.Pending = savePoints(l.pending)
 	}
 	if l.src != nil {
 		b, err := l.src.MarshalBinary()
@@ -120,17 +129,25 @@ var errTreeState = errors.New("stream: the tree update's state (its tree's node 
 // under-reported. A nil led takes the ledger saved with the state, if any,
 // else a new one.
 func Restore(rd io.Reader, r *rng.Rand, led *ledger.Ledger) (*Learner, error) {
-	l, err := restore(rd, r, led)
+	l, err := restore(rd, r, led, nil)
 	if err != nil {
 		return nil, fmt.Errorf("stream: restore: %w", err)
 	}
 	return l, nil
 }
 
-func restore(rd io.Reader, r *rng.Rand, led *ledger.Ledger) (*Learner, error) {
+// restore reads a state; outside (non-nil) supplies the pending points of
+// a state saved without them, as the events passed to Observe.
+func restore(rd io.Reader, r *rng.Rand, led *ledger.Ledger, outside func(l *Learner) ([]savedPoint, error)) (*Learner, error) {
 	var s savedState
 	if err := json.NewDecoder(rd).Decode(&s); err != nil {
 		return nil, err
+	}
+	switch {
+	case s.PendingOutside && outside == nil:
+		return nil, errors.New("the state was saved without its pending requests: restore it with RestoreWithPending")
+	case !s.PendingOutside && outside != nil:
+		return nil, errors.New("the state holds its pending requests: restore it with Restore")
 	}
 	if s.Version != stateVersion {
 		return nil, fmt.Errorf("state version %d, want %d", s.Version, stateVersion)
@@ -157,6 +174,11 @@ func restore(rd io.Reader, r *rng.Rand, led *ledger.Ledger) (*Learner, error) {
 		l.owned = true
 		if err := l.checkOwnedBudget(); err != nil {
 			return nil, err
+		}
+	}
+	if outside != nil {
+		if s.Pending, err = outside(l); err != nil {
+			return nil, fmt.Errorf("pending: %w", err)
 		}
 	}
 	if err := l.load(&s); err != nil {

@@ -271,7 +271,8 @@ func kanonLog(cmd *cobra.Command, seed *uint64) ([]kanon.Query, error) {
 }
 
 // kanonLedger opens --ledger FILE, or an in-memory ledger, with the
-// --budget-* budget (an existing file keeps its own unless one is given).
+// --budget-* budget (an existing file keeps its own; a lower one given
+// holds for this run).
 func kanonLedger(cmd *cobra.Command) (*ledger.Ledger, error) {
 	f := cmd.Flags()
 	var b account.Budget
@@ -287,6 +288,5 @@ func kanonLedger(cmd *cobra.Command) (*ledger.Ledger, error) {
 	if err := checkPaths(cmd, []string{"ledger"}, []string{"log"}); err != nil {
 		return nil, err
 	}
-	given := f.Changed("budget-epsilon") || f.Changed("budget-delta")
-	return openLedgerFlag(path, given, b)
+	return openLedgerFlag(cmd, path, b)
 }

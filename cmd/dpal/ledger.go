@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
@@ -21,14 +21,16 @@ func init() {
 	show := &cobra.Command{
 		Use:   "show",
 		Short: "Print every entry of a ledger, then each group's spend, budget and what is left",
-		Long: `show reads a ledger file written by 'dpal stream --ledger FILE' or
-'dpal search --ledger FILE' and prints its entries (sequence number, time,
+		Long: `show reads a ledger file written by a run's --ledger FILE (stream, search,
+train, pool run, ocp, kanon run) and prints its entries (sequence number, time,
 groups, mechanism, loss, note), then for every group the ε it has spent at
 --delta (default: the ledger's own δ), the budget and what is left.
 
 --json prints {"meta":…,"entries":[…],"groups":[…]}; --csv prints the entries
-as CSV, a blank line, then the groups as CSV. The file is opened exclusively:
-a run that is writing to it must finish first.`,
+as CSV, a blank line, then the groups as CSV. The file is only read, never
+written or created: other readers may show it at the same time, while a run
+that has it open must finish first. A file that is cut short, damaged or not
+a ledger is one error line naming it and what is wrong.`,
 		Args: cobra.NoArgs,
 		RunE: runLedgerShow,
 	}
@@ -54,10 +56,7 @@ func runLedgerShow(cmd *cobra.Command, _ []string) error {
 	if asJSON && asCSV {
 		return errors.New("--json and --csv exclude each other")
 	}
-	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("--store: %w", err)
-	}
-	led, err := openLedgerFile(path, account.Budget{})
+	led, err := ledger.Load(path)
 	if err != nil {
 		return err
 	}
@@ -80,45 +79,55 @@ func runLedgerShow(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-// openLedgerFile opens (or creates, with budget b) the durable ledger at
-// path. A zero b keeps the stored budget; a larger one is refused.
-func openLedgerFile(path string, b account.Budget) (*ledger.Ledger, error) {
-	return openLedger(path, func(bool) account.Budget { return b })
-}
-
-// openLedgerFlag opens a run's --ledger file at path: a new file, or one
-// a crash left before its settings were stored, gets b; an existing one
-// keeps its own budget unless the user gave b (a lower one holds for
-// this run, a higher one is refused). Its errors name the flag.
-func openLedgerFlag(path string, given bool, b account.Budget) (*ledger.Ledger, error) {
-	led, err := openLedger(path, func(stored bool) account.Budget {
-		if stored && !given {
-			return account.Budget{}
-		}
-		return b
-	})
+// openLedgerFlag opens a run's --ledger file at path (ledger.OpenRun)
+// with ledgerBudget(cmd, def): a new ledger gets def, or the budget
+// flags given; an existing one keeps its own budget. Its errors name the
+// flag.
+func openLedgerFlag(cmd *cobra.Command, path string, def account.Budget, opts ...ledger.Option) (*ledger.Ledger, error) {
+	led, err := ledger.OpenRun(path, ledgerBudget(cmd, def), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("--ledger: %w", err)
 	}
 	return led, nil
 }
 
-// openLedger opens the store at path and the ledger on it with the budget
-// budget returns, told whether the store holds its settings.
-func openLedger(path string, budget func(stored bool) account.Budget) (*ledger.Ledger, error) {
-	st, err := ledger.OpenFile(path)
-	if err != nil {
-		return nil, err
-	}
-	_, stored, err := st.Meta()
-	if err == nil {
-		var led *ledger.Ledger
-		if led, err = ledger.Open(st, budget(stored)); err == nil {
-			return led, nil
+// ledgerBudget is what a run asks of its --ledger file's budget: def,
+// the run's default for a new ledger, with the parts the user gave by
+// --budget-epsilon and --budget-delta (or --budget, the ε, in stream,
+// ocp and search) instead. On an existing ledger the given parts may
+// lower its budget for this run, never raise it (ledger.RunBudget).
+func ledgerBudget(cmd *cobra.Command, def account.Budget) ledger.RunBudget {
+	f := cmd.Flags()
+	given := func(name string, dst *float64) bool {
+		if f.Lookup(name) == nil || !f.Changed(name) {
+			return false
 		}
+		*dst, _ = f.GetFloat64(name)
+		return true
 	}
-	st.Close()
-	return nil, fmt.Errorf("%s: %w", path, err)
+	rb := ledger.RunBudget{New: def}
+	rb.SetEpsilon = given("budget-epsilon", &rb.New.Epsilon) || given("budget", &rb.New.Epsilon)
+	rb.SetDelta = given("budget-delta", &rb.New.Delta)
+	return rb
+}
+
+// ledgerBudgetFlags declares --budget-epsilon and --budget-delta for a
+// run whose new --ledger file gets its own --epsilon and --delta unless
+// they are given.
+func ledgerBudgetFlags(f *pflag.FlagSet) {
+	f.Float64("budget-epsilon", 0, "with --ledger: the ε budget of a new ledger file (default: this run's --epsilon); on an existing one a lower value holds for this run, a higher one is refused")
+	f.Float64("budget-delta", 0, "with --ledger: the δ budget of a new ledger file (default: this run's --delta); lower only, as --budget-epsilon")
+}
+
+// budgetNeedsLedger refuses --budget-epsilon or --budget-delta without
+// --ledger: they set a ledger file's budget, and a run without one
+// records its spend in a ledger of its own (ε, δ).
+func budgetNeedsLedger(cmd *cobra.Command) error {
+	f := cmd.Flags()
+	if path, _ := f.GetString("ledger"); path == "" && (f.Changed("budget-epsilon") || f.Changed("budget-delta")) {
+		return errors.New("--budget-epsilon and --budget-delta set the budget of a --ledger FILE; without one the run's ledger holds exactly its --epsilon and --delta")
+	}
+	return nil
 }
 
 // ledgerReport is the ledger's report for group, with each group's ε at

@@ -81,10 +81,10 @@ func TestTrainSizeLimits(t *testing.T) {
 			t.Errorf("--epochs 1e12 --non-private=%s answered after %v", private, d)
 		}
 	}
-	// 1e7 epochs of one step each fit the step limit; their reports do
-	// not fit in 1 GiB.
+	// 1e7 epochs of one step each fit the step limit; their charges and
+	// reports do not fit in 1 GiB.
 	_, _, err := runCLI(t, "", "train", "--data", "csv", "--file", file, "--epochs", "1e7", "--batch", "800", "--max-memory", "1GiB")
-	if err == nil || !strings.Contains(err.Error(), "10000000 epoch reports") || !strings.Contains(err.Error(), "--max-memory 1GiB") {
+	if err == nil || !strings.Contains(err.Error(), "of 10000000 epochs") || !strings.Contains(err.Error(), "--max-memory 1GiB") {
 		t.Errorf("--epochs 1e7 --max-memory 1GiB: %v, want the estimate and the limit", err)
 	}
 	for _, bad := range []string{"0", "-1GiB", "8 parsecs", "1e400"} {
@@ -152,8 +152,9 @@ func TestSilentDefaultsRefused(t *testing.T) {
 		{[]string{"ocp", "--dim", "0"}, "--dim must be >= 1"},
 		{[]string{"ocp", "--dim", "5", "--data", file}, "--dim sets the synthetic data's dimension"},
 		{[]string{"stream", "--clip", "0", "--no-baseline"}, "clip must be finite and > 0"},
-		{append(bald, "--epsilon-select", "1"), "--acquisition bald needs a model with dropout"},
-		{append(bald, "--not-dp", "--model", "mlp:8"), "--acquisition bald needs a model with dropout"},
+		{bald, "--acquisition bald needs a model with dropout"},
+		{append(bald, "--selection", "topk", "--epsilon-select", "1"), "--acquisition bald needs a model with dropout"},
+		{append(bald, "--selection", "topk", "--not-dp", "--model", "mlp:8"), "--acquisition bald needs a model with dropout"},
 	} {
 		_, _, err := runCLI(t, "", append(c.args, "--no-progress")...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -161,7 +162,7 @@ func TestSilentDefaultsRefused(t *testing.T) {
 		}
 	}
 	// BALD with dropout runs.
-	if _, _, err := runCLI(t, "", append(bald, "--epsilon-select", "1", "--model", "mlp:8", "--dropout", "0.5", "--passes", "2",
+	if _, _, err := runCLI(t, "", append(bald, "--model", "mlp:8", "--dropout", "0.5", "--passes", "2",
 		"--seed", "1", "--no-progress")...); err != nil {
 		t.Errorf("bald with dropout: %v", err)
 	}

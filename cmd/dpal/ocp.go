@@ -60,8 +60,9 @@ func init() {
 	f.Bool("non-private", false, "run the plain algorithm (no noise, no ledger) as a baseline")
 	f.Uint64("seed", 0, "seed for the data order and the noise (experiments only; default: secure noise)")
 	f.String("ledger", "", "durable ledger file: the run's loss is committed to it before the first release")
-	f.Float64("budget", 0, "with --ledger: the ε budget of a new ledger file (default: the ε this run charges)")
-	f.String("out", "", "write every released iterate as JSON lines {\"t\":…,\"x\":[…]} to FILE (- for stdout)")
+	f.Float64("budget", 0, "with --ledger: the ε budget of a new ledger file (default: the ε this run charges); on an existing one a lower value holds for this run, a higher one is refused")
+	f.String("out", "", "write every released iterate as JSON lines {\"t\":…,\"x\":[…]} to FILE (- for stdout); an existing file needs --force")
+	forceFlag(f)
 	f.Bool("json", false, "print the summary as one JSON object")
 	f.Bool("no-progress", false, "no progress bar")
 	maxMemoryFlag(f)
@@ -238,16 +239,14 @@ func ocpLedger(cmd *cobra.Command, spec online.Spec, name string) (*ledger.Ledge
 		b.Epsilon = math.MaxFloat64
 		return ledger.New(b)
 	}
-	if f.Changed("budget") {
-		b.Epsilon, _ = f.GetFloat64("budget")
-	} else {
+	if !f.Changed("budget") {
 		charged, err := chargedEpsilon(spec, name)
 		if err != nil {
 			return nil, err
 		}
 		b.Epsilon = charged
 	}
-	return openLedgerFlag(path, f.Changed("budget"), b)
+	return openLedgerFlag(cmd, path, b)
 }
 
 // openReleases opens --out for the released iterates ("-" is stdout);

@@ -49,8 +49,10 @@ func TestOCPOutAndLedgerFile(t *testing.T) {
 	if lines := strings.Count(string(b), "\n"); lines != 299 {
 		t.Fatalf("%d released iterates, want T − 1 = 299", lines)
 	}
-	// A second run on the same records finds the budget spent.
-	if _, _, err := runCLI(t, "", args...); err == nil || !strings.Contains(err.Error(), "budget exceeded") {
+	// A second run on the same records finds the budget spent (--force
+	// lets it replace the first run's --out, which it would otherwise
+	// refuse first).
+	if _, _, err := runCLI(t, "", append(args, "--force")...); err == nil || !strings.Contains(err.Error(), "budget exceeded") {
 		t.Fatalf("second run: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dpal-dev/dpal/active/pool"
 	"github.com/dpal-dev/dpal/dp/account"
@@ -44,13 +45,27 @@ func init() {
 	f.String("accounting", "basic", "how selection and training compose: basic or rdp")
 	f.Bool("scores-labelled", false, "the acquisition scores labelled records too (§3.5): everyone pays ε_Sel")
 	f.String("conversion", "balle2020", "RDP to (ε, δ) conversion: balle2020 or classic")
+	selectionFlags(f, "topk")
+	f.Int("pool-size", 0, "poisson: the number of pool records n (the initial rate is --initial/n; required)")
+	f.Bool("paper-accounting", false, "topk: calibrate σ the paper's way, training charged add/remove, to show what that plan "+
+		"really costs (epsilon_replace); for comparison only, pool run refuses such a plan")
 	f.Bool("json", false, "print one JSON object")
 	poolCmd.AddCommand(poolPlanCmd)
 	rootCmd.AddCommand(poolCmd)
 }
 
+// selectionFlags are the selection scheme's flags, shared by pool plan and
+// pool run.
+func selectionFlags(f *pflag.FlagSet, def string) {
+	f.String("selection", def, "poisson (independent coins, the sound scheme: docs/pool.md) or topk (the paper's fixed sizes, "+
+		"training charged under replace-one)")
+	f.String("labeler", "trusted", "trusted (sees the selections, paper 001 §3.1) or untrusted (selections are releases: topk only)")
+	f.Float64("p-max", 0.2, "poisson: the largest probability with which a selection chooses a record")
+}
+
 func runPoolPlan(cmd *cobra.Command, _ []string) error {
-	cfg, err := poolConfig(cmd)
+	n, _ := cmd.Flags().GetInt("pool-size")
+	cfg, err := poolConfig(cmd, n)
 	if err != nil {
 		return err
 	}
@@ -64,8 +79,8 @@ func runPoolPlan(cmd *cobra.Command, _ []string) error {
 	return poolTable(cmd.OutOrStdout(), p)
 }
 
-// poolConfig reads the plan's flags.
-func poolConfig(cmd *cobra.Command) (pool.Config, error) {
+// poolConfig reads the plan's flags; poolSize is the pool's n.
+func poolConfig(cmd *cobra.Command, poolSize int) (pool.Config, error) {
 	f := cmd.Flags()
 	for _, name := range []string{"epsilon", "delta", "batch", "epochs", "initial", "queries"} {
 		if !f.Changed(name) {
@@ -96,6 +111,19 @@ func poolConfig(cmd *cobra.Command) (pool.Config, error) {
 	s, _ = f.GetString("conversion")
 	if cfg.Conversion, err = account.ParseConversion(s); err != nil {
 		return cfg, fmt.Errorf("--conversion: %w", err)
+	}
+	s, _ = f.GetString("selection")
+	if cfg.Selection, err = pool.ParseSelection(s); err != nil {
+		return cfg, fmt.Errorf("--selection: %w", err)
+	}
+	s, _ = f.GetString("labeler")
+	if cfg.Labeler, err = pool.ParseLabeler(s); err != nil {
+		return cfg, fmt.Errorf("--labeler: %w", err)
+	}
+	cfg.PMax, _ = f.GetFloat64("p-max")
+	cfg.PoolSize = poolSize
+	if f.Lookup("paper-accounting") != nil {
+		cfg.PaperTopK, _ = f.GetBool("paper-accounting")
 	}
 	return cfg, cfg.Validate()
 }
@@ -155,16 +183,31 @@ func poolTable(w io.Writer, p *pool.Plan) error {
 	if cfg.Accounting == pool.RDP {
 		other = pool.Basic
 	}
-	fmt.Fprintf(tw, "group\tsize\tε training\tε selection\tε total\tε total (%s)\t\n", other)
+	topk := cfg.Selection == pool.TopK
+	fmt.Fprintf(tw, "group\tsize\tε training\tε selection\tε total\tε total (%s)\t", other)
+	if topk {
+		fmt.Fprint(tw, "ε add/remove (paper)\tε replace-one (true)\t")
+	}
+	fmt.Fprintln(tw)
 	for i, g := range p.Groups {
 		alt, err := p.EpsilonUnder(other, i)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.6f\t%.6f\t%.9f\t%.6f\t\n", g.Group, g.Size, g.EpsilonTraining, g.EpsilonSelection, g.EpsilonTotal, alt)
+		fmt.Fprintf(tw, "%s\t%d\t%.6f\t%.6f\t%.9f\t%.6f\t", g.Group, g.Size, g.EpsilonTraining, g.EpsilonSelection, g.EpsilonTotal, alt)
+		if topk {
+			fmt.Fprintf(tw, "%.6f\t%.6f\t", g.EpsilonAddRemove, g.EpsilonReplace)
+		}
+		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if pp := p.Poisson; pp != nil {
+		fmt.Fprintf(w, "\nPoisson selection (β = %.6g, p_max = %v, η = %.6f): every pool record is charged ε = %.9f, "+
+			"the worst entry (%s, training ε %.6f) amplified once (docs/pool.md, Theorem 1)\n",
+			pp.InitialRate, pp.PMax, pp.EntryRate, pp.Epsilon, pp.WorstEntry, pp.EpsilonTraining)
+		return nil
 	}
 	u, err := p.UnselectedEpsilon()
 	if err != nil {

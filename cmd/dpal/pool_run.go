@@ -43,15 +43,16 @@ comparison only, planned with ε_Sel = 0 and labelled "not DP" in the output.`,
 func init() {
 	f := poolRunCmd.Flags()
 	dataModelFlags(f, "pool file (the pool is the dataset's training part)")
-	f.Int("pool-size", 0, "use a uniform random subset of this many training records as the pool (0: all)")
+	f.Int("pool-size", 0, "use a uniform random subset of this many training records as the pool (0: all; "+
+		"default 50000 for kdd99-5class, 20000 for mnist and fashion-mnist, all for csv and libsvm: the scaled setting of docs/repro-pool.md)")
 	f.String("acquisition", "entropy", "random|lc|margin|entropy|bald")
 	f.Bool("not-dp", false, "select by the exact top-k: NOT differentially private (upper bound only)")
 	f.Int("passes", 10, "bald: MC-dropout forward passes")
 	f.Float64("epsilon", 0, "total ε of every record, selection and training (required)")
 	f.Float64("epsilon-select", 0, "ε_Sel of all selections together (required > 0 unless --acquisition random or --not-dp)")
-	f.Float64("delta", 0, "δ (default min(1e-5, 1/(10n)), n the pool: every pool record is covered)")
-	f.Int("initial", 0, "size of the random initial labelled set (required)")
-	f.String("queries", "", "sizes of the T selections, comma-separated (required)")
+	f.Float64("delta", 0, "δ (default min(1e-5, 1/(10 n)) for a pool of n records: the guarantee covers every pool record)")
+	f.Int("initial", 2000, "size of the initial labelled set (poisson: its expected size)")
+	f.String("queries", "2000,600,200,200", "sizes of the T selections, comma-separated (poisson: their expected sizes, which set the plan's rates)")
 	f.Int("batch", 0, "expected batch size b (default: the dataset's dpal train batch, at most 2/5 of --initial, as App. B's 4096 of 10 000)")
 	f.Int("epochs", 0, "epochs per phase of the naive schedule (default 10, as docs/repro-pool.md)")
 	f.String("mode", "step-amplification", "naive, step-amplification, noise-reduction or continual")
@@ -61,9 +62,13 @@ func init() {
 	f.Float64("lr", 0, "learning rate (default per dataset)")
 	f.String("optimizer", "", "sgd|momentum|adam|nadam (default per dataset)")
 	f.Float64("momentum", 0.9, "momentum coefficient")
-	f.String("ledger", "", "durable ledger file (created with budget --epsilon/--delta if new)")
+	f.String("ledger", "", "durable ledger file: the run's ε is charged to it; a new one gets --budget-epsilon/--budget-delta, later runs keep its budget")
+	ledgerBudgetFlags(f)
 	f.String("labels-from", "", "ask labels from FILE, or - for stdin (default: the dataset's labels)")
 	f.Uint64("seed", 0, "seed for reproducible sampling, noise and selection (experiments only; default: secure randomness)")
+	selectionFlags(f, "poisson")
+	f.Float64("threshold", 0.25, "poisson: the acquisition score (in [0, 1]) from which a record is chosen with probability --p-max")
+	f.Float64("p-min", 0, "poisson: the probability of choosing a record scored below --threshold")
 	f.Bool("json", false, "print one JSON object")
 	f.Bool("no-progress", false, "draw no progress bar")
 	poolCmd.AddCommand(poolRunCmd)
@@ -74,7 +79,7 @@ type poolRunOutput struct {
 	Dataset string  `json:"dataset"`
 	Model   string  `json:"model"`
 	Pool    int     `json:"pool"`
-	Labels  string  `json:"labels"`
+	Labels  string  `json:"label_source"`
 	Seed    *uint64 `json:"seed,omitempty"`
 	// Epsilon … Epochs are the plan's settings (Plan omits its Config).
 	Epsilon       float64      `json:"epsilon"`
@@ -85,6 +90,15 @@ type poolRunOutput struct {
 	Plan          *pool.Plan   `json:"plan"`
 	Result        *pool.Result `json:"result"`
 	Classes       []string     `json:"class_names"`
+	// The summary a script reads first (copied from Result): the final
+	// model's accuracies, the labels asked, the selection scheme, and the
+	// largest and smallest ε over every pool record read from the ledger.
+	TestAccuracy     float64 `json:"test_accuracy"`
+	BalancedAccuracy float64 `json:"balanced_accuracy"`
+	LabelsAsked      int     `json:"labels"`
+	Selection        string  `json:"selection"`
+	EpsilonMax       float64 `json:"epsilon_max"`
+	EpsilonMin       float64 `json:"epsilon_min"`
 }
 
 func runPoolRun(cmd *cobra.Command, _ []string) error {
@@ -110,6 +124,9 @@ func runPoolRun(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	r := rng.New(seed)
+	if err := poolSizeDefault(cmd, name); err != nil {
+		return err
+	}
 	if train, err = poolSubset(cmd, r.Split(), train); err != nil {
 		return err
 	}
@@ -136,6 +153,9 @@ func runPoolRun(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	res := out.Result
+	out.TestAccuracy, out.BalancedAccuracy, out.LabelsAsked, out.Selection = res.TestAccuracy, res.BalancedAccuracy, res.Labels, res.Selection
+	out.EpsilonMax, out.EpsilonMin = res.Privacy.All.Max, res.Privacy.All.Min
 	if asJSON, _ := f.GetBool("json"); asJSON {
 		return printJSON(cmd.OutOrStdout(), out)
 	}
@@ -145,7 +165,7 @@ func runPoolRun(cmd *cobra.Command, _ []string) error {
 // poolRunInput resolves the flags into the loop's input (without oracle).
 func poolRunInput(cmd *cobra.Command, name string, train, test *data.Dataset, image [3]int) (pool.Input, error) {
 	f := cmd.Flags()
-	for _, req := range []string{"epsilon", "initial", "queries"} {
+	for _, req := range []string{"epsilon"} {
 		if !f.Changed(req) {
 			return pool.Input{}, fmt.Errorf("--%s is required", req)
 		}
@@ -157,7 +177,7 @@ func poolRunInput(cmd *cobra.Command, name string, train, test *data.Dataset, im
 	if err != nil {
 		return pool.Input{}, err
 	}
-	cfg, err := poolConfig(cmd)
+	cfg, err := poolConfig(cmd, train.Len())
 	if err != nil {
 		return pool.Input{}, err
 	}
@@ -173,6 +193,8 @@ func poolRunInput(cmd *cobra.Command, name string, train, test *data.Dataset, im
 	lr := pool.Learner{Spec: s.spec, Train: s.cfg, Acquisition: acq}
 	lr.NotDP, _ = f.GetBool("not-dp")
 	lr.Passes, _ = f.GetInt("passes")
+	lr.Threshold, _ = f.GetFloat64("threshold")
+	lr.PMin, _ = f.GetFloat64("p-min")
 	if lr.Passes < 1 || lr.Passes > 1000 {
 		return pool.Input{}, fmt.Errorf("--passes must be in [1, 1000], got %d", lr.Passes)
 	}
@@ -183,12 +205,34 @@ func poolRunInput(cmd *cobra.Command, name string, train, test *data.Dataset, im
 	return pool.Input{Plan: plan, Learner: lr, Pool: train.X, Test: test}, nil
 }
 
-// poolRunDefaults fills --delta (from the pool's size n: the guarantee
-// covers every pool record, selected or not), --batch and --epochs (from
-// the labelling budget and the dataset) when not given, so that
-// poolConfig reads them.
+// poolSizeDefault sets --pool-size to the dataset's scaled setting of
+// docs/repro-pool.md when not given: 50 000 KDD'99 records (so that its
+// rare classes occur at all), 20 000 MNIST or Fashion-MNIST images.
+func poolSizeDefault(cmd *cobra.Command, name string) error {
+	f := cmd.Flags()
+	def := map[string]string{"kdd99-5class": "50000", "mnist": "20000", "fashion-mnist": "20000"}[name]
+	if f.Changed("pool-size") || def == "" {
+		return nil
+	}
+	return f.Set("pool-size", def)
+}
+
+// poolRunDefaults fills --delta (from the pool's n records), --batch and
+// --epochs from the labelling budget and the dataset when not given, so
+// that poolConfig reads them.
 func poolRunDefaults(cmd *cobra.Command, name string, n int) error {
 	f := cmd.Flags()
+	for _, flag := range []string{"initial", "queries"} { // the scaled setting: poolConfig reads them as given
+		if !f.Changed(flag) {
+			if err := f.Set(flag, f.Lookup(flag).DefValue); err != nil {
+				return err
+			}
+		}
+	}
+	qs, _ := f.GetString("queries")
+	if _, err := parseQueries(qs); err != nil {
+		return fmt.Errorf("--queries: %w", err)
+	}
 	initial, _ := f.GetInt("initial")
 	def := trainDefaults[name]
 	// Ten epochs per phase and b = 2/5 of the initial set are the setting
@@ -228,15 +272,20 @@ func poolSubset(cmd *cobra.Command, r *rng.Rand, train *data.Dataset) (*data.Dat
 	return train.Subset(idx), nil
 }
 
-// poolLedger opens --ledger FILE or makes an in-memory ledger with the
+// poolLedger opens --ledger FILE (a new one gets --budget-epsilon and
+// --budget-delta, by default the plan's (ε, δ), and its conversion; an
+// existing one keeps its own) or makes an in-memory ledger with the
 // plan's budget and conversion.
 func poolLedger(cmd *cobra.Command, cfg pool.Config) (*ledger.Ledger, error) {
+	if err := budgetNeedsLedger(cmd); err != nil {
+		return nil, err
+	}
 	b := account.Budget{Epsilon: cfg.Epsilon, Delta: cfg.Delta}
 	path, _ := cmd.Flags().GetString("ledger")
 	if path == "" {
 		return ledger.New(b, ledger.WithConversion(cfg.Conversion))
 	}
-	return openLedgerFlag(path, true, b)
+	return openLedgerFlag(cmd, path, b, ledger.WithConversion(cfg.Conversion))
 }
 
 // poolOracle returns the label oracle: the dataset's labels, or answers

@@ -18,7 +18,7 @@ func TestPoolRunCSV(t *testing.T) {
 				es = "0"
 			}
 			led := filepath.Join(t.TempDir(), "ledger.db")
-			out, _, err := runCLI(t, "", "pool", "run", "--data", "csv", "--file", file, "--acquisition", acq,
+			out, _, err := runCLI(t, "", "pool", "run", "--data", "csv", "--file", file, "--acquisition", acq, "--selection", "topk",
 				"--epsilon", "4", "--epsilon-select", es, "--initial", "200", "--queries", "100,100", "--batch", "50",
 				"--epochs", "3", "--seed", "2", "--ledger", led, "--json")
 			if err != nil {
@@ -29,7 +29,7 @@ func TestPoolRunCSV(t *testing.T) {
 				t.Fatalf("%v\n%s", err, out)
 			}
 			r := got.Result
-			if got.Delta != 1e-5 || len(r.Rounds) != 3 || r.Privacy.MaxDeviation > 1e-9 { // δ: DefaultDelta(800 pool records)
+			if got.Delta != 1e-5 || len(r.Rounds) != 3 || r.Privacy.MaxDeviation > 1e-9 {
 				t.Errorf("δ %v, %d rounds, deviation %v", got.Delta, len(r.Rounds), r.Privacy.MaxDeviation)
 			}
 			for _, g := range r.Privacy.Trained {
@@ -41,7 +41,7 @@ func TestPoolRunCSV(t *testing.T) {
 				t.Errorf("test accuracy %v", r.TestAccuracy)
 			}
 			// The same records cannot pay twice: a second run on the ledger is refused.
-			_, _, err = runCLI(t, "", "pool", "run", "--data", "csv", "--file", file, "--acquisition", acq,
+			_, _, err = runCLI(t, "", "pool", "run", "--data", "csv", "--file", file, "--acquisition", acq, "--selection", "topk",
 				"--epsilon", "4", "--epsilon-select", es, "--initial", "200", "--queries", "100,100", "--batch", "50",
 				"--epochs", "3", "--seed", "2", "--ledger", led)
 			if err == nil || !strings.Contains(err.Error(), "budget") {
@@ -55,7 +55,7 @@ func TestPoolRunTextAndOracle(t *testing.T) {
 	file := twoBlobsCSV(t, 300)
 	answers := strings.Repeat("1\n", 60)
 	out, stderr, err := runCLI(t, answers, "pool", "run", "--data", "csv", "--file", file, "--acquisition", "margin",
-		"--not-dp", "--epsilon", "4", "--initial", "50", "--queries", "10", "--batch", "25", "--epochs", "2",
+		"--not-dp", "--selection", "topk", "--epsilon", "4", "--initial", "50", "--queries", "10", "--batch", "25", "--epochs", "2",
 		"--seed", "1", "--labels-from", "-")
 	if err != nil {
 		t.Fatal(err)
@@ -83,11 +83,19 @@ func TestPoolRunErrors(t *testing.T) {
 		want string
 	}{
 		{"no data", []string{"pool", "run", "--epsilon", "4"}, "--data"},
-		{"no queries", []string{"pool", "run", "--data", "csv", "--file", file, "--epsilon", "4", "--initial", "50"}, "--queries is required"},
-		{"bad acquisition", append(base, "--acquisition", "coreset", "--epsilon-select", "1"), "--acquisition"},
-		{"private without ε_Sel", append(base, "--acquisition", "lc"), "needs ε_Sel > 0"},
-		{"random with ε_Sel", append(base, "--acquisition", "random", "--epsilon-select", "1"), "ε_Sel = 0"},
-		{"pool too small", append(base, "--acquisition", "random", "--pool-size", "55"), "the plan labels 60"},
+		{"default queries exceed a small pool", []string{"pool", "run", "--data", "csv", "--file", file, "--epsilon", "4", "--initial", "50"}, "must be at least the expected labels 3050"},
+		{"bad acquisition", append(base, "--acquisition", "coreset"), "--acquisition"},
+		{"private top-k without ε_Sel", append(base, "--acquisition", "lc", "--selection", "topk"), "needs ε_Sel > 0"},
+		{"random with ε_Sel", append(base, "--acquisition", "random", "--epsilon-select", "1", "--selection", "topk"), "ε_Sel = 0"},
+		{"poisson with ε_Sel", append(base, "--epsilon-select", "1"), "plan it with ε_Sel = 0"},
+		{"poisson, untrusted labeler", append(base, "--labeler", "untrusted"), "needs a trusted labeler"},
+		{"poisson, p-max 0", append(base, "--p-max", "0"), "0 < p_max <= 1"},
+		{"poisson, p-min above p-max", append(base, "--p-min", "0.5"), "p_min <= p_max"},
+		{"poisson, threshold above 1", append(base, "--threshold", "2"), "score in [0, 1]"},
+		{"poisson, not DP", append(base, "--not-dp"), "private as it is"},
+		{"bad selection", append(base, "--selection", "best"), "--selection"},
+		{"pool too small", append(base, "--acquisition", "random", "--pool-size", "55"), "pool size 55 must be at least"},
+		{"top-k pool too small", append(base, "--acquisition", "random", "--selection", "topk", "--pool-size", "55"), "the plan labels 60"},
 		{"short answers", append(base, "--acquisition", "random", "--labels-from", "-"), "no more answers"},
 		{"short answer file", append(base, "--acquisition", "random", "--labels-from", answers), "no more answers"},
 		{"missing answer file", append(base, "--acquisition", "random", "--labels-from", answers+".none"), "--labels-from"},
@@ -123,5 +131,37 @@ func TestReproPoolQuick(t *testing.T) {
 		if _, _, err := runCLI(t, "", append([]string{"repro", "pool", "--quick", "--out", out}, args...)...); err == nil {
 			t.Errorf("%v: no error", args)
 		}
+	}
+}
+
+// TestPoolRunPoissonJSON pins the CLI contract of `dpal pool run --json`
+// under the default Poisson selection: one object with test_accuracy,
+// balanced_accuracy, labels (asked), epsilon_max and epsilon_min over every
+// pool record (read from the ledger), delta and selection.
+func TestPoolRunPoissonJSON(t *testing.T) {
+	file := twoBlobsCSV(t, 1000)
+	out, _, err := runCLI(t, "", "pool", "run", "--data", "csv", "--file", file, "--epsilon", "4", "--delta", "1e-5",
+		"--initial", "200", "--queries", "100,100", "--batch", "50", "--epochs", "3", "--p-max", "0.3", "--seed", "2", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, k := range []string{"test_accuracy", "balanced_accuracy", "labels", "epsilon_max", "epsilon_min", "delta", "selection"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("no %q in the output", k)
+		}
+	}
+	if got["selection"] != "poisson" || got["delta"] != 1e-5 {
+		t.Errorf("selection %v, δ %v", got["selection"], got["delta"])
+	}
+	emax, emin, labels := got["epsilon_max"].(float64), got["epsilon_min"].(float64), got["labels"].(float64)
+	if emax > 4 || emax < 4*(1-1e-4) || emin != emax {
+		t.Errorf("ε over the pool records %v…%v, want every record at the target 4", emin, emax)
+	}
+	if labels < 100 || labels != math.Trunc(labels) {
+		t.Errorf("labels %v", labels)
 	}
 }

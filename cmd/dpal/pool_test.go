@@ -36,7 +36,10 @@ func TestPoolPlanJSON(t *testing.T) {
 						EpsilonTraining  float64 `json:"epsilon_training"`
 						EpsilonSelection float64 `json:"epsilon_selection"`
 						EpsilonTotal     float64 `json:"epsilon_total"`
+						EpsilonAddRemove float64 `json:"epsilon_add_remove"`
+						EpsilonReplace   float64 `json:"epsilon_replace"`
 					} `json:"groups"`
+					Selection string `json:"selection"`
 				}
 				dec := json.NewDecoder(strings.NewReader(out))
 				dec.DisallowUnknownFields()
@@ -53,6 +56,13 @@ func TestPoolPlanJSON(t *testing.T) {
 				}
 				if mode == "step-amplification" && math.Abs(got.Groups[4].EpsilonTotal-8) > 1e-8 {
 					t.Errorf("query-4 ends at %v, want 8", got.Groups[4].EpsilonTotal)
+				}
+				// Top-k training is charged under replace-one; the paper's
+				// add/remove reading of the same plan is lower.
+				for _, g := range got.Groups {
+					if g.EpsilonReplace != g.EpsilonTotal || !(g.EpsilonAddRemove < g.EpsilonTotal) {
+						t.Errorf("%s: charged %v, replace-one %v, add/remove %v", g.Group, g.EpsilonTotal, g.EpsilonReplace, g.EpsilonAddRemove)
+					}
 				}
 			})
 		}

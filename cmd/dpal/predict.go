@@ -30,7 +30,8 @@ further privacy.`,
 	f.String("data-dir", data.DefaultDir, "data root holding mnist/, fashion_mnist/, kddcup99/")
 	f.String("file", "", "csv/libsvm: the file the model was trained on (its 20 % test split is used)")
 	f.String("test-file", "", "csv/libsvm: test file")
-	f.String("probs", "", "write class probabilities per test row to this CSV file")
+	f.String("probs", "", "write class probabilities per test row to this CSV file; an existing file needs --force")
+	forceFlag(f)
 	f.Bool("json", false, "print one JSON object")
 	rootCmd.AddCommand(cmd)
 }

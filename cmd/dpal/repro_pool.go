@@ -29,6 +29,14 @@ MC dropout), 10 epochs per phase:
   fig7        ε_Sel ∈ {0.5, 1, 2, 3, 4, 6} at ε = 8 (entropy)
   table4      continual learning vs noise reduction vs step amplification
   accounting  basic vs joint-RDP accounting of selection and training
+  poisson     dpal's Poisson active learning at ε 1, 3, 8 against random Poisson
+              selection with the same plan (same expected labels, steps and σ);
+              δ = min(1e-5, 1/(10·pool)), p_max 0.2, threshold 0.25 (fixed a priori)
+  efficiency  the same two at budgets 10–100 % of B: labels needed to reach random's
+              full-budget accuracy (summary.json's label_efficiency)
+  headline    the poisson experiment's two ε = 8 rows alone (with --cnn: the CNN)
+  topk        the paper's top-k rows (random AL, entropy and margin with DP selection)
+              with σ calibrated to their true, replace-one ε
 
 Writes <out>/rows.csv (every run), points.csv (mean ± std), summary.json (options,
 seeds, majority-class baselines, rows) and <data>-table2/-fig7 .png/.csv. Every private
@@ -47,6 +55,7 @@ func init() {
 	f.String("experiments", "table1,table2,fig7,table4,accounting", "comma-separated experiments")
 	f.Int("runs", 0, "runs per configuration in every experiment (default: 5 for table1, 3 for the others)")
 	f.Bool("quick", false, "smoke run: tiny budget, table 1, one run")
+	f.Bool("cnn", false, "train the Tramèr–Boneh CNN on mnist and fashion-mnist instead of logistic regression")
 	f.String("out", "repro-pool", "output directory")
 	f.Uint64("seed", 1, "base seed (run k of dataset d uses seed + 1000·d + k)")
 	f.Bool("no-progress", false, "do not draw the progress bar")
@@ -58,6 +67,9 @@ func runReproPool(cmd *cobra.Command, _ []string) error {
 	o := poolrepro.DefaultOptions()
 	if quick, _ := f.GetBool("quick"); quick {
 		o = poolrepro.QuickOptions()
+	}
+	if cnn, _ := f.GetBool("cnn"); cnn {
+		o = o.WithCNN()
 	}
 	o.Seed, _ = f.GetUint64("seed")
 	names, _ := f.GetString("data")
@@ -88,11 +100,11 @@ func runReproPool(cmd *cobra.Command, _ []string) error {
 	}
 	sets := map[string]poolrepro.Data{}
 	for _, d := range o.Datasets {
-		train, test, _, err := loadTrainData(cmd, d)
+		train, test, image, err := loadTrainData(cmd, d)
 		if err != nil {
 			return err
 		}
-		sets[d] = poolrepro.Data{Train: train, Test: test}
+		sets[d] = poolrepro.Data{Train: train, Test: test, Image: image}
 	}
 	bar := progress.New(progressOut(cmd), o.Total(), "repro pool runs")
 	sum, err := poolrepro.Reproduce(o, sets, func() { bar.Add(1) })
@@ -123,11 +135,18 @@ func printReproPool(w io.Writer, s poolrepro.Summary, out string) {
 		fmt.Fprintf(w, "%s: majority class %q scores accuracy %.4f, balanced accuracy %.4f\n", t.Dataset, t.Class, t.Accuracy, t.Balanced)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "experiment\tdataset\tmethod\tε\tε_Sel\taccuracy\tbalanced accuracy\truns\t")
+	fmt.Fprintln(tw, "experiment\tdataset\tmethod\tε\tε_Sel\tscale\tlabels\taccuracy\tbalanced accuracy\truns\t")
 	for _, p := range s.Points {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%g\t%g\t%.4f ± %.4f\t%.4f ± %.4f\t%d\t\n", p.Experiment, p.Dataset, p.Method, p.Epsilon, p.EpsSelect,
-			p.Accuracy, p.AccuracyStd, p.Balanced, p.BalancedStd, p.Runs)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%g\t%g\t%g\t%.0f\t%.4f ± %.4f\t%.4f ± %.4f\t%d\t\n", p.Experiment, p.Dataset, p.Method, p.Epsilon, p.EpsSelect,
+			p.Scale, p.Labels, p.Accuracy, p.AccuracyStd, p.Balanced, p.BalancedStd, p.Runs)
 	}
 	tw.Flush()
+	for _, e := range s.Efficiency {
+		if e.Reached {
+			fmt.Fprintf(w, "%s: %s reaches %.4f (random Poisson at the full budget) with %.0f labels (%.0f at the full budget)\n", e.Dataset, e.Method, e.Reference, e.Labels, e.FullBudget)
+		} else {
+			fmt.Fprintf(w, "%s: %s does not reach %.4f (random Poisson at the full budget) at any budget (%.0f labels at the full budget)\n", e.Dataset, e.Method, e.Reference, e.FullBudget)
+		}
+	}
 	fmt.Fprintf(w, "seed %d, %.0f s; rows.csv, points.csv, summary.json and figures in %s\n", s.Options.Seed, s.Seconds, out)
 }

@@ -72,7 +72,8 @@ func init() {
 	f.Int("subsets", 1, "search this many random disjoint subsets (several anomalies, §7)")
 	f.Bool("clip", false, "lower scores between t_low and t_high to t_low instead of rejecting them")
 	f.Uint64("seed", 0, "seed for reproducible experiments (default: secure randomness)")
-	f.String("posterior-out", "", "also write the final posterior f_T as index,probability lines to this file (# header lines record the oracle, queries and seed)")
+	f.String("posterior-out", "", "also write the final posterior f_T as index,probability lines to this file (# header lines record the oracle, queries and seed); an existing file needs --force")
+	forceFlag(f)
 	f.Bool("json", false, "print one JSON object")
 	f.String("ledger", "", "durable ledger file: created with --budget if new; later runs continue it and stop when its budget is spent (default: in memory)")
 	rootCmd.AddCommand(searchCmd)
@@ -253,7 +254,7 @@ func runSearch(cmd *cobra.Command, _ []string) error {
 	if err := outfile.CheckDistinct(outs, []outfile.Path{paths["scores"]}); err != nil {
 		return err
 	}
-	if err := probeOutputs(outs); err != nil {
+	if err := probeOutputs(cmd, outs); err != nil {
 		return err
 	}
 	file, err := os.Open(path)
@@ -442,7 +443,7 @@ func searchLedger(cmd *cobra.Command, b *float64, isDefault *bool) (*ledger.Ledg
 	if path == "" {
 		return ledger.New(account.Budget{Epsilon: *b})
 	}
-	led, err := openLedgerFlag(path, !*isDefault, account.Budget{Epsilon: *b})
+	led, err := openLedgerFlag(cmd, path, account.Budget{Epsilon: *b})
 	if err != nil {
 		return nil, err
 	}

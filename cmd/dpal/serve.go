@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,10 +64,15 @@ SIGINT shut down gracefully. Logs are JSON lines on stderr.`,
 		Use:   "bench",
 		Short: "Measure durable ingest over loopback: a fixed count of events against an in-process server on a scratch store",
 		Long: `bench starts a server on a fresh store in a temporary directory, listening on
-127.0.0.1, creates a learner of --dim, and sends --events synthetic events in
-requests of --batch lines from --workers clients. Every event counted was
-durably accepted (committed before the answer). It prints events/s and the
-p50/p99 request latency as one JSON object, then deletes the store.`,
+127.0.0.1, creates a learner of --dim (the default learner of 'dpal serve
+--learner NAME:DIM' unless --learner-config or --max-open say otherwise),
+and sends --events synthetic events in requests of --batch lines from
+--workers clients. Every event counted was durably accepted (committed
+before the answer). It prints one JSON object: events/s and the p50/p99
+request latency overall and per tenth of the events (last_over_first is the
+last tenth's rate over the first's), the process's RSS (server and clients)
+at the start, after each tenth and at the end, and the learner's queue of
+open label requests at the end; then it deletes the store.`,
 		Args: cobra.NoArgs,
 		RunE: runServeBench,
 	}
@@ -76,6 +82,8 @@ p50/p99 request latency as one JSON object, then deletes the store.`,
 	bf.Int("workers", 2, "concurrent clients")
 	bf.Int("dim", 16, "event dimension")
 	bf.Uint64("seed", 1, "seed of the synthetic events (the learner's noise stays secure)")
+	bf.String("learner-config", "", `the learner's stream settings, as "config" of POST /v1/learners (JSON; default: the defaults)`)
+	bf.Int("max-open", 0, "the learner's max_open_requests (0: the default)")
 	serveCmd.AddCommand(token, bench)
 	rootCmd.AddCommand(serveCmd)
 }
@@ -180,6 +188,10 @@ func runServeBench(cmd *cobra.Command, _ []string) error {
 	c.Workers, _ = f.GetInt("workers")
 	c.Dim, _ = f.GetInt("dim")
 	c.Seed, _ = f.GetUint64("seed")
+	c.MaxOpen, _ = f.GetInt("max-open")
+	if cfg, _ := f.GetString("learner-config"); cfg != "" {
+		c.LearnerConfig = json.RawMessage(cfg)
+	}
 	dir, err := os.MkdirTemp("", "dpal-serve-bench-")
 	if err != nil {
 		return err

@@ -17,13 +17,16 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/dpsgd"
 	"github.com/dpal-dev/dpal/model"
+	"github.com/dpal-dev/dpal/model/nn"
 	"github.com/dpal-dev/dpal/outfile"
 	"github.com/dpal-dev/dpal/progress"
 	"github.com/dpal-dev/dpal/session"
@@ -106,7 +109,7 @@ func init() {
 	f.String("input", "", "event mode: read events from FILE (CSV or JSON lines; - for stdin)")
 	f.Int("dim", 0, "event mode: the events' dimension (default: that of the first valid event)")
 	f.String("labels", "", "event mode: oracle labels, one per event line (CSV or JSON lines)")
-	f.String("out", "-", "event mode: write label requests and releases as JSON lines here")
+	f.String("out", "-", "event mode: write label requests and releases as JSON lines here (an existing file needs --force, unless a resumed run completes it)")
 	f.String("answers", "", "late labels for pending requests of a resumed state: lines id,y or {\"id\": N, \"y\": 1}")
 	f.Bool("paper", false, "the paper's §5 settings (gamma update, window 5, eta/t, unit ball); without it, dpal's detector (gaussian update, see docs/repro-stream.md)")
 	f.String("update", "gaussian", "noisy update: gaussian (clipped gradients, Gaussian noise, (eps_g, delta)), tree (DP-FTRL on the tree mechanism; needs --label-budget, no --save-state) or gamma (the paper's eq. 8; default with --paper)")
@@ -131,6 +134,7 @@ func init() {
 	f.String("norm-mode", "clip", "events with norm > M: clip or reject")
 	f.Bool("non-private", false, "deterministic Tong-Koller baseline without noise (NOT private)")
 	f.Bool("no-baseline", false, "dataset mode: skip the non-private batch SVM")
+	forceFlag(f)
 	f.String("save-state", "", "write the learner's state here, atomically and authenticated (contains private data); event mode checkpoints it every --checkpoint-every events, before their lines leave")
 	f.Float64("max-rejected", 0.5, "event mode: fail (after the summary) when more than this fraction of the events is rejected, from a file or stdin")
 	f.Int("checkpoint-every", 256, "event mode with --save-state: event lines between checkpoints (each line waits for one before it is written)")
@@ -141,7 +145,7 @@ func init() {
 	f.Bool("no-progress", false, "never draw a progress bar")
 	maxMemoryFlag(f)
 	f.String("ledger", "", "durable ledger file (see 'dpal ledger show'): charges are committed to it before each release; later runs continue it and stop when its budget is spent (default: in memory, saved with --save-state)")
-	f.Float64("budget", 0, "with --ledger: the per-record ε budget of a new ledger file (default: this learner's eps_s + eps_g)")
+	f.Float64("budget", 0, "with --ledger: the per-record ε budget of a new ledger file (default: this learner's eps_s + eps_g); on an existing one a lower value holds for this run, a higher one is refused")
 	rootCmd.AddCommand(streamCmd)
 }
 
@@ -339,15 +343,13 @@ func streamLedger(cmd *cobra.Command, cfg stream.Config) (*ledger.Ledger, error)
 		return nil, errors.New("--ledger: the non-private baseline spends no budget")
 	}
 	b := account.Budget{Delta: cfg.LedgerDelta()}
-	if f.Changed("budget") {
-		b.Epsilon, _ = f.GetFloat64("budget")
-	} else {
+	if !f.Changed("budget") {
 		var err error
 		if b.Epsilon, err = cfg.RecordEpsilon(); err != nil {
 			return nil, err
 		}
 	}
-	return openLedgerFlag(path, f.Changed("budget"), b)
+	return openLedgerFlag(cmd, path, b)
 }
 
 // closeLedger closes a learner's ledger (a durable file is unlocked).
@@ -464,7 +466,7 @@ func checkDatasetPaths(cmd *cobra.Command) error {
 	if err := outfile.CheckDistinct([]outfile.Path{p["ledger"]}, []outfile.Path{p["resume"]}); err != nil {
 		return err
 	}
-	return probeOutputs(outs)
+	return probeOutputs(cmd, outs)
 }
 
 // loadStreamDataset returns the training and test splits of --dataset.
@@ -898,7 +900,7 @@ func checkEventPaths(cmd *cobra.Command, input string) error {
 	if err := outfile.CheckDistinct([]outfile.Path{p["out"], p["ledger"]}, []outfile.Path{p["resume"]}); err != nil {
 		return err
 	}
-	return probeOutputs(outs)
+	return probeOutputs(cmd, outs)
 }
 
 // checkPaths refuses an output flag's file that is an input flag's file or
@@ -916,7 +918,7 @@ func checkPaths(cmd *cobra.Command, outputs, inputs []string) error {
 	if err := outfile.CheckDistinct(outs, ins); err != nil {
 		return err
 	}
-	return probeOutputs(outs)
+	return probeOutputs(cmd, outs)
 }
 
 // pathFlags reads the named string flags as outfile paths.
@@ -929,10 +931,11 @@ func pathFlags(cmd *cobra.Command, names ...string) map[string]outfile.Path {
 	return m
 }
 
-// probeOutputs checks that each output can be written; those written
-// by outfile.WriteFile (--save-state, --posterior-out) need a directory
+// probeOutputs checks that each output of cmd can be written and may
+// replace what is there (checkReplace); those written by
+// outfile.WriteFile (--save-state, --posterior-out) need a directory
 // that takes a temporary file.
-func probeOutputs(outs []outfile.Path) error {
+func probeOutputs(cmd *cobra.Command, outs []outfile.Path) error {
 	for _, o := range outs {
 		probe := outfile.Probe
 		if o.Flag == "--save-state" || o.Flag == "--posterior-out" {
@@ -941,8 +944,61 @@ func probeOutputs(outs []outfile.Path) error {
 		if err := probe(o.Path); err != nil {
 			return fmt.Errorf("%s %s: %w", o.Flag, o.Path, err)
 		}
+		if err := checkReplace(cmd, o); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// outputKinds are the formats (outfile.Sniff's names) that outputs write,
+// by command and flag; the others write plain text, CSV or JSON lines.
+var outputKinds = map[string]string{"train --out": nn.FileFormat, "train --checkpoint": dpsgd.CheckpointFormat,
+	"stream --save-state": session.StateFormat}
+
+// checkReplace is outfile.CheckReplace for cmd's output o, the one place
+// the runs decide whether an output may replace an existing file: with
+// --force one of its own kind or a plain one, never a ledger, a store or
+// a dpal file of another kind. The --ledger file is opened, not replaced.
+// Stream's documented replacements need no --force: --save-state over
+// the state it resumes, and --out that a resumed run completes
+// (openOutput checks it once the state says which output it wrote); nor
+// do train --resume's: the checkpoint it continues and the model it
+// completes (of their own kinds only).
+func checkReplace(cmd *cobra.Command, o outfile.Path) error {
+	if o.Flag == "--ledger" {
+		return nil
+	}
+	f := cmd.Flags()
+	force := forced(cmd)
+	if r := f.Lookup("resume"); r != nil && r.Value.Type() == "bool" {
+		if resume, _ := f.GetBool("resume"); resume && (o.Flag == "--out" || o.Flag == "--checkpoint") {
+			force = true
+		}
+	} else if r != nil {
+		switch resume, _ := f.GetString("resume"); {
+		case resume == "":
+		case o.Flag == "--out":
+			return nil
+		case o.Flag == "--save-state" && outfile.Same(o.Path, resume):
+			force = true
+		}
+	}
+	return outfile.CheckReplace(o, outputKinds[cmd.Name()+" "+o.Flag], force)
+}
+
+// forced reports whether cmd was given --force.
+func forced(cmd *cobra.Command) bool {
+	if cmd.Flags().Lookup("force") == nil {
+		return false
+	}
+	force, _ := cmd.Flags().GetBool("force")
+	return force
+}
+
+// forceFlag declares --force for a command with outputs.
+func forceFlag(f *pflag.FlagSet) {
+	f.Bool("force", false, "replace existing output files (never a ledger, a store, or a state or model file of another kind)")
 }
 
 // begin checks the settings and returns the meta line: it restores
@@ -1083,6 +1139,8 @@ func (run *eventRun) openOutput(path string) (func() error, error) {
 	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if ev.Info.Out != "" && ev.Info.Out == ev.OutPath {
 		flag = os.O_RDWR | os.O_CREATE | os.O_APPEND
+	} else if err := outfile.CheckReplace(outfile.Path{Flag: "--out", Path: path}, "", forced(run.cmd)); err != nil {
+		return nil, err // a resumed state that wrote another output
 	}
 	fh, err := os.OpenFile(path, flag, 0o644)
 	if err != nil {

@@ -161,8 +161,9 @@ func TestStreamEvents(t *testing.T) {
 	}
 
 	// Requests only, from stdin, without labels; then the answers arrive
-	// and a resumed run takes them.
-	out, _, err = runStreamCLI(t, events.String(), "--input", "-", "--seed", "1", "--window", "2", "--save-state", state)
+	// and a resumed run takes them. The new learner replaces the old
+	// state, which takes --force.
+	out, _, err = runStreamCLI(t, events.String(), "--input", "-", "--seed", "1", "--window", "2", "--save-state", state, "--force")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -79,10 +80,18 @@ func init() {
 	cmd := &cobra.Command{
 		Use:   "train",
 		Short: "Train a classifier with DP-SGD (Poisson sampling, exact Gaussian noise, RDP accounting)",
-		Long: `train calibrates the DP-SGD noise multiplier for --epsilon/--delta, charges
-the whole run to the ledger, then trains with Poisson sampling at rate
-batch/n, per-example clipping to --clip and exact discrete-Gaussian noise.
+		Long: `train calibrates the DP-SGD noise multiplier for --epsilon/--delta, then
+trains with Poisson sampling at rate batch/n, per-example clipping to --clip
+and exact discrete-Gaussian noise, charging each epoch's steps to the ledger
+just before it runs them (the charges add up to the whole run's ε; a run
+whose remaining epochs do not fit the budget is refused before the first).
 After each epoch it prints the ε of the steps so far and the test accuracy.
+
+--checkpoint FILE (with --ledger) keeps the run's state, sealed and mode
+0600, at every epoch's end; after a kill, rerun the same command with
+--resume: it continues from the last checkpoint, pays for no epoch twice,
+and under --seed writes the model an uninterrupted run would.
+
 Defaults (model, optimizer, lr, clip, batch, epochs) are tuned per dataset:
 mnist and fashion-mnist train the tanh CNN (C 0.1, momentum; mnist batch
 512, lr 0.5, 30 epochs at ε ≥ 2, 15 below; fashion-mnist batch 2048, lr 4,
@@ -115,8 +124,12 @@ charges nothing and refuses --epsilon, --delta and --ledger.`,
 	f.Float64("weight-decay", 0, "weight decay")
 	f.String("schedule", "constant", "learning-rate schedule: constant|cosine")
 	f.Uint64("seed", 0, "seed for reproducible sampling and noise (experiments only; default: secure randomness)")
-	f.String("ledger", "", "durable ledger file (created with budget --epsilon/--delta if new; later runs continue it)")
-	f.String("out", "", "write the trained model here (JSON, see docs/dpsgd.md)")
+	f.String("ledger", "", "durable ledger file: the run's ε is charged to it; a new one gets --budget-epsilon/--budget-delta, later runs keep its budget")
+	ledgerBudgetFlags(f)
+	f.String("out", "", "write the trained model here (JSON, see docs/dpsgd.md); an existing file needs --force")
+	forceFlag(f)
+	f.String("checkpoint", "", "with --ledger: keep the run's state here at every epoch's end (sealed, mode 0600), for --resume")
+	f.Bool("resume", false, "continue the run saved in --checkpoint (same flags; nothing is charged twice)")
 	f.Bool("non-private", false, "train WITHOUT clipping or noise (NOT DP: a reference for comparison; refuses --epsilon, --delta, --ledger)")
 	f.Bool("train-accuracy", false, "also report training-set accuracy (NOT private: diagnostic only)")
 	f.Bool("json", false, "print one JSON object")
@@ -177,6 +190,9 @@ type trainOutput struct {
 	Seconds           float64      `json:"seconds"`
 	Seed              *uint64      `json:"seed,omitempty"`
 	Out               string       `json:"out,omitempty"`
+	Run               string       `json:"run,omitempty"`
+	Checkpoint        string       `json:"checkpoint,omitempty"`
+	ResumedSteps      int          `json:"resumed_steps,omitempty"`
 	EpochLog          []trainEpoch `json:"epoch_log"`
 }
 
@@ -196,7 +212,14 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	if _, ok := trainDefaults[name]; !ok {
 		return fmt.Errorf("--data %q: want mnist, fashion-mnist, kdd99-5class, csv or libsvm", name)
 	}
-	if err := checkPaths(cmd, []string{"out", "ledger"}, []string{"file", "test-file"}); err != nil {
+	if err := nonPrivateMisuse(cmd); err != nil {
+		return err
+	}
+	ck, err := trainCheckpointFlags(cmd) // its refusals name the flags; checkPaths then checks the files
+	if err != nil {
+		return err
+	}
+	if err := checkPaths(cmd, []string{"out", "ledger", "checkpoint"}, []string{"file", "test-file"}); err != nil {
 		return err
 	}
 	if err := checkTargetFlags(cmd, "epsilon"); err != nil {
@@ -247,7 +270,7 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	}
 	out.NoiseSigma = tr.NoiseSigma()
 	run := func(after func(int) error) (dpsgd.RunResult, error) {
-		return s.run(tr, led, r, plan, train, out.LedgerGroup, after)
+		return s.runIntervals(cmd, tr, led, r, plan, train, ck, out, after)
 	}
 	if err := trainRun(cmd, s, plan, run, net, train, test, out); err != nil {
 		return err
@@ -380,15 +403,19 @@ func floatOr(cmd *cobra.Command, name string, def float64) float64 {
 	return v
 }
 
-// trainLedger opens --ledger FILE or makes an in-memory ledger with budget
-// (ε, δ).
+// trainLedger opens --ledger FILE (a new one gets --budget-epsilon and
+// --budget-delta, by default the run's (ε, δ); an existing one keeps its
+// budget) or makes an in-memory ledger with budget (ε, δ).
 func trainLedger(cmd *cobra.Command, s trainSettings) (*ledger.Ledger, error) {
+	if err := budgetNeedsLedger(cmd); err != nil {
+		return nil, err
+	}
 	b := account.Budget{Epsilon: s.eps, Delta: s.delta}
 	path, _ := cmd.Flags().GetString("ledger")
 	if path == "" {
 		return ledger.New(b)
 	}
-	return openLedgerFlag(path, true, b)
+	return openLedgerFlag(cmd, path, b)
 }
 
 // trainRun runs the plan through run (which charges first when private),
@@ -400,15 +427,14 @@ func trainRun(cmd *cobra.Command, s trainSettings, plan dpsgd.Plan, run func(aft
 	bar := progress.New(progressOut(cmd), plan.Steps, "DP-SGD steps")
 	defer bar.Finish()
 	start := time.Now()
-	next := 1 // the epoch that ends next
+	ends := epochEnds(plan.Steps, s.epochs)
 	after := func(done int) error {
 		bar.Add(1)
-		if done != epochEnd(next, plan.Steps, s.epochs) {
+		i, ok := slices.BinarySearch(ends, done)
+		if !ok {
 			return nil
 		}
-		epoch := next
-		next++
-		ep, err := epochReport(net, s, plan, done, epoch, train, test, trainAcc)
+		ep, err := epochReport(net, s, plan, done, i+1, train, test, trainAcc)
 		if err != nil {
 			return err
 		}
@@ -425,7 +451,9 @@ func trainRun(cmd *cobra.Command, s trainSettings, plan dpsgd.Plan, run func(aft
 	}
 	out.ExpectedBatch = res.ExpectedBatch
 	out.Seconds = res.Seconds
-	out.ExamplesPerSecond = float64(res.Steps) * res.ExpectedBatch / res.Seconds
+	if n := res.Steps - res.Resumed; n > 0 {
+		out.ExamplesPerSecond = float64(n) * res.ExpectedBatch / res.Seconds
+	}
 	return nil
 }
 
@@ -456,14 +484,23 @@ func epochReport(net *nn.Net, s trainSettings, plan dpsgd.Plan, done, epoch int,
 	return ep, nil
 }
 
-// epochEnd is the last step of epoch k of ⌈epochs⌉: round(k·steps/epochs),
-// the last epoch's at steps. It is computed epoch by epoch: a map of every
-// epoch's end grew to gigabytes for --epochs 1e12.
-func epochEnd(k, steps int, epochs float64) int {
-	if float64(k) >= math.Ceil(epochs) {
-		return steps
+// epochEnds lists the last step of each epoch, increasing: epoch k of
+// ⌈epochs⌉ ends at step round(k·steps/epochs), the last at steps (the
+// epoch before the last ends there too when the last is under half a
+// step: its end is listed once, and that epoch is the last reported). It
+// holds one int per epoch, which checkTrainSize counts against
+// --max-memory (a map of every epoch's end grew to gigabytes for --epochs
+// 1e12).
+func epochEnds(steps int, epochs float64) []int {
+	k := int(math.Ceil(epochs))
+	ends := make([]int, 0, k)
+	for e := 1; e < k; e++ {
+		ends = append(ends, int(math.Round(float64(e)*float64(steps)/epochs)))
 	}
-	return int(math.Round(float64(k) * float64(steps) / epochs))
+	if len(ends) == 0 || ends[len(ends)-1] < steps {
+		ends = append(ends, steps)
+	}
+	return ends
 }
 
 func allRecords(n int) []int {

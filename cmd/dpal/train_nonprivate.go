@@ -14,13 +14,25 @@ import (
 // notDP labels every output of a non-private reference run.
 const notDP = "NOT DIFFERENTIALLY PRIVATE: trained without clipping or noise, nothing charged (reference only)"
 
-// runTrainNonPrivate is `dpal train --non-private`: the run s describes
-// minus clipping and noise (dpsgd.NonPrivate), for comparison only.
-func runTrainNonPrivate(cmd *cobra.Command, s trainSettings, seed *uint64, train, test *data.Dataset) error {
-	for _, name := range []string{"epsilon", "delta", "ledger"} {
+// nonPrivateMisuse refuses, under --non-private, the flags that only a
+// private run has: checked before any file is looked at.
+func nonPrivateMisuse(cmd *cobra.Command) error {
+	if np, _ := cmd.Flags().GetBool("non-private"); !np {
+		return nil
+	}
+	for _, name := range []string{"epsilon", "delta", "ledger", "checkpoint", "resume"} {
 		if cmd.Flags().Changed(name) {
 			return fmt.Errorf("--non-private trains without privacy: --%s does not apply (it would suggest a guarantee there is none of)", name)
 		}
+	}
+	return nil
+}
+
+// runTrainNonPrivate is `dpal train --non-private`: the run s describes
+// minus clipping and noise (dpsgd.NonPrivate), for comparison only.
+func runTrainNonPrivate(cmd *cobra.Command, s trainSettings, seed *uint64, train, test *data.Dataset) error {
+	if err := nonPrivateMisuse(cmd); err != nil {
+		return err
 	}
 	plan, err := s.referencePlan(train.Len())
 	if err != nil {

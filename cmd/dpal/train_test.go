@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,11 +97,11 @@ func TestEpochEnds(t *testing.T) {
 		{3, 1, map[int]int{3: 1}},
 	} {
 		got := map[int]int{}
-		for k := 1; k <= int(math.Ceil(c.epochs)); k++ {
-			got[epochEnd(k, c.steps, c.epochs)] = k
+		for i, end := range epochEnds(c.steps, c.epochs) {
+			got[end] = i + 1
 		}
 		if fmt.Sprint(got) != fmt.Sprint(c.want) {
-			t.Errorf("epochEnd(·, %d, %v) = %v, want %v", c.steps, c.epochs, got, c.want)
+			t.Errorf("epochEnds(%d, %v) = %v, want %v", c.steps, c.epochs, got, c.want)
 		}
 	}
 }

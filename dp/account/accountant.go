@@ -34,7 +34,7 @@ func Epsilon(phases []Phase, delta float64, opt Options) (EpsilonResult, error) 
 	if !spends(phases) {
 		return EpsilonResult{Delta: delta}, nil
 	}
-	res := ev.best(ev.memo(phases))
+	res := ev.best(ev.memo(addRemoveCurve(phases)))
 	if math.IsInf(res.Epsilon, 1) {
 		return res, fmt.Errorf("epsilon is unbounded at every RDP order")
 	}
@@ -91,16 +91,29 @@ func newEvaluator(opt Options, delta float64) (*evaluator, error) {
 	return ev, nil
 }
 
-// curveMemo evaluates one schedule lazily, order by order.
-type curveMemo struct {
-	ev     *evaluator
-	phases []*phaseTerms
-	rdp    []float64       // total RDP per order index; NaN until computed
-	cgf    map[int]float64 // F(n) = (n−1)·RDP(n) at integers, for bounds
+// curveFunc gives a schedule's RDP curve as a function of the order: the
+// add/remove (addRemoveCurve) or replace-one (replaceCurve) subsampled
+// Gaussian. The accountant and the calibration are written once against
+// it.
+type curveFunc func(phases []Phase) func(*orderTerms) float64
+
+// addRemoveCurve is the Poisson-subsampled Gaussian's curve under
+// add/remove adjacency (ScheduleRDP).
+func addRemoveCurve(phases []Phase) func(*orderTerms) float64 {
+	pts := newPhaseTerms(phases)
+	return func(o *orderTerms) float64 { return totalRDP(o, pts) }
 }
 
-func (ev *evaluator) memo(phases []Phase) *curveMemo {
-	m := &curveMemo{ev: ev, phases: newPhaseTerms(phases), rdp: make([]float64, len(ev.orders)), cgf: map[int]float64{}}
+// curveMemo evaluates one schedule lazily, order by order.
+type curveMemo struct {
+	ev    *evaluator
+	curve func(*orderTerms) float64
+	rdp   []float64       // total RDP per order index; NaN until computed
+	cgf   map[int]float64 // F(n) = (n−1)·RDP(n) at integers, for bounds
+}
+
+func (ev *evaluator) memo(curve func(*orderTerms) float64) *curveMemo {
+	m := &curveMemo{ev: ev, curve: curve, rdp: make([]float64, len(ev.orders)), cgf: map[int]float64{}}
 	for k := range m.rdp {
 		m.rdp[k] = math.NaN()
 	}
@@ -110,7 +123,7 @@ func (ev *evaluator) memo(phases []Phase) *curveMemo {
 // eps is the converted ε at order index k.
 func (m *curveMemo) eps(k int) float64 {
 	if math.IsNaN(m.rdp[k]) {
-		m.rdp[k] = totalRDP(m.ev.terms[k], m.phases)
+		m.rdp[k] = m.curve(m.ev.terms[k])
 	}
 	return m.ev.conv.epsilonAt(m.ev.orders[k], m.rdp[k], m.ev.logDelta)
 }
@@ -144,7 +157,7 @@ func (m *curveMemo) intF(n int) float64 {
 	}
 	v, ok := m.cgf[n]
 	if !ok {
-		v = float64(n-1) * totalRDP(newOrderTerms(float64(n)), m.phases)
+		v = float64(n-1) * m.curve(newOrderTerms(float64(n)))
 		m.cgf[n] = v
 	}
 	return v

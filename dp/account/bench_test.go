@@ -70,3 +70,69 @@ func BenchmarkCalibrateNoisePLD(b *testing.B) {
 		}
 	}
 }
+
+// plannerPhases is a ten-phase schedule like a pool plan's: sampling rates
+// falling from 0.4 as the labelled set grows, steps rising, one σ.
+func plannerPhases(sigma float64) []Phase {
+	out := make([]Phase, 10)
+	for i := range out {
+		out[i] = Phase{SampleRate: 0.4 / (1 + 0.4*float64(i)), NoiseMultiplier: sigma, Steps: 25 + 20*i}
+	}
+	return out
+}
+
+// resetReplaceCache empties the replace-one cache, so that a benchmark
+// measures cold computations.
+func resetReplaceCache() {
+	replaceCache.mu.Lock()
+	replaceCache.entries = nil
+	replaceCache.mu.Unlock()
+}
+
+// BenchmarkSubsampledGaussianReplacePlanner is a planner's σ bisection
+// done by hand: 50 full replace-one curves (SubsampledGaussianReplace,
+// 151 orders) of the ten-phase schedule, each at a new σ, read at δ.
+func BenchmarkSubsampledGaussianReplacePlanner(b *testing.B) {
+	for b.Loop() {
+		resetReplaceCache()
+		lo, hi := 0.5, 8.0
+		for range 50 {
+			mid := (lo + hi) / 2
+			l, err := SubsampledGaussianReplace(plannerPhases(mid))
+			if err != nil {
+				b.Fatal(err)
+			}
+			e, err := l.EpsilonAt(1e-5, Balle2020)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if e > 8 {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+	}
+}
+
+// BenchmarkSubsampledGaussianReplaceCurve is one full replace-one curve of
+// one (q, σ), cold.
+func BenchmarkSubsampledGaussianReplaceCurve(b *testing.B) {
+	for b.Loop() {
+		resetReplaceCache()
+		if _, err := SubsampledGaussianReplace([]Phase{{SampleRate: 0.1, NoiseMultiplier: 2, Steps: 100}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCalibrateNoiseReplace is CalibrateNoiseScheduleReplace of the
+// ten-phase schedule for ε = 8, δ = 1e-5, cold.
+func BenchmarkCalibrateNoiseReplace(b *testing.B) {
+	for b.Loop() {
+		resetReplaceCache()
+		if _, _, err := CalibrateNoiseScheduleReplace(Budget{Epsilon: 8, Delta: 1e-5}, plannerPhases(1), Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -21,11 +21,24 @@ func CalibrateNoise(target Budget, q float64, steps int, opt Options) (float64, 
 // CalibrateNoiseSchedule is CalibrateNoise for a schedule of phases that
 // share one noise multiplier; the phases' own NoiseMultiplier is ignored.
 func CalibrateNoiseSchedule(target Budget, phases []Phase, opt Options) (float64, EpsilonResult, error) {
+	return calibrateNoise(target, phases, opt, addRemoveCurve)
+}
+
+// CalibrateNoiseScheduleReplace is CalibrateNoiseSchedule under the
+// replace-one relation: the smallest shared σ (to relative tolerance 1e-9,
+// rounded to the safe side) for which the phases' curve
+// ScheduleRDPReplace converts to at most target, with the guarantee
+// reached. The same solver, on the replace-one curve.
+func CalibrateNoiseScheduleReplace(target Budget, phases []Phase, opt Options) (float64, EpsilonResult, error) {
+	return calibrateNoise(target, phases, opt, replaceCurve)
+}
+
+func calibrateNoise(target Budget, phases []Phase, opt Options, curve curveFunc) (float64, EpsilonResult, error) {
 	at := func(sigma float64) []Phase { return withNoise(phases, sigma) }
 	if err := validatePhases(at(1)); err != nil {
 		return 0, EpsilonResult{}, err
 	}
-	s, err := newSolver(target, opt, at)
+	s, err := newSolver(target, opt, at, curve)
 	if err != nil {
 		return 0, EpsilonResult{}, err
 	}
@@ -56,7 +69,7 @@ func CalibrateSampleRate(target Budget, sigma float64, steps int, opt Options) (
 	if err := validatePhases(at(1)); err != nil {
 		return 0, EpsilonResult{}, err
 	}
-	s, err := newSolver(target, opt, at)
+	s, err := newSolver(target, opt, at, addRemoveCurve)
 	if err != nil {
 		return 0, EpsilonResult{}, err
 	}
@@ -84,10 +97,11 @@ type solver struct {
 	ev     *evaluator
 	target float64
 	at     func(x float64) []Phase
+	curve  curveFunc
 	alive  []int
 }
 
-func newSolver(target Budget, opt Options, at func(float64) []Phase) (*solver, error) {
+func newSolver(target Budget, opt Options, at func(float64) []Phase, curve curveFunc) (*solver, error) {
 	if err := target.ValidateTarget(); err != nil {
 		return nil, fmt.Errorf("calibration target: %w", err)
 	}
@@ -95,7 +109,7 @@ func newSolver(target Budget, opt Options, at func(float64) []Phase) (*solver, e
 	if err != nil {
 		return nil, err
 	}
-	s := &solver{ev: ev, target: target.Epsilon, at: at}
+	s := &solver{ev: ev, target: target.Epsilon, at: at, curve: curve}
 	// With no RDP at all, ε is the conversion's own term: the floor no
 	// parameter value can go below.
 	floor := math.Inf(1)
@@ -114,7 +128,7 @@ func newSolver(target Budget, opt Options, at func(float64) []Phase) (*solver, e
 // feasible the orders that miss it are dropped, so near the answer only the
 // optimal order or two are evaluated.
 func (s *solver) feasible(x float64) bool {
-	m := s.ev.memo(s.at(x))
+	m := s.ev.memo(s.curve(s.at(x)))
 	var met []int
 	for _, k := range s.alive {
 		if m.lowerEps(k) <= s.target && m.eps(k) <= s.target {
@@ -170,7 +184,7 @@ func (s *solver) bisect(lo, hi float64, falling bool) float64 {
 
 // result is the full guarantee at x.
 func (s *solver) result(x float64) EpsilonResult {
-	res := s.ev.best(s.ev.memo(s.at(x)))
+	res := s.ev.best(s.ev.memo(s.curve(s.at(x))))
 	warnEdge(&res, s.ev.orders)
 	return res
 }

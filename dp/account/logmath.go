@@ -73,3 +73,24 @@ func logFactorial(n int) float64 {
 func logBinomInt(n, k int) float64 {
 	return logFactorial(n) - logFactorial(k) - logFactorial(n-k)
 }
+
+// logSum accumulates Σ e^v as s·e^m, m the largest term so far: terms far
+// apart in scale neither overflow nor lose the large ones.
+type logSum struct{ m, s float64 }
+
+func newLogSum() logSum { return logSum{m: math.Inf(-1)} }
+
+// add adds e^v (nothing for v = −∞).
+func (l *logSum) add(v float64) {
+	switch {
+	case math.IsInf(v, -1):
+	case v > l.m:
+		l.s = l.s*math.Exp(l.m-v) + 1
+		l.m = v
+	default:
+		l.s += math.Exp(v - l.m)
+	}
+}
+
+// log returns log Σ e^v, −∞ for no terms.
+func (l logSum) log() float64 { return l.m + math.Log(l.s) }

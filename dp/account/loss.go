@@ -96,22 +96,7 @@ func RDPCurve(mechanism string, orders, rdp []float64) (Loss, error) {
 // SubsampledGaussian returns the loss of DP-SGD phases (Poisson-subsampled
 // Gaussian steps, ScheduleRDP) as an RDP curve over DefaultOrders.
 func SubsampledGaussian(phases []Phase) (Loss, error) {
-	orders := DefaultOrders()
-	curve, err := ScheduleRDP(phases, orders)
-	if err != nil {
-		return Loss{}, err
-	}
-	l, err := RDPCurve("subsampled-gaussian", orders, curve)
-	if err != nil {
-		return Loss{}, err
-	}
-	if len(phases) == 1 {
-		p := phases[0]
-		l.Params = map[string]float64{"sample_rate": p.SampleRate, "noise_multiplier": p.NoiseMultiplier, "steps": float64(p.Steps)}
-	} else {
-		l.Params = map[string]float64{"phases": float64(len(phases))}
-	}
-	return l, nil
+	return scheduleLoss("subsampled-gaussian", phases, addRemoveCurve)
 }
 
 // HasRDP reports whether l has a Rényi part (a curve or ρ > 0), which
@@ -318,9 +303,10 @@ func (acc *Loss) absorb(l Loss, op func(a, b float64) float64) error {
 // AmplifyPoisson returns the loss of running an (ε, δ)-DP mechanism on a
 // Poisson sample that includes each record independently with probability
 // q: ε' = log(1 + q(e^ε − 1)), δ' = qδ (Li, Qardaji & Su 2012, Thm 1;
-// Balle, Barthe & Gaboardi 2018, Thm 8). Rényi parts have no generic
-// amplification: the subsampled Gaussian has its own exact curve
-// (SubsampledGaussian), so a loss with one is refused.
+// Balle, Barthe & Gaboardi 2018, Thm 8). A loss with a Rényi or PLD part
+// is refused: AmplifyPoissonRDP amplifies an RDP curve (Zhu & Wang's
+// general bound), and the subsampled Gaussian has its own exact curve
+// (SubsampledGaussian).
 func AmplifyPoisson(l Loss, q float64) (Loss, error) {
 	if err := l.Validate(); err != nil {
 		return Loss{}, err

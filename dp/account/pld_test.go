@@ -459,7 +459,7 @@ func FuzzPLDTerm(f *testing.F) {
 	f.Add(uint8(6), 0.0, 4.0, 0.0, 3, 2, 1e-9)
 	f.Add(uint8(7), 0.0, 0.0, 0.0, 1, 1, 1e-4)
 	f.Add(uint8(1), 1e-300, math.Inf(1), math.NaN(), -1, 1<<40, 2.0)
-	kinds := []string{PLDGaussian, PLDSubsampledGaussian, PLDLaplace, PLDSubsampledLaplace, PLDRandomizedResponse, PLDDiscreteLaplace, PLDDiscreteGaussian, PLDApprox}
+	kinds := []string{PLDGaussian, PLDSubsampledGaussian, PLDLaplace, PLDSubsampledLaplace, PLDRandomizedResponse, PLDDiscreteLaplace, PLDDiscreteGaussian, PLDApprox, PLDSubsampledGaussianReplace}
 	f.Fuzz(func(t *testing.T, kind uint8, sigma, scale, q float64, sens, count int, delta float64) {
 		term := PLDTerm{Kind: kinds[int(kind)%len(kinds)], NoiseMultiplier: sigma, Scale: scale, SampleRate: q,
 			Sensitivity: sens, Epsilon: scale, Count: count}
@@ -480,7 +480,8 @@ func FuzzPLDTerm(f *testing.F) {
 // grid plus its +∞ atom at least 1), including Laplace with 1/b = 80,
 // whose middle losses are far below e^{−37}.
 func TestPLDMassIsKept(t *testing.T) {
-	for _, term := range []PLDTerm{{Kind: PLDLaplace, Scale: 0.0125, Count: 1}, sgTerm(0.01, 0.5, 1), {Kind: PLDSubsampledLaplace, Scale: 0.05, SampleRate: 0.3, Count: 1}} {
+	for _, term := range []PLDTerm{{Kind: PLDLaplace, Scale: 0.0125, Count: 1}, sgTerm(0.01, 0.5, 1), {Kind: PLDSubsampledLaplace, Scale: 0.05, SampleRate: 0.3, Count: 1},
+		{Kind: PLDSubsampledGaussianReplace, SampleRate: 0.01, NoiseMultiplier: 0.5, Count: 1}} {
 		for _, add := range []bool{false, true} {
 			p, err := discretise(term.dist(add), 1e-3)
 			if err != nil {

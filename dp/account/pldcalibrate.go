@@ -23,6 +23,17 @@ const pldCoarse = 10
 // σ, stay within target by the PLD accountant's certified ε, with the
 // guarantee reached (and its lower bound). See calibratePLD for the search.
 func CalibrateNoisePLD(target Budget, phases []Phase, opt PLDOptions) (float64, PLDResult, error) {
+	return calibrateNoisePLD(target, phases, opt, addRemoveCurve, PhaseTerms)
+}
+
+// CalibrateNoisePLDReplace is CalibrateNoisePLD under the replace-one
+// relation (terms PhaseTermsReplace, started from
+// CalibrateNoiseScheduleReplace's σ).
+func CalibrateNoisePLDReplace(target Budget, phases []Phase, opt PLDOptions) (float64, PLDResult, error) {
+	return calibrateNoisePLD(target, phases, opt, replaceCurve, PhaseTermsReplace)
+}
+
+func calibrateNoisePLD(target Budget, phases []Phase, opt PLDOptions, curve curveFunc, terms func([]Phase) ([]PLDTerm, error)) (float64, PLDResult, error) {
 	at := func(sigma float64) []Phase { return withNoise(phases, sigma) }
 	if err := validatePhases(at(1)); err != nil {
 		return 0, PLDResult{}, err
@@ -30,11 +41,11 @@ func CalibrateNoisePLD(target Budget, phases []Phase, opt PLDOptions) (float64, 
 	if !spends(phases) {
 		return 0, PLDResult{}, errors.New("noise calibration: no phase samples any record, so no noise is needed")
 	}
-	x0, _, err := CalibrateNoiseSchedule(target, phases, Options{})
+	x0, _, err := calibrateNoise(target, phases, Options{}, curve)
 	if err != nil {
 		x0 = 1
 	}
-	x, res, err := calibratePLD(target, opt, searchSpace{at: at, min: 1e-3, max: pldMaxSigma}, x0)
+	x, res, err := calibratePLD(target, opt, searchSpace{at: at, terms: terms, min: 1e-3, max: pldMaxSigma}, x0)
 	if err != nil {
 		return 0, PLDResult{}, fmt.Errorf("noise calibration: %w", err)
 	}
@@ -54,7 +65,7 @@ func CalibrateSampleRatePLD(target Budget, sigma float64, steps int, opt PLDOpti
 	if err != nil || !(x0 > 0) {
 		x0 = 0.5
 	}
-	x, res, err := calibratePLD(target, opt, searchSpace{at: at, rising: true, min: 1e-12, max: 1}, x0)
+	x, res, err := calibratePLD(target, opt, searchSpace{at: at, terms: PhaseTerms, rising: true, min: 1e-12, max: 1}, x0)
 	if err != nil {
 		return 0, PLDResult{}, fmt.Errorf("sample-rate calibration: %w", err)
 	}
@@ -62,9 +73,11 @@ func CalibrateSampleRatePLD(target Budget, sigma float64, steps int, opt PLDOpti
 }
 
 // searchSpace is a parameter x in [min, max] of a schedule, on which the
-// certified ε is monotone: rising with x, or falling.
+// certified ε is monotone: rising with x, or falling. terms names the
+// schedule's PLD terms (PhaseTerms or PhaseTermsReplace).
 type searchSpace struct {
 	at       func(x float64) []Phase
+	terms    func([]Phase) ([]PLDTerm, error)
 	rising   bool
 	min, max float64
 }
@@ -87,7 +100,7 @@ func calibratePLD(target Budget, opt PLDOptions, sp searchSpace, x0 float64) (fl
 	}
 	x0 = math.Min(math.Max(x0, sp.min), sp.max)
 	full := func(x float64) (PLDResult, error) {
-		terms, err := PhaseTerms(sp.at(x))
+		terms, err := sp.terms(sp.at(x))
 		if err != nil || len(terms) == 0 {
 			return PLDResult{Delta: target.Delta}, err
 		}
@@ -168,7 +181,7 @@ func (s *pldSolver) eps(x float64) (float64, error) {
 	if e, ok := s.seen[x]; ok {
 		return e, nil
 	}
-	terms, err := PhaseTerms(s.sp.at(x))
+	terms, err := s.sp.terms(s.sp.at(x))
 	if err != nil {
 		return 0, err
 	}

@@ -194,6 +194,26 @@ func (g subGauss) span() (float64, float64) {
 	return lo, hi
 }
 
+// replaceDist is the privacy loss of the Poisson-subsampled Gaussian under
+// replace-one adjacency (see replace.go): P = (1−q)N(0,σ²) + qN(1,σ²),
+// Q = (1−q)N(0,σ²) + qN(−1,σ²), L increasing and odd. The pair is
+// symmetric (P(x) = Q(−x)), so both directions have this one law.
+type replaceDist struct{ replacePair }
+
+func (d replaceDist) mass(a, b float64) (float64, float64) {
+	x1, x2 := d.outcome(a), d.outcome(b)
+	s, q := d.sigma, d.q
+	noise := phiDiff(x1/s, x2/s)
+	p := (1-q)*noise + q*phiDiff((x1-1)/s, (x2-1)/s)
+	return p, (1-q)*noise + q*phiDiff((x1+1)/s, (x2+1)/s)
+}
+
+// span is the loss range outside which each P-tail holds at most
+// Φ(−pldTailZ): both P components lie within [−Zσ, 1+Zσ] up to it.
+func (d replaceDist) span() (float64, float64) {
+	return d.loss(-pldTailZ * d.sigma), d.loss(1 + pldTailZ*d.sigma)
+}
+
 // subLaplace is the privacy loss of the Poisson-subsampled Laplace
 // mechanism (rate q, scale b, ℓ1 sensitivity 1) under add/remove
 // adjacency: remove is ((1−q)Lap(0,b) + qLap(1,b), Lap(0,b)), add the

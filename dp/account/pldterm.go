@@ -14,6 +14,12 @@ const (
 	// PLDSubsampledGaussian is the Gaussian mechanism on a Poisson sample
 	// with rate SampleRate (add/remove adjacency, both directions).
 	PLDSubsampledGaussian = "subsampled-gaussian"
+	// PLDSubsampledGaussianReplace is the Gaussian mechanism on a Poisson
+	// sample with rate SampleRate under replace-one adjacency (one record's
+	// clipped gradient replaced by another's): the pair
+	// (1−q)N(0,σ²) + qN(1,σ²) against (1−q)N(0,σ²) + qN(−1,σ²) (see
+	// replace.go); SampleRate 1 is the Gaussian with sensitivity 2.
+	PLDSubsampledGaussianReplace = "subsampled-gaussian-replace"
 	// PLDLaplace is the Laplace mechanism, ℓ1 sensitivity 1, scale Scale.
 	PLDLaplace = "laplace"
 	// PLDSubsampledLaplace is the Laplace mechanism on a Poisson sample.
@@ -91,7 +97,7 @@ func (t PLDTerm) validate() error {
 		return nil
 	}
 	switch t.Kind {
-	case PLDSubsampledGaussian:
+	case PLDSubsampledGaussian, PLDSubsampledGaussianReplace:
 		if err := rate(); err != nil {
 			return err
 		}
@@ -122,8 +128,8 @@ func (t PLDTerm) validate() error {
 		}
 		return ValidateDelta(t.Delta)
 	}
-	return fmt.Errorf("unknown PLD mechanism (want %s, %s, %s, %s, %s, %s, %s or %s)", PLDGaussian, PLDSubsampledGaussian,
-		PLDLaplace, PLDSubsampledLaplace, PLDRandomizedResponse, PLDDiscreteLaplace, PLDDiscreteGaussian, PLDApprox)
+	return fmt.Errorf("unknown PLD mechanism (want %s, %s, %s, %s, %s, %s, %s, %s or %s)", PLDGaussian, PLDSubsampledGaussian,
+		PLDSubsampledGaussianReplace, PLDLaplace, PLDSubsampledLaplace, PLDRandomizedResponse, PLDDiscreteLaplace, PLDDiscreteGaussian, PLDApprox)
 }
 
 // checkRange accepts finite v in (0, limit].
@@ -154,6 +160,8 @@ func (t PLDTerm) dist(add bool) lossDist {
 		return lossDist{cont: subGauss{q: 1, sigma: t.NoiseMultiplier}}
 	case PLDSubsampledGaussian:
 		return lossDist{cont: subGauss{q: t.SampleRate, sigma: t.NoiseMultiplier, add: add}}
+	case PLDSubsampledGaussianReplace:
+		return lossDist{cont: replaceDist{replacePair{q: t.SampleRate, sigma: t.NoiseMultiplier}}}
 	case PLDLaplace:
 		return subLaplace{q: 1, b: t.Scale}.dist()
 	case PLDSubsampledLaplace:
@@ -348,6 +356,16 @@ func PLDEpsilon(terms []PLDTerm, delta float64, opt PLDOptions) (PLDResult, erro
 // Gaussian steps); phases that spend nothing (q = 0 or no steps) are left
 // out, so the result may be empty.
 func PhaseTerms(phases []Phase) ([]PLDTerm, error) {
+	return termsOf(phases, PLDSubsampledGaussian)
+}
+
+// PhaseTermsReplace is PhaseTerms under replace-one adjacency: terms of
+// kind PLDSubsampledGaussianReplace, one per phase that samples records.
+func PhaseTermsReplace(phases []Phase) ([]PLDTerm, error) {
+	return termsOf(phases, PLDSubsampledGaussianReplace)
+}
+
+func termsOf(phases []Phase, kind string) ([]PLDTerm, error) {
 	if err := validatePhases(phases); err != nil {
 		return nil, err
 	}
@@ -356,7 +374,7 @@ func PhaseTerms(phases []Phase) ([]PLDTerm, error) {
 		if p.SampleRate == 0 || p.Steps == 0 {
 			continue
 		}
-		out = append(out, PLDTerm{Kind: PLDSubsampledGaussian, SampleRate: p.SampleRate, NoiseMultiplier: p.NoiseMultiplier, Count: p.Steps})
+		out = append(out, PLDTerm{Kind: kind, SampleRate: p.SampleRate, NoiseMultiplier: p.NoiseMultiplier, Count: p.Steps})
 	}
 	return out, nil
 }

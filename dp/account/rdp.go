@@ -103,16 +103,21 @@ func SubsampledGaussianRDP(q, sigma float64, orders []float64) ([]float64, error
 // ScheduleRDP returns the RDP curve of the phases run one after another
 // (RDP composes by addition, Mironov 2017 Prop. 1).
 func ScheduleRDP(phases []Phase, orders []float64) ([]float64, error) {
+	return scheduleCurve(phases, orders, addRemoveCurve)
+}
+
+// scheduleCurve evaluates a schedule's curve at the orders.
+func scheduleCurve(phases []Phase, orders []float64, curve curveFunc) ([]float64, error) {
 	if err := validatePhases(phases); err != nil {
 		return nil, err
 	}
 	if err := ValidateOrders(orders); err != nil {
 		return nil, err
 	}
-	pts := newPhaseTerms(phases)
+	at := curve(phases)
 	out := make([]float64, len(orders))
 	for k, a := range orders {
-		out[k] = totalRDP(newOrderTerms(a), pts)
+		out[k] = at(newOrderTerms(a))
 	}
 	return out, nil
 }
@@ -203,20 +208,14 @@ func (o *orderTerms) rdp(pt *phaseTerms) float64 {
 // the same weights times expm1((i²−i)/(2σ²)); summing that instead keeps full
 // relative precision when A_α is close to 1 (small q).
 func logAInt(n int, pt *phaseTerms) float64 {
-	m, s := math.Inf(-1), 0.0 // running log-sum-exp: Σ = s·e^m
+	sum := newLogSum()
 	for i := 2; i <= n; i++ {
-		v := logBinomInt(n, i) + float64(i)*pt.logQ + float64(n-i)*pt.log1mQ + pt.logExpm1At(i)
-		if v > m {
-			s = s*math.Exp(m-v) + 1
-			m = v
-		} else {
-			s += math.Exp(v - m)
-		}
+		sum.add(logBinomInt(n, i) + float64(i)*pt.logQ + float64(n-i)*pt.log1mQ + pt.logExpm1At(i))
 	}
-	if s == 0 {
+	if sum.s == 0 {
 		return 0
 	}
-	return logAdd(0, m+math.Log(s))
+	return logAdd(0, sum.log())
 }
 
 // logExpm1 returns log(e^x − 1) for x > 0.

@@ -34,17 +34,6 @@ func ValidateTargetEpsilon(eps float64) error {
 	return nil
 }
 
-// DefaultDelta is the δ dpal picks when the user gives none, for a
-// guarantee covering n records: min(1e-5, 1/(10n)). A δ near 1/n allows a
-// mechanism that publishes one record in full with probability δ (one
-// record of the n in expectation at δ = 1/n); a tenth of that, and at most
-// 1e-5, keeps such a failure unlikely for every data set size. Every
-// command that chooses δ (train, pool run, ocp, stream's dataset mode)
-// calls this one function.
-func DefaultDelta(n int) float64 {
-	return min(1e-5, 1/(10*float64(max(n, 1))))
-}
-
 // ValidateDelta accepts 0 ≤ δ < 1.
 func ValidateDelta(delta float64) error {
 	if !(delta >= 0 && delta < 1) {
@@ -80,4 +69,15 @@ func (b Budget) ValidateTarget() error {
 		return fmt.Errorf("budget: %w", err)
 	}
 	return b.Validate()
+}
+
+// DefaultDelta is the δ dpal picks when the user gives none, for a
+// guarantee that covers n records: 1/(10 n), at most 1e-5. δ is the
+// probability mass on which the guarantee may fail outright, so it must
+// stay well below 1/n, the weight of one record (a mechanism that
+// publishes one random record whole is (0, 1/n)-DP). Every command that
+// chooses δ (train, pool run, ocp, stream's dataset mode) calls this one
+// function.
+func DefaultDelta(n int) float64 {
+	return math.Min(1e-5, 1/(10*float64(max(1, n))))
 }

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/dpal-dev/dpal/dp/account"
 )
 
 // The durable store is a bbolt file (go.etcd.io/bbolt: a single-file,
@@ -37,29 +40,152 @@ type FileStore struct {
 	path string
 }
 
-// OpenFile opens the durable store at path, creating it (mode 0600) if it
-// does not exist. Only one process may hold it open; another gets an error
-// wrapping ErrLocked.
-func OpenFile(path string) (*FileStore, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+// OpenFile opens the durable store at path for a run, creating it (mode
+// 0600) if it does not exist. Only one process may hold it open; another
+// gets an error wrapping ErrLocked. Opening writes to an existing file
+// only to add the buckets a crash kept a new store from getting: a ledger
+// is written by its Init and Appends, never by being opened.
+func OpenFile(path string) (*FileStore, error) { return openFile(path, false) }
+
+// OpenFileReadOnly opens the durable store at path for reading only: it
+// never creates, initialises or writes the file, and refuses a missing or
+// empty one. It takes a shared lock, which other readers may hold at the
+// same time; a run that has the file open must finish first (the open
+// waits for it, then fails wrapping ErrLocked). Init and Append fail.
+func OpenFileReadOnly(path string) (*FileStore, error) { return openFile(path, true) }
+
+func openFile(path string, readOnly bool) (*FileStore, error) {
+	if err := checkFile(path, readOnly); err != nil {
+		return nil, fmt.Errorf("ledger %s: %w", path, err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, ReadOnly: readOnly})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("ledger %s: %w", path, ErrLocked)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	s := &FileStore{db: db, path: path}
+	if !readOnly {
+		if err := s.addBuckets(); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("ledger %s: %w", path, err)
+		}
+	}
+	return s, nil
+}
+
+// addBuckets creates the store's buckets where they are missing, in a
+// write transaction only when one is.
+func (s *FileStore) addBuckets() error {
+	whole := false
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		whole = tx.Bucket(bucketMeta) != nil && tx.Bucket(bucketEntries) != nil
+		return nil
+	}); err != nil || whole {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
 		if _, err := tx.CreateBucketIfNotExists(bucketMeta); err != nil {
 			return err
 		}
 		_, err := tx.CreateBucketIfNotExists(bucketEntries)
 		return err
 	})
+}
+
+// Load opens the ledger kept in the file at path for reading only
+// (OpenFileReadOnly): what `dpal ledger show` prints. The file is read
+// and never written; one that holds no ledger's settings is an error. Its
+// errors name the file.
+func Load(path string) (*Ledger, error) {
+	st, err := OpenFileReadOnly(path)
 	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("ledger %s: %w", path, err)
+		return nil, err
 	}
-	return &FileStore{db: db, path: path}, nil
+	_, ok, err := st.Meta()
+	if err == nil && !ok {
+		err = errors.New("holds no ledger: a run created the file and stopped before it stored the ledger's settings")
+	}
+	var l *Ledger
+	if err == nil {
+		l, err = Open(st, account.Budget{})
+	}
+	if err != nil {
+		st.Close()
+		return nil, namePath(path, err)
+	}
+	return l, nil
+}
+
+// RunBudget is what a run asks of a durable ledger's budget. A ledger's
+// budget is set once, when it is created, and is the same for every run
+// and every command that charges it; a run's own ε is what it spends, not
+// a budget.
+type RunBudget struct {
+	// New is the budget of a ledger the run creates: the one the user
+	// gave, else the run's default.
+	New account.Budget
+	// SetEpsilon and SetDelta say that the user gave New's ε or δ. On an
+	// existing ledger a given one lowers that part of the budget for this
+	// run (the stored budget stays); one above the stored is refused.
+	SetEpsilon, SetDelta bool
+}
+
+// OpenRun opens the durable ledger at path for a run (OpenFile, then
+// Open): a new file, or one a crash left before its settings were
+// stored, gets rb.New and opts; an existing ledger keeps the budget and
+// conversion it was created with, lowered where rb sets a lower value.
+// It writes nothing to an existing ledger. Its errors name the file.
+func OpenRun(path string, rb RunBudget, opts ...Option) (*Ledger, error) {
+	st, err := OpenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	meta, stored, err := st.Meta()
+	b := rb.New
+	if err == nil && stored {
+		b, err = runBudget(meta.Budget, rb)
+	}
+	var l *Ledger
+	if err == nil {
+		l, err = Open(st, b, opts...)
+	}
+	if err != nil {
+		st.Close()
+		return nil, namePath(path, err)
+	}
+	return l, nil
+}
+
+// runBudget is the budget in force for a run on a ledger whose stored
+// budget is stored: the stored one, lowered where rb sets a lower value.
+func runBudget(stored account.Budget, rb RunBudget) (account.Budget, error) {
+	b := stored
+	for _, p := range []struct {
+		set       bool
+		give, has float64
+		dst       *float64
+		name      string
+	}{{rb.SetEpsilon, rb.New.Epsilon, stored.Epsilon, &b.Epsilon, "ε"}, {rb.SetDelta, rb.New.Delta, stored.Delta, &b.Delta, "δ"}} {
+		if !p.set {
+			continue
+		}
+		if p.give > p.has {
+			return b, fmt.Errorf("the budget %s = %g asked for is above the ledger's own %s = %g: a ledger's budget is set when it is created and cannot be raised; leave it out to use the ledger's, or start a new ledger",
+				p.name, p.give, p.name, p.has)
+		}
+		*p.dst = p.give
+	}
+	return b, nil
+}
+
+// namePath makes err name the file at path, unless it does already.
+func namePath(path string, err error) error {
+	if strings.Contains(err.Error(), path) {
+		return err
+	}
+	return fmt.Errorf("ledger %s: %w", path, err)
 }
 
 // Path is the store's file.
@@ -71,7 +197,9 @@ func (s *FileStore) Meta() (Meta, bool, error) {
 	var ok bool
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error
-		m, ok, err = ReadMeta(tx.Bucket(bucketMeta))
+		if b := tx.Bucket(bucketMeta); b != nil { // a read-only store a run never gave its buckets
+			m, ok, err = ReadMeta(b)
+		}
 		return err
 	})
 	if err != nil {
@@ -104,7 +232,11 @@ func (s *FileStore) Append(e Entry) error {
 // Scan implements Store.
 func (s *FileStore) Scan(fn func(Entry) error) error {
 	return s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketEntries).ForEach(func(k, v []byte) error {
+		b := tx.Bucket(bucketEntries)
+		if b == nil {
+			return nil // a read-only store a run never gave its buckets
+		}
+		return b.ForEach(func(k, v []byte) error {
 			e, err := StoredEntry(k, v)
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.path, err)

@@ -242,7 +242,10 @@ func (l *Ledger) replay(e Entry) error {
 	if e.Seq != l.seq+1 {
 		return fmt.Errorf("entry %d follows entry %d: the log has a gap", e.Seq, l.seq)
 	}
-	next, err := l.apply(e.Groups, e.Loss)
+	// The stored log must fit the stored budget (a log past it was
+	// tampered with); a budget lowered for this Ledger holds for new
+	// charges only.
+	next, err := l.apply(e.Groups, e.Loss, l.meta.Budget)
 	if err != nil {
 		return fmt.Errorf("entry %d: %w", e.Seq, err)
 	}
@@ -280,25 +283,16 @@ func (l *Ledger) Record(c Charge) (Entry, error) {
 	if seq, ok := l.recorded(c.Once); ok {
 		return Entry{Seq: seq, Once: c.Once}, nil
 	}
-	if err := checkGroups(c.Groups); err != nil {
-		return Entry{}, fmt.Errorf("ledger: %w", err)
-	}
-	loss, err := account.Compose(c.Loss) // validates, and copies the caller's slices
+	c, err := prepare(c)
 	if err != nil {
-		return Entry{}, fmt.Errorf("ledger: %w", err)
+		return Entry{}, err
 	}
-	if loss.IsZero() {
-		// A mechanism that reports no loss at all is misconfigured (its ε
-		// unset); a truly free computation needs no ledger.
-		return Entry{}, fmt.Errorf("ledger: %s reports no privacy loss", loss.Mechanism)
-	}
-	c.Loss = loss
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if seq, ok := l.once[c.Once]; ok && c.Once != "" { // recorded meanwhile
 		return Entry{Seq: seq, Once: c.Once}, nil
 	}
-	next, err := l.apply(c.Groups, c.Loss)
+	next, err := l.apply(c.Groups, c.Loss, l.budget)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -310,12 +304,51 @@ func (l *Ledger) Record(c Charge) (Entry, error) {
 	return e, nil
 }
 
+// prepare validates c and gives it a copy of its loss.
+func prepare(c Charge) (Charge, error) {
+	if err := checkGroups(c.Groups); err != nil {
+		return c, fmt.Errorf("ledger: %w", err)
+	}
+	loss, err := account.Compose(c.Loss) // validates, and copies the caller's slices
+	if err != nil {
+		return c, fmt.Errorf("ledger: %w", err)
+	}
+	if loss.IsZero() {
+		// A mechanism that reports no loss at all is misconfigured (its ε
+		// unset); a truly free computation needs no ledger.
+		return c, fmt.Errorf("ledger: %s reports no privacy loss", loss.Mechanism)
+	}
+	c.Loss = loss
+	return c, nil
+}
+
+// Check reports whether Record(c) would succeed now, recording nothing:
+// nil when c is valid and every group would stay within the budget (or c's
+// Once is already recorded), else Record's error (errors.Is(err,
+// account.ErrBudgetExceeded) over budget). A caller that charges a run in
+// parts checks the parts still to come together before the first, so that
+// a run that cannot finish is refused before it spends anything. Between
+// Check and Record another charge may take the room: Record still decides.
+func (l *Ledger) Check(c Charge) error {
+	if _, ok := l.recorded(c.Once); ok {
+		return nil
+	}
+	c, err := prepare(c)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, err = l.apply(c.Groups, c.Loss, l.budget)
+	return err
+}
+
 // apply returns the groups' totals after paying loss, or an error if any
-// would exceed the budget. It changes nothing.
-func (l *Ledger) apply(groups []string, loss account.Loss) ([]*total, error) {
+// would exceed the budget b. It changes nothing.
+func (l *Ledger) apply(groups []string, loss account.Loss, b account.Budget) ([]*total, error) {
 	next := make([]*total, len(groups))
 	for i, g := range groups {
-		t, err := l.after(g, loss)
+		t, err := l.after(g, loss, b)
 		if err != nil {
 			return nil, err
 		}
@@ -324,9 +357,8 @@ func (l *Ledger) apply(groups []string, loss account.Loss) ([]*total, error) {
 	return next, nil
 }
 
-// after is group's total once it pays loss, checked against the budget.
-func (l *Ledger) after(group string, loss account.Loss) (*total, error) {
-	b := l.budget
+// after is group's total once it pays loss, checked against budget b.
+func (l *Ledger) after(group string, loss account.Loss, b account.Budget) (*total, error) {
 	if loss.HasRDP() && b.Delta == 0 {
 		return nil, fmt.Errorf("ledger: group %q: %s has a Rényi loss, which needs a budget with delta > 0", group, loss.Mechanism)
 	}
@@ -343,24 +375,69 @@ func (l *Ledger) after(group string, loss account.Loss) (*total, error) {
 		t.charges = prev.charges + 1
 	}
 	t.eps, t.delta = l.spent(sum)
-	if t.eps > b.Epsilon*(1+budgetSlack) || sum.Delta > b.Delta*(1+budgetSlack) {
-		return nil, fmt.Errorf("ledger: group %q: %s would bring it to ε=%v, δ=%v over the budget ε=%v, δ=%v: %w",
-			group, loss.Mechanism, t.eps, t.delta, b.Epsilon, b.Delta, account.ErrBudgetExceeded)
+	eps := t.eps
+	if b.Delta != l.budget.Delta {
+		eps, _ = l.spentAt(sum, b.Delta)
+	}
+	if eps > b.Epsilon*(1+budgetSlack) || sum.Delta > b.Delta*(1+budgetSlack) {
+		e := &BudgetError{Group: group, Mechanism: loss.Mechanism, Epsilon: eps, Delta: sum.Delta, Budget: b, Stored: l.meta.Budget}
+		if prev != nil {
+			e.Spent, _ = l.spentAt(prev.loss, b.Delta)
+		}
+		return nil, e
 	}
 	return t, nil
 }
 
+// BudgetError is the error of a charge that would take a group past the
+// budget; it wraps account.ErrBudgetExceeded.
+type BudgetError struct {
+	// Group is the group, Mechanism the charge's mechanism.
+	Group, Mechanism string
+	// Spent is the group's ε before the charge; Epsilon and Delta are
+	// what the charge would bring it to (ε read at Budget's δ).
+	Spent, Epsilon, Delta float64
+	// Budget is the budget in force; Stored the ledger's own, which a run
+	// may have lowered.
+	Budget, Stored account.Budget
+}
+
+func (e *BudgetError) Error() string {
+	var b strings.Builder
+	if over := e.Epsilon - e.Budget.Epsilon; over > e.Budget.Epsilon*budgetSlack {
+		fmt.Fprintf(&b, "ledger: group %q would reach ε = %.6g (from %.6g) with this %s charge, over its budget ε = %.6g by %.3g",
+			e.Group, e.Epsilon, e.Spent, e.Mechanism, e.Budget.Epsilon, over)
+	} else {
+		fmt.Fprintf(&b, "ledger: group %q would reach δ = %.3g with this %s charge, over its budget δ = %.3g by %.3g",
+			e.Group, e.Delta, e.Mechanism, e.Budget.Delta, e.Delta-e.Budget.Delta)
+	}
+	if e.Budget != e.Stored {
+		fmt.Fprintf(&b, " (lowered for this run from the ledger's ε = %.6g, δ = %.3g)", e.Stored.Epsilon, e.Stored.Delta)
+	}
+	fmt.Fprintf(&b, ": %v; spend less, or use a new ledger (a ledger's budget is set when it is created and cannot be raised)", account.ErrBudgetExceeded)
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, account.ErrBudgetExceeded) hold.
+func (e *BudgetError) Unwrap() error { return account.ErrBudgetExceeded }
+
 // spent is a total loss's (ε, δ): without a Rényi part its own; with one,
-// the Rényi part converted at the δ the budget leaves (+Inf if none).
+// the Rényi part converted at the δ the budget in force leaves (+Inf if
+// none).
 func (l *Ledger) spent(loss account.Loss) (eps, delta float64) {
+	return l.spentAt(loss, l.budget.Delta)
+}
+
+// spentAt is spent with the Rényi part converted at total δ = delta.
+func (l *Ledger) spentAt(loss account.Loss, delta float64) (eps, d float64) {
 	if !loss.NeedsConversion() {
 		return loss.Epsilon, loss.Delta
 	}
-	eps, err := loss.EpsilonAt(l.budget.Delta, l.meta.Conversion)
+	eps, err := loss.EpsilonAt(delta, l.meta.Conversion)
 	if err != nil {
-		return posInf, l.budget.Delta
+		return posInf, delta
 	}
-	return eps, l.budget.Delta
+	return eps, delta
 }
 
 // commitCache installs the new totals of an appended entry.

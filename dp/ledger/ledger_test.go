@@ -465,6 +465,36 @@ func TestOnce(t *testing.T) {
 	}
 }
 
+// Check answers as Record would and records nothing.
+func TestCheck(t *testing.T) {
+	l := mustNew(t, account.Budget{Epsilon: 1})
+	if err := l.Check(ledger.Charge{Groups: one("g"), Loss: lap(0.6), Once: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if l.Len() != 0 || l.Charged("a") {
+		t.Fatal("Check recorded")
+	}
+	if _, err := l.Record(ledger.Charge{Groups: one("g"), Loss: lap(0.6), Once: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Check(ledger.Charge{Groups: one("g"), Loss: lap(0.6)}); !errors.Is(err, account.ErrBudgetExceeded) {
+		t.Errorf("got %v, want ErrBudgetExceeded", err)
+	}
+	if err := l.Check(ledger.Charge{Groups: one("g"), Loss: lap(0.6), Once: "a"}); err != nil {
+		t.Errorf("a recorded Once: %v", err)
+	}
+	if err := l.Check(ledger.Charge{Groups: one("h"), Loss: lap(0.4)}); err != nil {
+		t.Errorf("another group: %v", err)
+	}
+	if err := l.Check(ledger.Charge{Groups: one("h")}); err == nil {
+		t.Error("a charge of no loss passed")
+	}
+	if err := l.Check(ledger.Charge{Loss: lap(0.1)}); err == nil {
+		t.Error("a charge of no group passed")
+	}
+	checkLog(t, l, 1)
+}
+
 func TestRelease(t *testing.T) {
 	l := mustNew(t, account.Budget{Epsilon: 1})
 	drawn := 0

@@ -359,10 +359,11 @@ type dgauss struct {
 
 // withTable returns g with a tableGauss for its σ² when one can be built,
 // for callers that draw many values (the vector mechanisms); otherwise g
-// as it is, still sampled by Algorithm 3.
+// as it is, still sampled by Algorithm 3. Tables are shared by σ²
+// (tableMemo).
 func (g dgauss) withTable() dgauss {
 	if tableSigma2Range(float64(g.num) / float64(g.den)) {
-		if tab, err := newTableGauss(g.num, g.den); err == nil {
+		if tab, err := theTableMemo.get(g.num, g.den); err == nil {
 			g.tab = tab
 		}
 	}

@@ -48,6 +48,10 @@ import (
 // makes the supports of shifted noise differ, a mechanism built on this
 // sampler has its guarantee up to that δ (documented where it is used).
 // σ² = num/den must be ≥ 1/4; smaller σ use CKS Algorithm 3.
+//
+// A table is immutable once newTableGauss returns it (only the build*
+// methods write its fields; tests set exactOnly on tables they build
+// themselves): mechanisms share tables (dirTable, tableMemo).
 type tableGauss struct {
 	num, den     uint64                // σ² = num/den exactly
 	s2           float64               // σ² as a float, for the table and tier 2

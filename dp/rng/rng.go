@@ -13,6 +13,7 @@ package rng
 import (
 	crand "crypto/rand"
 	"encoding/binary"
+	"errors"
 	"math/rand/v2"
 )
 
@@ -92,6 +93,47 @@ func New(seed *uint64) *Rand {
 // Seed reports the seed and true for a seeded source, or 0 and false for the
 // secure one.
 func (r *Rand) Seed() (uint64, bool) { return r.seed, r.seeded }
+
+// stateMagic heads a seeded source's saved position.
+const stateMagic = "dpal-seeded:"
+
+// MarshalBinary returns a seeded source's position in its stream (its
+// seed and math/rand/v2's ChaCha8 state), for the checkpoint of a
+// reproducible run: UnmarshalBinary puts a seeded source at that position,
+// after which it draws what the saved one would have. Only Seeded sources
+// and their Split children have one. A secure source refuses: its stream
+// must be neither reproducible nor written down, so a resumed secure run
+// draws fresh randomness. A Bulk child refuses too: it erases its keys as
+// it goes; a reproducible run repositions it by drawing again from its
+// parent's position.
+func (r *Rand) MarshalBinary() ([]byte, error) {
+	if !r.seeded || r.chacha == nil {
+		return nil, errors.New("rng: only a seeded, non-bulk source can save its position")
+	}
+	st, err := r.chacha.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	out := binary.LittleEndian.AppendUint64([]byte(stateMagic), r.seed)
+	return append(out, st...), nil
+}
+
+// UnmarshalBinary puts r, a seeded non-bulk source, at the position
+// MarshalBinary saved (the seed it reports included).
+func (r *Rand) UnmarshalBinary(b []byte) error {
+	if !r.seeded || r.chacha == nil {
+		return errors.New("rng: only a seeded, non-bulk source can be repositioned")
+	}
+	if len(b) < len(stateMagic)+8 || string(b[:len(stateMagic)]) != stateMagic {
+		return errors.New("rng: not a seeded source's saved position")
+	}
+	seed := binary.LittleEndian.Uint64(b[len(stateMagic):])
+	if err := r.chacha.UnmarshalBinary(b[len(stateMagic)+8:]); err != nil {
+		return err
+	}
+	r.seed = seed
+	return nil
+}
 
 // Split derives an independent child source, for example one per worker or
 // per repetition. A seeded parent gives a seeded child whose seed is drawn

@@ -74,3 +74,42 @@ func TestSecureRekeys(t *testing.T) {
 		t.Fatal("source did not rekey")
 	}
 }
+
+// A saved position resumes the stream exactly, through the embedded
+// *rand.Rand as well; secure and bulk sources have none to save.
+func TestSeededPosition(t *testing.T) {
+	a := Seeded(11).Split()
+	for range 1000 {
+		a.Uint64()
+	}
+	a.Float64()
+	st, err := a.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := Seeded(99)
+	if err := b.UnmarshalBinary(st); err != nil {
+		t.Fatal(err)
+	}
+	sa, _ := a.Seed()
+	if sb, _ := b.Seed(); sa != sb {
+		t.Error("the restored source reports another seed")
+	}
+	for i := range 100 {
+		if x, y := a.Float64(), b.Float64(); x != y {
+			t.Fatalf("draw %d after the restore: %v != %v", i, x, y)
+		}
+	}
+	if _, err := Secure().MarshalBinary(); err == nil {
+		t.Error("a secure source saved its position")
+	}
+	if _, err := Seeded(1).Bulk().MarshalBinary(); err == nil {
+		t.Error("a bulk source saved its position")
+	}
+	if err := Secure().UnmarshalBinary(st); err == nil {
+		t.Error("a secure source took a saved position")
+	}
+	if err := Seeded(1).UnmarshalBinary(st[:5]); err == nil {
+		t.Error("a truncated position was accepted")
+	}
+}

@@ -40,9 +40,12 @@ import (
 	"github.com/dpal-dev/dpal/repro/figure"
 )
 
-// Data is one dataset: its training part is the pool.
+// Data is one dataset: its training part is the pool. Image is the
+// images' height, width and channels (zero for tabular data), which a CNN
+// needs.
 type Data struct {
 	Train, Test *data.Dataset
+	Image       [3]int
 }
 
 // Setting is a dataset's scaled experiment (App. B's Table 3, scaled).
@@ -97,7 +100,29 @@ const (
 	Fig7       = "fig7"
 	Table4     = "table4"
 	Accounting = "accounting"
+	// PoissonExp is dpal's Poisson active learning (issue 30) at ε 1, 3
+	// and 8 against random selection with the same plan (the same
+	// expected labels, steps and σ); Efficiency is its label-efficiency
+	// sweep over budgets.
+	PoissonExp = "poisson"
+	Efficiency = "efficiency"
+	// Headline is PoissonExp's two ε = 8 rows alone (for costly models).
+	Headline = "headline"
+	// TopKTrue is the paper's top-k rows with σ calibrated to their true
+	// (replace-one) ε.
+	TopKTrue = "topk"
 )
+
+// The Poisson rows' public selection rule, fixed before any run (not
+// tuned on the test set): p_max 0.2, and a record counts as uncertain
+// from a quarter of its normalised score's range.
+const (
+	PoissonPMax      = 0.2
+	PoissonThreshold = 0.25
+)
+
+// EfficiencyScales are the label-efficiency experiment's budget fractions.
+var EfficiencyScales = []float64{0.1, 0.2, 0.4, 0.6, 0.8, 1}
 
 // DefaultOptions is the full reproduction: App. B's CIFAR-10/RetinalOCT
 // schedule (initial 10 000, queries 10 000, 3 000, 1 000, 1 000, batch
@@ -113,11 +138,26 @@ func DefaultOptions() Options {
 	kdd := base
 	kdd.PoolSize = 50000
 	return Options{Seed: 1,
-		Runs:        map[string]int{Table1: 5, Table2: 3, Fig7: 3, Table4: 3, Accounting: 3},
+		Runs:        map[string]int{Table1: 5, Table2: 3, Fig7: 3, Table4: 3, Accounting: 3, PoissonExp: 5, Efficiency: 5, TopKTrue: 5, Headline: 5},
 		Datasets:    []string{"kdd99-5class", "mnist", "fashion-mnist"},
 		Settings:    map[string]Setting{"kdd99-5class": kdd, "mnist": base, "fashion-mnist": base},
 		Experiments: []string{Table1, Table2, Fig7, Table4, Accounting},
 	}
+}
+
+// WithCNN returns o with the image datasets' model replaced by the
+// Tramèr–Boneh CNN at dpal train's MNIST setting (C 0.1, momentum, lr 0.5);
+// the tabular datasets keep logistic regression.
+func (o Options) WithCNN() Options {
+	settings := map[string]Setting{}
+	for k, s := range o.Settings {
+		if k == "mnist" || k == "fashion-mnist" {
+			s.Model, s.Clip, s.LR, s.Optimizer = nn.CNN, 0.1, 0.5, dpsgd.Momentum
+		}
+		settings[k] = s
+	}
+	o.Settings = settings
+	return o
 }
 
 // QuickOptions is a smoke run: one seed, a tiny budget, table 1 only.
@@ -125,7 +165,7 @@ func QuickOptions() Options {
 	o := DefaultOptions()
 	s := Setting{PoolSize: 2000, Initial: 200, Queries: []int{100, 50}, Batch: 100, Epochs: 3, RandomEpochs: 6,
 		Model: "logreg", BALDModel: "mlp:16", BALDDropout: 0.25, Clip: 1, LR: 0.5, Optimizer: dpsgd.Momentum}
-	o.Runs = map[string]int{Table1: 1, Table2: 1, Fig7: 1, Table4: 1, Accounting: 1}
+	o.Runs = map[string]int{Table1: 1, Table2: 1, Fig7: 1, Table4: 1, Accounting: 1, PoissonExp: 1, Efficiency: 1, TopKTrue: 1, Headline: 1}
 	for k := range o.Settings {
 		o.Settings[k] = s
 	}
@@ -146,11 +186,44 @@ type Method struct {
 	Accounting    pool.Accounting `json:"-"`
 	Epsilon       float64         `json:"epsilon"`
 	EpsilonSelect float64         `json:"epsilon_select"`
+	// Selection is the selection scheme (top-k, the zero value, or
+	// Poisson with PMax and Threshold, see pool.Learner).
+	Selection pool.Selection `json:"-"`
+	PMax      float64        `json:"p_max,omitempty"`
+	Threshold float64        `json:"threshold,omitempty"`
+	// Scale multiplies the setting's initial set, queries and batch (0
+	// means 1): the label-efficiency experiment's smaller budgets, with
+	// the same sampling rates and steps.
+	Scale float64 `json:"scale,omitempty"`
 }
 
 // key identifies a configuration, so that experiments share runs.
 func (m Method) key(dataset string, run int) string {
-	return fmt.Sprintf("%s|%v|%s|%v|%d|%d|%g|%g|%d", dataset, m.Baseline, m.Acquisition, m.NotDP, m.Mode, m.Accounting, m.Epsilon, m.EpsilonSelect, run)
+	return fmt.Sprintf("%s|%v|%s|%v|%d|%d|%g|%g|%d|%g|%g|%g|%d", dataset, m.Baseline, m.Acquisition, m.NotDP, m.Mode, m.Accounting,
+		m.Epsilon, m.EpsilonSelect, m.Selection, m.PMax, m.Threshold, m.scale(), run)
+}
+
+func (m Method) scale() float64 {
+	if m.Scale == 0 {
+		return 1
+	}
+	return m.Scale
+}
+
+// scaled is the setting with its labelled sizes and batch multiplied by
+// f (rounded, at least 1; the initial set at least the batch).
+func (s Setting) scaled(f float64) Setting {
+	if f == 1 {
+		return s
+	}
+	r := func(v int) int { return max(1, int(math.Round(float64(v)*f))) }
+	out := s
+	out.Batch, out.Initial = r(s.Batch), max(r(s.Initial), r(s.Batch))
+	out.Queries = make([]int, len(s.Queries))
+	for i, q := range s.Queries {
+		out.Queries[i] = r(q)
+	}
+	return out
 }
 
 // Row is one run.
@@ -164,10 +237,17 @@ type Row struct {
 	Epsilon    float64 `json:"epsilon"`
 	EpsSelect  float64 `json:"epsilon_select"`
 	Delta      float64 `json:"delta"`
-	Run        int     `json:"run"`
-	Seed       uint64  `json:"seed"`
-	Accuracy   float64 `json:"test_accuracy"`
-	Balanced   float64 `json:"balanced_accuracy"`
+	Selection  string  `json:"selection"`
+	Scale      float64 `json:"scale"`
+	// Labels is the number of records labelled (random under Poisson
+	// selection).
+	Labels   int     `json:"labels"`
+	Run      int     `json:"run"`
+	Seed     uint64  `json:"seed"`
+	Accuracy float64 `json:"test_accuracy"`
+	Balanced float64 `json:"balanced_accuracy"`
+	// Recall is the final model's recall per class on the test set.
+	Recall []float64 `json:"test_recall"`
 	// MaxDeviation is the largest |ledger ε − planned ε| over every pool
 	// record (the baseline: of its one group).
 	MaxDeviation float64 `json:"max_ledger_deviation"`
@@ -178,18 +258,24 @@ type Row struct {
 
 // Point is the mean ± std over runs of one method in one experiment.
 type Point struct {
-	Experiment   string  `json:"experiment"`
-	Dataset      string  `json:"dataset"`
-	Method       string  `json:"method"`
-	DP           bool    `json:"dp"`
-	Epsilon      float64 `json:"epsilon"`
-	EpsSelect    float64 `json:"epsilon_select"`
-	Accuracy     float64 `json:"mean_accuracy"`
-	AccuracyStd  float64 `json:"std_accuracy"`
-	Balanced     float64 `json:"mean_balanced_accuracy"`
-	BalancedStd  float64 `json:"std_balanced_accuracy"`
-	Runs         int     `json:"runs"`
-	MaxDeviation float64 `json:"max_ledger_deviation"`
+	Experiment  string  `json:"experiment"`
+	Dataset     string  `json:"dataset"`
+	Method      string  `json:"method"`
+	DP          bool    `json:"dp"`
+	Epsilon     float64 `json:"epsilon"`
+	EpsSelect   float64 `json:"epsilon_select"`
+	Accuracy    float64 `json:"mean_accuracy"`
+	AccuracyStd float64 `json:"std_accuracy"`
+	Balanced    float64 `json:"mean_balanced_accuracy"`
+	BalancedStd float64 `json:"std_balanced_accuracy"`
+	// Recall is the mean recall per class.
+	Recall       []float64 `json:"mean_test_recall"`
+	Runs         int       `json:"runs"`
+	MaxDeviation float64   `json:"max_ledger_deviation"`
+	// Labels is the mean number of records labelled; Scale the budget
+	// fraction.
+	Labels float64 `json:"mean_labels"`
+	Scale  float64 `json:"scale"`
 }
 
 // Trivial is a dataset's majority-class model on its test set.
@@ -202,11 +288,94 @@ type Trivial struct {
 
 // Summary is what summary.json holds.
 type Summary struct {
-	Options Options   `json:"options"`
-	Trivial []Trivial `json:"trivial"`
-	Points  []Point   `json:"points"`
-	Rows    []Row     `json:"rows"`
-	Seconds float64   `json:"seconds"`
+	Options    Options      `json:"options"`
+	Trivial    []Trivial    `json:"trivial"`
+	Points     []Point      `json:"points"`
+	Efficiency []LabelsNeed `json:"label_efficiency,omitempty"`
+	Rows       []Row        `json:"rows"`
+	Seconds    float64      `json:"seconds"`
+}
+
+// LabelsNeed is one method's label efficiency on a dataset: the labels it
+// needs to reach Reference, the headline metric (balanced accuracy on
+// KDD'99, accuracy elsewhere) of random Poisson selection with the full
+// budget, interpolated linearly between the budgets of the efficiency
+// experiment (in mean labels asked); Reached is false when no budget gets
+// there (Labels is then 0).
+type LabelsNeed struct {
+	Dataset   string  `json:"dataset"`
+	Method    string  `json:"method"`
+	Reference float64 `json:"reference"`
+	Reached   bool    `json:"reached"`
+	Labels    float64 `json:"labels"`
+	// FullBudget is the method's mean labels at scale 1.
+	FullBudget float64 `json:"full_budget_labels"`
+}
+
+// labelEfficiency computes LabelsNeed per dataset and method from the
+// efficiency experiment's points.
+func labelEfficiency(points []Point) []LabelsNeed {
+	var out []LabelsNeed
+	byData := map[string][]Point{}
+	var order []string
+	for _, p := range points {
+		if p.Experiment != Efficiency {
+			continue
+		}
+		if _, ok := byData[p.Dataset]; !ok {
+			order = append(order, p.Dataset)
+		}
+		byData[p.Dataset] = append(byData[p.Dataset], p)
+	}
+	for _, d := range order {
+		ps := byData[d]
+		ref := math.NaN()
+		for _, p := range ps {
+			if p.Method == "Random, Poisson" && p.Scale == 1 {
+				ref, _ = metric(d, p)
+			}
+		}
+		methods := map[string][]Point{}
+		var names []string
+		for _, p := range ps {
+			if _, ok := methods[p.Method]; !ok {
+				names = append(names, p.Method)
+			}
+			methods[p.Method] = append(methods[p.Method], p)
+		}
+		for _, n := range names {
+			curve := methods[n]
+			slices.SortFunc(curve, func(a, b Point) int { return cmpFloat(a.Labels, b.Labels) })
+			need := LabelsNeed{Dataset: d, Method: n, Reference: ref}
+			for i, p := range curve {
+				if p.Scale == 1 {
+					need.FullBudget = p.Labels
+				}
+				y, _ := metric(d, p)
+				if need.Reached || !(y >= ref) {
+					continue
+				}
+				need.Reached, need.Labels = true, p.Labels
+				if i > 0 {
+					q := curve[i-1]
+					yq, _ := metric(d, q)
+					need.Labels = q.Labels + (p.Labels-q.Labels)*(ref-yq)/(y-yq)
+				}
+			}
+			out = append(out, need)
+		}
+	}
+	return out
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // Methods returns an experiment's configurations, in table order.
@@ -257,8 +426,35 @@ func Methods(exp string) []Method {
 			out = append(out, x)
 		}
 		return out
+	case PoissonExp:
+		var out []Method
+		for _, eps := range []float64{1, 3, 8} {
+			out = append(out, poissonMethod("Random, Poisson", "random", eps, 1), poissonMethod("entropy, Poisson", "entropy", eps, 1))
+		}
+		return append(out, poissonMethod("lc, Poisson", "lc", 8, 1), poissonMethod("margin, Poisson", "margin", 8, 1))
+	case Headline:
+		return []Method{poissonMethod("Random, Poisson", "random", 8, 1), poissonMethod("entropy, Poisson", "entropy", 8, 1)}
+	case TopKTrue:
+		return []Method{{Name: "Random AL (SA), true ε", Acquisition: "random", Mode: pool.StepAmplification, Epsilon: 8},
+			dp("entropy (DP), true ε", "entropy", 8, 2), dp("margin (DP), true ε", "margin", 8, 2)}
+	case Efficiency:
+		var out []Method
+		for _, f := range EfficiencyScales {
+			out = append(out, poissonMethod("Random, Poisson", "random", 8, f), poissonMethod("entropy, Poisson", "entropy", 8, f))
+		}
+		return out
 	}
 	return nil
+}
+
+// poissonMethod is a Poisson row: step amplification, the public selection
+// rule, the budget and p_max scaled by f (an uncertainty rule asks about
+// p_max times the uncertain records whatever the declared sizes, so a
+// smaller budget needs a smaller p_max; random selection at the same f
+// shares the plan, hence η, σ and the steps).
+func poissonMethod(name, acq string, eps, f float64) Method {
+	return Method{Name: name, Acquisition: acq, Mode: pool.StepAmplification, Epsilon: eps, Selection: pool.Poisson,
+		PMax: PoissonPMax * f, Threshold: PoissonThreshold, Scale: f}
 }
 
 // Validate checks the options.
@@ -268,7 +464,7 @@ func (o Options) Validate() error {
 	}
 	for _, e := range o.Experiments {
 		if Methods(e) == nil {
-			return fmt.Errorf("repro pool: unknown experiment %q (want table1, table2, fig7, table4, accounting)", e)
+			return fmt.Errorf("repro pool: unknown experiment %q (want table1, table2, fig7, table4, accounting, poisson, efficiency, topk, headline)", e)
 		}
 		if o.Runs[e] < 1 {
 			return fmt.Errorf("repro pool: experiment %s needs at least one run", e)
@@ -343,6 +539,7 @@ func Reproduce(o Options, sets map[string]Data, progress func()) (Summary, error
 			}
 		}
 	}
+	sum.Efficiency = labelEfficiency(sum.Points)
 	sum.Seconds = time.Since(start).Seconds()
 	return sum, nil
 }
@@ -371,10 +568,19 @@ func trivial(name string, d Data) Trivial {
 
 func point(exp, d string, m Method, rows []Row) Point {
 	acc, bal := make([]float64, len(rows)), make([]float64, len(rows))
-	p := Point{Experiment: exp, Dataset: d, Method: m.Name, DP: !m.NotDP, Epsilon: m.Epsilon, EpsSelect: m.EpsilonSelect, Runs: len(rows)}
+	p := Point{Experiment: exp, Dataset: d, Method: m.Name, DP: !m.NotDP, Epsilon: m.Epsilon, EpsSelect: m.EpsilonSelect, Runs: len(rows), Scale: m.scale()}
 	for i, r := range rows {
 		acc[i], bal[i] = r.Accuracy, r.Balanced
 		p.MaxDeviation = max(p.MaxDeviation, r.MaxDeviation)
+		p.Labels += float64(r.Labels) / float64(len(rows))
+		if p.Recall == nil {
+			p.Recall = make([]float64, len(r.Recall))
+		}
+		for c, v := range r.Recall {
+			if c < len(p.Recall) {
+				p.Recall[c] += v / float64(len(rows))
+			}
+		}
 	}
 	p.Accuracy, p.AccuracyStd = meanStd(acc)
 	p.Balanced, p.BalancedStd = meanStd(bal)
@@ -395,9 +601,15 @@ func runOne(s Setting, name string, d Data, m Method, seed uint64) (Row, error) 
 	if err != nil {
 		return Row{}, err
 	}
-	delta := 1 / float64(s.Budget())
+	s = s.scaled(m.scale())
+	delta := 1 / float64(s.Budget()) // the paper's rows keep the paper's δ = 1/B
+	if m.Selection == pool.Poisson {
+		// The guarantee covers every pool record (each is scored and may be
+		// chosen), so δ is set against the pool, not the labelling budget.
+		delta = account.DefaultDelta(train.Len())
+	}
 	row := Row{Dataset: name, Method: m.Name, DP: !m.NotDP, Mode: m.Mode.String(), Accounting: m.Accounting.String(),
-		Epsilon: m.Epsilon, EpsSelect: m.EpsilonSelect, Delta: delta}
+		Epsilon: m.Epsilon, EpsSelect: m.EpsilonSelect, Delta: delta, Selection: m.Selection.String(), Scale: m.scale()}
 	acq, err := mech.ParseAcquisition(m.Acquisition)
 	if err != nil {
 		return row, err
@@ -411,8 +623,11 @@ func runOne(s Setting, name string, d Data, m Method, seed uint64) (Row, error) 
 		return row, err
 	}
 	spec.Inputs, spec.Classes, spec.Dropout = train.Dim(), len(train.ClassNames), dropout
-	if spec.Arch == nn.MLP {
+	switch spec.Arch {
+	case nn.MLP:
 		spec.Activation = nn.ReLU
+	case nn.CNN:
+		spec.Image = d.Image
 	}
 	tcfg := dpsgd.Config{Clip: s.Clip, LR: s.LR, Optimizer: s.Optimizer, Momentum: 0.9}
 	start := time.Now()
@@ -420,7 +635,7 @@ func runOne(s Setting, name string, d Data, m Method, seed uint64) (Row, error) 
 		row.Mode = "none"
 		err = baseline(&row, r, s, spec, tcfg, train, d.Test)
 	} else {
-		err = active(&row, r, s, m, pool.Learner{Spec: spec, Train: tcfg, Acquisition: acq, NotDP: m.NotDP}, train, d.Test)
+		err = active(&row, r, s, m, pool.Learner{Spec: spec, Train: tcfg, Acquisition: acq, NotDP: m.NotDP, Threshold: m.Threshold}, train, d.Test)
 	}
 	row.Seconds = time.Since(start).Seconds()
 	return row, err
@@ -442,7 +657,8 @@ func subset(r *rng.Rand, d *data.Dataset, n int) (*data.Dataset, error) {
 // active is one pool.Run.
 func active(row *Row, r *rng.Rand, s Setting, m Method, lr pool.Learner, train, test *data.Dataset) error {
 	plan, err := pool.Build(pool.Config{Epsilon: m.Epsilon, EpsilonSelect: m.EpsilonSelect, Delta: row.Delta, Batch: s.Batch,
-		Epochs: s.Epochs, Initial: s.Initial, Queries: s.Queries, Mode: m.Mode, Accounting: m.Accounting})
+		Epochs: s.Epochs, Initial: s.Initial, Queries: s.Queries, Mode: m.Mode, Accounting: m.Accounting,
+		Selection: m.Selection, PoolSize: train.Len(), PMax: m.PMax})
 	if err != nil {
 		return err
 	}
@@ -455,6 +671,7 @@ func active(row *Row, r *rng.Rand, s Setting, m Method, lr pool.Learner, train, 
 		return err
 	}
 	row.Accuracy, row.Balanced, row.MaxDeviation = res.TestAccuracy, res.BalancedAccuracy, res.Privacy.MaxDeviation
+	row.Labels, row.Recall = res.Labels, res.TestRecall
 	_, row.LedgerMax = led.MaxEpsilon()
 	return nil
 }
@@ -496,7 +713,8 @@ func baseline(row *Row, r *rng.Rand, s Setting, spec nn.Spec, cfg dpsgd.Config, 
 	if err != nil {
 		return err
 	}
-	row.Accuracy, _, row.Balanced = pool.Scores(pred, test.Class, spec.Classes)
+	row.Accuracy, row.Recall, row.Balanced = pool.Scores(pred, test.Class, spec.Classes)
+	row.Labels = b
 	row.LedgerMax, _ = led.Spent("random-subset")
 	row.MaxDeviation = math.Max(0, row.LedgerMax-row.Epsilon)
 	return nil
@@ -508,18 +726,21 @@ func Write(dir string, s Summary) error {
 	if err := figure.WriteJSON(filepath.Join(dir, "summary.json"), s); err != nil {
 		return err
 	}
-	rows := [][]string{{"experiment", "dataset", "method", "dp", "mode", "accounting", "epsilon", "epsilon_select", "delta", "run", "seed", "test_accuracy", "balanced_accuracy", "max_ledger_deviation", "seconds"}}
+	rows := [][]string{{"experiment", "dataset", "method", "dp", "mode", "accounting", "selection", "scale", "epsilon", "epsilon_select", "delta", "run", "seed",
+		"labels", "test_accuracy", "balanced_accuracy", "max_ledger_deviation", "seconds"}}
 	for _, r := range s.Rows {
-		rows = append(rows, []string{r.Experiment, r.Dataset, r.Method, strconv.FormatBool(r.DP), r.Mode, r.Accounting, ftoa(r.Epsilon), ftoa(r.EpsSelect),
-			ftoa(r.Delta), strconv.Itoa(r.Run), strconv.FormatUint(r.Seed, 10), ftoa(r.Accuracy), ftoa(r.Balanced), ftoa(r.MaxDeviation), ftoa(r.Seconds)})
+		rows = append(rows, []string{r.Experiment, r.Dataset, r.Method, strconv.FormatBool(r.DP), r.Mode, r.Accounting, r.Selection, ftoa(r.Scale),
+			ftoa(r.Epsilon), ftoa(r.EpsSelect), ftoa(r.Delta), strconv.Itoa(r.Run), strconv.FormatUint(r.Seed, 10), strconv.Itoa(r.Labels),
+			ftoa(r.Accuracy), ftoa(r.Balanced), ftoa(r.MaxDeviation), ftoa(r.Seconds)})
 	}
 	if err := figure.WriteCSV(filepath.Join(dir, "rows.csv"), rows); err != nil {
 		return err
 	}
-	pts := [][]string{{"experiment", "dataset", "method", "dp", "epsilon", "epsilon_select", "mean_accuracy", "std_accuracy", "mean_balanced_accuracy", "std_balanced_accuracy", "runs"}}
+	pts := [][]string{{"experiment", "dataset", "method", "dp", "epsilon", "epsilon_select", "scale", "mean_labels", "mean_accuracy", "std_accuracy",
+		"mean_balanced_accuracy", "std_balanced_accuracy", "runs"}}
 	for _, p := range s.Points {
-		pts = append(pts, []string{p.Experiment, p.Dataset, p.Method, strconv.FormatBool(p.DP), ftoa(p.Epsilon), ftoa(p.EpsSelect),
-			ftoa(p.Accuracy), ftoa(p.AccuracyStd), ftoa(p.Balanced), ftoa(p.BalancedStd), strconv.Itoa(p.Runs)})
+		pts = append(pts, []string{p.Experiment, p.Dataset, p.Method, strconv.FormatBool(p.DP), ftoa(p.Epsilon), ftoa(p.EpsSelect), ftoa(p.Scale),
+			ftoa(p.Labels), ftoa(p.Accuracy), ftoa(p.AccuracyStd), ftoa(p.Balanced), ftoa(p.BalancedStd), strconv.Itoa(p.Runs)})
 	}
 	if err := figure.WriteCSV(filepath.Join(dir, "points.csv"), pts); err != nil {
 		return err

@@ -86,3 +86,17 @@ func TestOptionsValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestWithCNN checks that --cnn swaps the image sets' model and keeps
+// logistic regression for the tabular set.
+func TestWithCNN(t *testing.T) {
+	o := DefaultOptions().WithCNN()
+	for d, want := range map[string]string{"mnist": "cnn", "fashion-mnist": "cnn", "kdd99-5class": "logreg"} {
+		if got := o.Settings[d].Model; got != want {
+			t.Errorf("%s: model %q, want %q", d, got, want)
+		}
+	}
+	if DefaultOptions().Settings["mnist"].Model != "logreg" {
+		t.Error("WithCNN changed the defaults it was called on")
+	}
+}
