@@ -37,10 +37,10 @@ func LoadData(name, dir string, loss LossKind, n, dim int, seed uint64) (*Data, 
 	switch name {
 	case "synthetic":
 		if n <= 0 {
-			n = 100000
+			n = SyntheticRecords
 		}
 		if dim <= 0 {
-			dim = 10
+			dim = SyntheticDim
 		}
 		note := "JKT App. G.1 design: v ~ N(0, I/d) in the unit ball, ‖x*‖ = 1, noise sd 0.1"
 		if regression {

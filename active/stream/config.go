@@ -222,6 +222,9 @@ func (c Config) NoiseWindow() (int, error) {
 	if !c.gaussianNoise() {
 		return 0, errors.New("stream: the noise window applies to the gaussian and tree updates")
 	}
+	if !(c.Clip > 0) || math.IsInf(c.Clip, 0) {
+		return 0, fmt.Errorf("stream: clip must be finite and > 0 for the %v update, got %v", c.Update, c.Clip)
+	}
 	sigma, err := gaussianSigma(c, account.Balle2020)
 	if err != nil {
 		return 0, err

@@ -221,7 +221,7 @@ func build(cfg Config, r *rng.Rand, led *ledger.Ledger) (*Learner, error) {
 		return nil, err
 	}
 	if led == nil {
-		l.ledger, err = ledger.New(account.Budget{Epsilon: sel.eps + cfg.EpsGrad, Delta: cfg.ledgerDelta()})
+		l.ledger, err = ledger.New(account.Budget{Epsilon: sel.eps + cfg.EpsGrad, Delta: cfg.LedgerDelta()})
 		if err != nil {
 			return nil, fmt.Errorf("stream: ledger: %w", err)
 		}
@@ -230,8 +230,10 @@ func build(cfg Config, r *rng.Rand, led *ledger.Ledger) (*Learner, error) {
 	return l, nil
 }
 
-// ledgerDelta is the δ of the learner's budget: the Gaussian update's.
-func (c Config) ledgerDelta() float64 {
+// LedgerDelta is the δ of the learner's budget: that of the Gaussian or
+// tree update's (ε_g, δ), 0 for the gamma update's pure ε. A ledger made
+// for the learner must have it (the learner refuses another).
+func (c Config) LedgerDelta() float64 {
 	if c.gaussianNoise() {
 		return c.Delta
 	}
@@ -907,6 +909,20 @@ func (l *Learner) finalNoise(n int) (*mech.GaussianVector, error) {
 
 // releaseChunk is how many releases share one backing allocation.
 const releaseChunk = 64
+
+// MemoryBytes estimates what a learner of configuration c allocates by its
+// first update, in d-vectors: the release log's first chunk of
+// releaseChunk models, the window's buffered records, the tree update's
+// 2 + 2·levels node sums, and the weights, gradient and noise scratch.
+// Later updates add a chunk every releaseChunk releases, and requests
+// left unanswered a record each: the data decide those, not the flags.
+func (c Config) MemoryBytes() float64 {
+	vectors := float64(releaseChunk + max(c.Window, 1) + 8)
+	if c.Update == Tree {
+		vectors += float64(2 + 2*mech.TreeLevels(max(c.TreeSteps(), 1)))
+	}
+	return 8 * vectors * float64(c.Dim)
+}
 
 // publish appends (T_i, w_{T_i}) to the release log.
 func (l *Learner) publish() {

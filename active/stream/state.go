@@ -412,7 +412,7 @@ func validRunID(s string) bool {
 // budget never exceeds the original, whatever the file says.
 func (l *Learner) checkOwnedBudget() error {
 	b := l.ledger.Budget()
-	want := account.Budget{Epsilon: l.sel.eps + l.cfg.EpsGrad, Delta: l.cfg.ledgerDelta()}
+	want := account.Budget{Epsilon: l.sel.eps + l.cfg.EpsGrad, Delta: l.cfg.LedgerDelta()}
 	if b.Epsilon > want.Epsilon || b.Delta > want.Delta {
 		return fmt.Errorf("saved ledger budget ε = %v, δ = %v exceeds this learner's ε_s + ε_g = %v, δ = %v", b.Epsilon, b.Delta, want.Epsilon, want.Delta)
 	}

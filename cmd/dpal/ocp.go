@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,7 +33,12 @@ squared loss), the final iterate's test accuracy or MSE, the paper's
 nominal ε, the exact ε of the whole release sequence (μ-GDP, continuous
 noise), and the ε the ledger charged (zCDP of the discrete noise drawn).
 The default calibration (exact) makes the charged ε the target. See
-docs/repro-ocp.md.`,
+docs/repro-ocp.md.
+
+A run whose data (synthetic) and learner would allocate more than
+--max-memory is refused before either is built: private FTL holds about
+(tree levels + 11)·d² floats, so d = 4,473 is the largest that fits in
+8GiB on the default 100,000 synthetic records.`,
 	Args: cobra.NoArgs,
 	RunE: runOCP,
 }
@@ -43,10 +49,10 @@ func init() {
 	f.String("loss", "", "logistic, hinge or squared (default: squared for ftl, logistic otherwise)")
 	f.String("data", "synthetic", "synthetic, beijing, kdd99, mnist09 or a CSV FILE (label ±1 last)")
 	f.String("data-dir", data.DefaultDir, "data root holding beijing_air_quality/, kddcup99/, mnist/")
-	f.Int("records", 0, "use the first N records of the stream (0 = all; synthetic: 100000)")
-	f.Int("dim", 10, "synthetic data: dimension d")
-	f.Float64("epsilon", 1, "target ε (> 0)")
-	f.Float64("delta", 0.01, "target δ (0 < δ < 1)")
+	f.Int("records", 0, "use the first N records of the stream (0 = all; synthetic: 100000; >= 0)")
+	f.Int("dim", online.SyntheticDim, "synthetic data: dimension d (>= 1)")
+	f.Float64("epsilon", 1, "target ε (0 < ε ≤ 50)")
+	f.Float64("delta", 0, "target δ (0 < δ < 1; default min(1e-5, 1/(10n)), n the records streamed)")
 	f.Float64("alpha", 0, "strong convexity α of the ℓ2 regulariser (default 1 for ftl, 0.01 otherwise)")
 	f.Float64("radius", 0, "radius of the ball C (default: unbounded for ftl, 10 otherwise)")
 	f.String("calibration", "exact", "exact (smallest noise whose ledger charge is (ε, δ)) or paper (the paper's β / σ formulas)")
@@ -59,6 +65,7 @@ func init() {
 	forceFlag(f)
 	f.Bool("json", false, "print the summary as one JSON object")
 	f.Bool("no-progress", false, "no progress bar")
+	maxMemoryFlag(f)
 	rootCmd.AddCommand(ocpCmd)
 }
 
@@ -99,8 +106,19 @@ func runOCP(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	dir, _ := f.GetString("data-dir")
-	n, _ := f.GetInt("records")
-	dim, _ := f.GetInt("dim")
+	n, dim, err := ocpSizeFlags(cmd, name)
+	if err != nil {
+		return err
+	}
+	if name == "synthetic" {
+		// The data are generated here: their size and the learner's
+		// are checked before either is allocated.
+		s := spec
+		s.Steps, s.Cost.Dim = cmp.Or(n, online.SyntheticRecords), cmp.Or(dim, online.SyntheticDim)
+		if err := checkOCPMemory(cmd, s, s.Steps); err != nil {
+			return err
+		}
+	}
 	d, err := online.LoadData(name, dir, spec.Cost.Loss, n, dim, dataSeed)
 	if err != nil {
 		return fmt.Errorf("--data: %w", err)
@@ -110,6 +128,12 @@ func runOCP(cmd *cobra.Command, _ []string) error {
 	}
 	spec.Cost.Dim, spec.Cost.FeatureBound, spec.Cost.LabelBound = d.Dim, d.FeatureBound, d.LabelBound
 	spec.Steps = len(d.Train)
+	if spec.Calibration.Delta, err = deltaFlag(cmd, "delta", spec.Steps); err != nil {
+		return err
+	}
+	if err := checkOCPMemory(cmd, spec, 0); err != nil {
+		return err
+	}
 	led, err := ocpLedger(cmd, spec, d.Name)
 	if err != nil {
 		return err
@@ -187,14 +211,13 @@ func ocpSpec(cmd *cobra.Command) (online.Spec, error) {
 	}
 	s.Calibration.Exact = cal == "exact"
 	s.Calibration.Epsilon, _ = f.GetFloat64("epsilon")
-	s.Calibration.Delta, _ = f.GetFloat64("delta")
-	if err := account.ValidateEpsilon(s.Calibration.Epsilon); err != nil {
+	if err := account.ValidateTargetEpsilon(s.Calibration.Epsilon); err != nil {
 		return s, fmt.Errorf("--epsilon: %w", err)
 	}
-	if d := s.Calibration.Delta; !(d > 0 && d < 1) {
-		return s, fmt.Errorf("--delta must satisfy 0 < delta < 1, got %v", d)
-	}
-	return s, nil
+	// δ needs the number of records (deltaFlag, once they are loaded); a
+	// bad --delta is refused now.
+	_, err = deltaFlag(cmd, "delta", 0)
+	return s, err
 }
 
 // ocpLedger opens the --ledger file (a new one gets --budget, by default

@@ -186,6 +186,10 @@ func poolRunInput(cmd *cobra.Command, name string, train, test *data.Dataset, im
 	if err != nil {
 		return pool.Input{}, fmt.Errorf("--acquisition: %w", err)
 	}
+	if acq == mech.BALD && s.spec.Dropout == 0 {
+		return pool.Input{}, fmt.Errorf("--acquisition bald needs a model with dropout: BALD scores the disagreement of MC-dropout passes, " +
+			"which is 0 for every record without it; use --model mlp:W --dropout 0.5 (or another acquisition)")
+	}
 	lr := pool.Learner{Spec: s.spec, Train: s.cfg, Acquisition: acq}
 	lr.NotDP, _ = f.GetBool("not-dp")
 	lr.Passes, _ = f.GetInt("passes")
@@ -226,15 +230,10 @@ func poolRunDefaults(cmd *cobra.Command, name string, n int) error {
 		}
 	}
 	qs, _ := f.GetString("queries")
-	queries, err := parseQueries(qs)
-	if err != nil {
+	if _, err := parseQueries(qs); err != nil {
 		return fmt.Errorf("--queries: %w", err)
 	}
 	initial, _ := f.GetInt("initial")
-	budget := initial
-	for _, q := range queries {
-		budget += q
-	}
 	def := trainDefaults[name]
 	// Ten epochs per phase and b = 2/5 of the initial set are the setting
 	// of docs/repro-pool.md, which learns on all three datasets; fewer

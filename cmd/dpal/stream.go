@@ -59,7 +59,9 @@ a "meta" line (settings, and the seed if seeded), then "request" and "release"
 lines, and a "rejected" line (line number and the class "invalid-input") for
 each event that breaks the declared bounds; the details of a rejection are
 private and go to the operator log on stderr only. The events' dimension is
---dim, or that of the first valid event; a run that accepts no event fails.
+--dim, or that of the first valid event; a run that accepts no event fails,
+and one that rejects more than --max-rejected of its events (default 0.5,
+from a file or stdin) fails after printing its summary.
 A budget, label or state error stops the run with a non-zero exit (after a
 last checkpoint, and after printing the summary and ledger). With --out -
 the JSON lines own stdout: --json ends them with a "summary" line, and the
@@ -111,13 +113,13 @@ func init() {
 	f.String("answers", "", "late labels for pending requests of a resumed state: lines id,y or {\"id\": N, \"y\": 1}")
 	f.Bool("paper", false, "the paper's §5 settings (gamma update, window 5, eta/t, unit ball); without it, dpal's detector (gaussian update, see docs/repro-stream.md)")
 	f.String("update", "gaussian", "noisy update: gaussian (clipped gradients, Gaussian noise, (eps_g, delta)), tree (DP-FTRL on the tree mechanism; needs --label-budget, no --save-state) or gamma (the paper's eq. 8; default with --paper)")
-	f.Float64("delta", 1e-5, "gaussian update: delta of its (eps_g, delta) guarantee and of the ledger")
+	f.Float64("delta", 0, "gaussian and tree updates: delta of the (eps_g, delta) guarantee and of the ledger (default min(1e-5, 1/(10n)), n the dataset-mode events streamed; 1e-5 in event mode)")
 	f.Float64("clip", 1, "gaussian update: per-example gradient clipping norm C")
 	f.String("selector", "bernoulli", "selection: bernoulli or exponential")
 	f.String("policy", "flmb", "update policy: flsw or flmb")
 	f.Int("window", 0, "N for flsw, L for flmb (default: the gaussian update's batch rule, 200 at d = 116 and eps_g = 1; 5 with --paper)")
-	f.Float64("eps-select", 1, "privacy of one selection decision (eps_s)")
-	f.Float64("eps-grad", 1, "privacy of one mini-batch update (eps_g)")
+	f.Float64("eps-select", 1, "privacy of one selection decision (eps_s, at most 50)")
+	f.Float64("eps-grad", 1, "privacy of one mini-batch update (eps_g, at most 50)")
 	f.Int("label-budget", 0, "stop requesting labels after this many (0 = unlimited)")
 	f.Float64("final-share", 0, "dataset mode, gaussian update with --label-budget: share of eps_g's zCDP budget for one final model by output perturbation (an SVM on every label, reported as the test error; docs/repro-stream.md)")
 	f.Float64("b", 0.2, "exponential selector: slab half-width b of eq. 7")
@@ -134,12 +136,14 @@ func init() {
 	f.Bool("no-baseline", false, "dataset mode: skip the non-private batch SVM")
 	forceFlag(f)
 	f.String("save-state", "", "write the learner's state here, atomically and authenticated (contains private data); event mode checkpoints it every --checkpoint-every events, before their lines leave")
+	f.Float64("max-rejected", 0.5, "event mode: fail (after the summary) when more than this fraction of the events is rejected, from a file or stdin")
 	f.Int("checkpoint-every", 256, "event mode with --save-state: event lines between checkpoints (each line waits for one before it is written)")
 	f.Bool("replay", false, "event mode with --resume: feed an input the state has already consumed again from its start, charging its records again (default: skip the consumed events)")
 	f.String("resume", "", "resume from a state written by --save-state (its settings apply: no configuration flags)")
 	f.Uint64("seed", 0, "seed for reproducible experiments (default: secure randomness)")
 	f.Bool("json", false, "print one JSON summary object")
 	f.Bool("no-progress", false, "never draw a progress bar")
+	maxMemoryFlag(f)
 	f.String("ledger", "", "durable ledger file (see 'dpal ledger show'): charges are committed to it before each release; later runs continue it and stop when its budget is spent (default: in memory, saved with --save-state)")
 	f.Float64("budget", 0, "with --ledger: the per-record ε budget of a new ledger file (default: this learner's eps_s + eps_g); on an existing one a lower value holds for this run, a higher one is refused")
 	rootCmd.AddCommand(streamCmd)
@@ -191,11 +195,14 @@ func runStream(cmd *cobra.Command, _ []string) error {
 // every flag the user set. The Gaussian and tree updates' window follows the noise
 // rule (Config.NoiseWindow) unless --window is set, and its radius 1/√λ
 // unless --radius is.
-func streamConfig(cmd *cobra.Command, dim int) (stream.Config, error) {
+func streamConfig(cmd *cobra.Command, dim, records int) (stream.Config, error) {
 	f := cmd.Flags()
 	cfg := stream.DetectorConfig(dim)
 	if paper, _ := f.GetBool("paper"); paper {
 		cfg = stream.DefaultConfig(dim)
+	}
+	if err := checkTargetFlags(cmd, "eps-select", "eps-grad"); err != nil {
+		return cfg, err
 	}
 	str := func(name string) string { s, _ := f.GetString(name); return s }
 	num := func(name string, v *float64) {
@@ -222,10 +229,20 @@ func streamConfig(cmd *cobra.Command, dim int) (stream.Config, error) {
 		}
 	}
 	// The gaussian and tree updates clip gradients and add Gaussian noise;
-	// with --paper their clip and delta start at zero.
+	// with --paper their clip starts at zero. Their δ is --delta, or the
+	// default for the records the stream covers (records; 0 in event
+	// mode, where their number is unknown: 1e-5).
 	gaussian := cfg.Update == stream.Gaussian || cfg.Update == stream.Tree
 	if gaussian && cfg.Clip == 0 {
-		cfg.Clip, cfg.Delta = 1, 1e-5
+		cfg.Clip = 1
+	}
+	if gaussian {
+		var err error
+		if cfg.Delta, err = deltaFlag(cmd, "delta", records); err != nil {
+			return cfg, err
+		}
+	} else {
+		num("delta", &cfg.Delta)
 	}
 	if f.Changed("window") {
 		cfg.Window, _ = f.GetInt("window")
@@ -235,7 +252,7 @@ func streamConfig(cmd *cobra.Command, dim int) (stream.Config, error) {
 	cfg.ShrinkingSlab, _ = f.GetBool("shrinking-slab")
 	cfg.NonPrivate, _ = f.GetBool("non-private")
 	for name, v := range map[string]*float64{"eps-select": &cfg.EpsSelect, "eps-grad": &cfg.EpsGrad, "b": &cfg.B,
-		"tau": &cfg.Tau, "eta": &cfg.Eta, "lambda": &cfg.Lambda, "m": &cfg.M, "delta": &cfg.Delta, "clip": &cfg.Clip} {
+		"tau": &cfg.Tau, "eta": &cfg.Eta, "lambda": &cfg.Lambda, "m": &cfg.M, "clip": &cfg.Clip} {
 		num(name, v)
 	}
 	if f.Changed("loss") {
@@ -276,9 +293,10 @@ var streamConfigFlags = []string{
 	"tau", "shrinking-slab", "eta", "lambda", "loss", "radius", "m", "norm-mode", "non-private",
 }
 
-// newStreamLearner creates the learner, or restores it with --resume
-// (checking its dimension against dim unless dim is 0).
-func newStreamLearner(cmd *cobra.Command, dim int, seed *uint64, key []byte) (*stream.Learner, string, error) {
+// newStreamLearner creates the learner for a stream of records records
+// (0: unknown), or restores it with --resume (checking its dimension
+// against dim unless dim is 0).
+func newStreamLearner(cmd *cobra.Command, dim, records int, seed *uint64, key []byte) (*stream.Learner, string, error) {
 	resume, _ := cmd.Flags().GetString("resume")
 	if resume != "" {
 		l, err := resumeStreamLearner(cmd, resume, dim, seed, key)
@@ -287,8 +305,11 @@ func newStreamLearner(cmd *cobra.Command, dim int, seed *uint64, key []byte) (*s
 	if path, _ := cmd.Flags().GetString("answers"); path != "" {
 		return nil, "", errors.New("--answers labels the pending requests of a saved state: use it with --resume")
 	}
-	cfg, err := streamConfig(cmd, dim)
+	cfg, err := streamConfig(cmd, dim, records)
 	if err != nil {
+		return nil, "", err
+	}
+	if err := checkStreamMemory(cmd, cfg); err != nil {
 		return nil, "", err
 	}
 	warnFewUpdates(cfg)
@@ -321,10 +342,7 @@ func streamLedger(cmd *cobra.Command, cfg stream.Config) (*ledger.Ledger, error)
 	if cfg.NonPrivate {
 		return nil, errors.New("--ledger: the non-private baseline spends no budget")
 	}
-	b := account.Budget{}
-	if cfg.Update == stream.Gaussian {
-		b.Delta = cfg.Delta
-	}
+	b := account.Budget{Delta: cfg.LedgerDelta()}
 	if !f.Changed("budget") {
 		var err error
 		if b.Epsilon, err = cfg.RecordEpsilon(); err != nil {
@@ -503,6 +521,9 @@ func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 	if n, _ := f.GetInt("events"); n < 0 {
 		return fmt.Errorf("--events must be >= 0 (0 = the whole split), got %d", n)
 	}
+	if _, err := maxRejected(cmd, false); err != nil {
+		return err
+	}
 	if err := checkDatasetPaths(cmd); err != nil {
 		return err
 	}
@@ -517,7 +538,12 @@ func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 	if train.Len() == 0 || test.Len() == 0 {
 		return errors.New("dataset has an empty training or test split")
 	}
-	l, resumed, err := newStreamLearner(cmd, train.Dim(), seed, key)
+	// The guarantee covers the records streamed: --events of them, or all.
+	records := train.Len()
+	if e, _ := f.GetInt("events"); e > 0 {
+		records = min(records, e)
+	}
+	l, resumed, err := newStreamLearner(cmd, train.Dim(), records, seed, key)
 	if err != nil {
 		return err
 	}
@@ -676,8 +702,8 @@ func printStreamSummary(cmd *cobra.Command, sum *streamSummary) error {
 func printStreamPrivacy(w io.Writer, sum *streamSummary) {
 	c := sum.Config
 	at := ""
-	if c.Update == stream.Gaussian {
-		at = fmt.Sprintf(" at delta %g", c.Delta)
+	if d := c.LedgerDelta(); d > 0 {
+		at = fmt.Sprintf(" at delta %g", d)
 	}
 	fmt.Fprintf(w, "  privacy      every record eps <= %.4f%s (selection eps_s %.4f", *sum.EpsilonPerRecord, at, *sum.EpsSelectTrue)
 	if c.Selector == stream.Exponential && *sum.EpsSelectTrue > c.EpsSelect*(1+1e-9) {
@@ -759,6 +785,10 @@ func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 		return errors.New("--final-share: the final model is released in dataset mode only")
 	}
 	run := &eventRun{cmd: cmd, seed: seed}
+	maxRej, err := maxRejected(cmd, true)
+	if err != nil {
+		return err
+	}
 	dim, _ := cmd.Flags().GetInt("dim")
 	if dim < 0 {
 		return fmt.Errorf("--dim must be >= 1 (or 0: that of the first valid event), got %d", dim)
@@ -822,7 +852,11 @@ func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 	if run.ev.Learner == nil {
 		return err
 	}
-	// A failed run still says what it spent before the error.
+	// A failed run still says what it spent before the error; a finished
+	// one that rejected too many events fails after its summary.
+	if err == nil {
+		err = checkRejected(run.ev.Rejected, run.ev.Accepted, maxRej)
+	}
 	return errors.Join(err, run.summary(start, outPath))
 }
 
@@ -989,7 +1023,7 @@ func (run *eventRun) begin() (session.Meta, error) {
 	if resume == "" {
 		return run.beginNew()
 	}
-	l, resumed, err := newStreamLearner(run.cmd, run.ev.Dim, run.seed, run.key)
+	l, resumed, err := newStreamLearner(run.cmd, run.ev.Dim, 0, run.seed, run.key)
 	if err != nil {
 		return session.Meta{}, err
 	}
@@ -1013,8 +1047,11 @@ func (run *eventRun) beginNew() (session.Meta, error) {
 	}
 	f := run.cmd.Flags()
 	dim, _ := f.GetInt("dim")
-	cfg, err := streamConfig(run.cmd, max(dim, 1))
+	cfg, err := streamConfig(run.cmd, max(dim, 1), 0)
 	if err != nil {
+		return session.Meta{}, err
+	}
+	if err := checkStreamMemory(run.cmd, cfg); err != nil {
 		return session.Meta{}, err
 	}
 	if _, err := stream.New(cfg, rng.Seeded(0), nil); err != nil {
@@ -1028,8 +1065,11 @@ func (run *eventRun) beginNew() (session.Meta, error) {
 	// The detector's radius, λ and window depend on the dimension: the
 	// learner's configuration is built again for the events' own.
 	run.ev.New = func(dim int) (*stream.Learner, error) {
-		c, err := streamConfig(run.cmd, dim)
+		c, err := streamConfig(run.cmd, dim, 0)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkStreamMemory(run.cmd, c); err != nil {
 			return nil, err
 		}
 		warnFewUpdates(c)

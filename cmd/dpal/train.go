@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -112,8 +113,8 @@ charges nothing and refuses --epsilon, --delta and --ledger.`,
 	}
 	f := cmd.Flags()
 	dataModelFlags(f, "training file")
-	f.Float64("epsilon", 3, "target ε of the whole run")
-	f.Float64("delta", 1e-5, "target δ")
+	f.Float64("epsilon", 3, "target ε of the whole run (0 < ε ≤ 50)")
+	f.Float64("delta", 0, "target δ (default min(1e-5, 1/(10n)), n the training records)")
 	f.Float64("epochs", 0, "epochs (steps = ⌈epochs·n/batch⌉; default per dataset)")
 	f.Int("batch", 0, "expected batch size (sampling rate = batch/n; default per dataset)")
 	f.Float64("clip", 0, "per-example clipping norm C (default per dataset)")
@@ -133,6 +134,7 @@ charges nothing and refuses --epsilon, --delta and --ledger.`,
 	f.Bool("train-accuracy", false, "also report training-set accuracy (NOT private: diagnostic only)")
 	f.Bool("json", false, "print one JSON object")
 	f.Bool("no-progress", false, "draw no progress bar")
+	maxMemoryFlag(f)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -220,6 +222,12 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	if err := checkPaths(cmd, []string{"out", "ledger", "checkpoint"}, []string{"file", "test-file"}); err != nil {
 		return err
 	}
+	if err := checkTargetFlags(cmd, "epsilon"); err != nil {
+		return err
+	}
+	if _, err := memoryLimit(cmd); err != nil {
+		return err
+	}
 	seed, err := seedFlag(cmd)
 	if err != nil {
 		return err
@@ -230,6 +238,9 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	}
 	s, err := trainFlags(cmd, name, train, image)
 	if err != nil {
+		return err
+	}
+	if err := checkTrainSize(cmd, s, train.Len()); err != nil {
 		return err
 	}
 	if np, _ := f.GetBool("non-private"); np {
@@ -311,8 +322,14 @@ func defaultSettings(name string, train *data.Dataset, image [3]int, eps, delta 
 // trainFlags resolves the flags against the dataset's defaults.
 func trainFlags(cmd *cobra.Command, name string, train *data.Dataset, image [3]int) (trainSettings, error) {
 	f := cmd.Flags()
+	if err := checkPositiveFlags(cmd, "batch", "clip", "lr"); err != nil {
+		return trainSettings{}, err
+	}
 	eps, _ := f.GetFloat64("epsilon")
-	delta, _ := f.GetFloat64("delta")
+	delta, err := deltaFlag(cmd, "delta", train.Len())
+	if err != nil {
+		return trainSettings{}, err
+	}
 	model, _ := f.GetString("model")
 	s, err := defaultSettings(name, train, image, eps, delta, model)
 	if err != nil {
@@ -405,19 +422,19 @@ func trainLedger(cmd *cobra.Command, s trainSettings) (*ledger.Ledger, error) {
 // reporting after every epoch.
 func trainRun(cmd *cobra.Command, s trainSettings, plan dpsgd.Plan, run func(after func(int) error) (dpsgd.RunResult, error),
 	net *nn.Net, train, test *data.Dataset, out *trainOutput) error {
-	ends := epochEnds(plan.Steps, s.epochs)
 	trainAcc, _ := cmd.Flags().GetBool("train-accuracy")
 	asJSON, _ := cmd.Flags().GetBool("json")
 	bar := progress.New(progressOut(cmd), plan.Steps, "DP-SGD steps")
 	defer bar.Finish()
 	start := time.Now()
+	ends := epochEnds(plan.Steps, s.epochs)
 	after := func(done int) error {
 		bar.Add(1)
-		epoch, ok := ends[done]
+		i, ok := slices.BinarySearch(ends, done)
 		if !ok {
 			return nil
 		}
-		ep, err := epochReport(net, s, plan, done, epoch, train, test, trainAcc)
+		ep, err := epochReport(net, s, plan, done, i+1, train, test, trainAcc)
 		if err != nil {
 			return err
 		}
@@ -467,13 +484,21 @@ func epochReport(net *nn.Net, s trainSettings, plan dpsgd.Plan, done, epoch int,
 	return ep, nil
 }
 
-// epochEnds maps the last step of each epoch to the epoch's number: epoch
-// k of ⌈epochs⌉ ends at step round(k·steps/epochs), the last at steps.
-func epochEnds(steps int, epochs float64) map[int]int {
+// epochEnds lists the last step of each epoch, increasing: epoch k of
+// ⌈epochs⌉ ends at step round(k·steps/epochs), the last at steps (the
+// epoch before the last ends there too when the last is under half a
+// step: its end is listed once, and that epoch is the last reported). It
+// holds one int per epoch, which checkTrainSize counts against
+// --max-memory (a map of every epoch's end grew to gigabytes for --epochs
+// 1e12).
+func epochEnds(steps int, epochs float64) []int {
 	k := int(math.Ceil(epochs))
-	ends := map[int]int{steps: k}
+	ends := make([]int, 0, k)
 	for e := 1; e < k; e++ {
-		ends[int(math.Round(float64(e)*float64(steps)/epochs))] = e
+		ends = append(ends, int(math.Round(float64(e)*float64(steps)/epochs)))
+	}
+	if len(ends) == 0 || ends[len(ends)-1] < steps {
+		ends = append(ends, steps)
 	}
 	return ends
 }

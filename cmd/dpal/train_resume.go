@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -82,7 +80,7 @@ func trainCheckpointFlags(cmd *cobra.Command) (trainCheckpoint, error) {
 // restored) and goes on from there.
 func (s trainSettings) runIntervals(cmd *cobra.Command, tr *dpsgd.Trainer, led *ledger.Ledger, r *rng.Rand, plan dpsgd.Plan,
 	train *data.Dataset, ck trainCheckpoint, out *trainOutput, after func(int) error) (dpsgd.RunResult, error) {
-	iv := dpsgd.Intervals{Ends: slices.Sorted(maps.Keys(epochEnds(plan.Steps, s.epochs))), From: ck.from,
+	iv := dpsgd.Intervals{Ends: epochEnds(plan.Steps, s.epochs), From: ck.from,
 		Binding: fmt.Sprintf("dpal train: data %s, ε %v, δ %v, epochs %v, batch %d", s.dataset, s.eps, s.delta, s.epochs, s.batch)}
 	if ck.from != nil {
 		if err := json.Unmarshal(ck.from.Extra, &out.EpochLog); len(ck.from.Extra) > 0 && err != nil {

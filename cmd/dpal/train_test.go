@@ -96,7 +96,10 @@ func TestEpochEnds(t *testing.T) {
 		{10, 2.5, map[int]int{4: 1, 8: 2, 10: 3}},
 		{3, 1, map[int]int{3: 1}},
 	} {
-		got := epochEnds(c.steps, c.epochs)
+		got := map[int]int{}
+		for i, end := range epochEnds(c.steps, c.epochs) {
+			got[end] = i + 1
+		}
 		if fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("epochEnds(%d, %v) = %v, want %v", c.steps, c.epochs, got, c.want)
 		}

@@ -102,7 +102,7 @@ type solver struct {
 }
 
 func newSolver(target Budget, opt Options, at func(float64) []Phase, curve curveFunc) (*solver, error) {
-	if err := target.Validate(); err != nil {
+	if err := target.ValidateTarget(); err != nil {
 		return nil, fmt.Errorf("calibration target: %w", err)
 	}
 	ev, err := newEvaluator(opt, target.Delta)

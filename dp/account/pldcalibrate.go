@@ -91,7 +91,7 @@ type searchSpace struct {
 // cost, and this needs two. Where the coarse stage fails (a target only
 // the fine grid meets) the search runs on the fine grid.
 func calibratePLD(target Budget, opt PLDOptions, sp searchSpace, x0 float64) (float64, PLDResult, error) {
-	if err := target.Validate(); err != nil {
+	if err := target.ValidateTarget(); err != nil {
 		return 0, PLDResult{}, fmt.Errorf("calibration target: %w", err)
 	}
 	fine := opt.step()
