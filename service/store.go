@@ -60,6 +60,14 @@ var ErrLocked = errors.New("store is in use by another process")
 
 // OpenStore opens (creating, mode 0600) the store at path.
 func OpenStore(path string) (*Store, error) {
+	// Checked before bbolt maps it: a cut or damaged store is one error,
+	// not a SIGBUS.
+	if err := ledger.CheckBoltFile(path); err != nil {
+		if errors.Is(err, ledger.ErrLocked) {
+			return nil, fmt.Errorf("store %s: %w", path, ErrLocked)
+		}
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("store %s: %w", path, ErrLocked)

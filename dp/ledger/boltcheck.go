@@ -78,6 +78,21 @@ var errNotBolt = errors.New("not a ledger file: it does not start with a bbolt h
 // initialises it) and fails for a read-only open. The error says what is
 // wrong, not which file: the caller names it.
 func checkFile(path string, readOnly bool) error {
+	return checkBolt(path, readOnly, true)
+}
+
+// CheckBoltFile checks a bbolt file that need not hold a ledger — dpal
+// serve's store, whose ledgers are buckets among others — the way a
+// ledger file is checked before bbolt maps it (the header, every page the
+// tree and the freelist reach, under bbolt's exclusive lock), so that a cut
+// or damaged file is an error, never a SIGBUS. A missing or empty file
+// passes (bbolt creates and initialises it). The error does not name the
+// file: the caller does.
+func CheckBoltFile(path string) error { return checkBolt(path, false, false) }
+
+// checkBolt is checkFile; ledgerOnly also requires that the root bucket
+// holds nothing but a ledger's buckets.
+func checkBolt(path string, readOnly, ledgerOnly bool) error {
 	f, err := os.Open(path)
 	var pe *fs.PathError
 	switch {
@@ -105,7 +120,7 @@ func checkFile(path string, readOnly bool) error {
 	case fi.Size() == 0:
 		return nil
 	}
-	c := &fileCheck{r: f, size: uint64(fi.Size())}
+	c := &fileCheck{r: f, size: uint64(fi.Size()), ledgerOnly: ledgerOnly}
 	if err := c.header(); err != nil {
 		return err
 	}
@@ -120,6 +135,8 @@ type fileCheck struct {
 	meta  boltMeta
 	seen  map[uint64]bool // pages reached, tree and freelist
 	other []string        // what the root bucket holds besides a ledger's two buckets
+	// ledgerOnly refuses a file whose root bucket holds other buckets.
+	ledgerOnly bool
 }
 
 // read returns n bytes at off, or an error if the file is shorter.
@@ -207,7 +224,7 @@ func (c *fileCheck) tree() error {
 	if err := c.freelist(); err != nil {
 		return err
 	}
-	if other := c.other; len(other) > 0 {
+	if other := c.other; len(other) > 0 && c.ledgerOnly {
 		if len(other) > 5 {
 			other = append(other[:5], "…")
 		}
