@@ -24,6 +24,29 @@ func chromium() string {
 	return ""
 }
 
+// startBrowser starts headless Chromium and returns a tab whose context
+// ends after 60 s. A browser that does not come up in chromedp's 20 s
+// (seen once in CI on a machine loaded by other jobs: "websocket url
+// timeout reached") is killed and started again, up to three times.
+func startBrowser(t *testing.T, path string) (context.Context, context.CancelFunc) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox)
+	var err error
+	for range 3 {
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelTab := chromedp.NewContext(actx)
+		ctx, cancelTime := context.WithTimeout(ctx, 60*time.Second)
+		cancel := func() { cancelTime(); cancelTab(); cancelAlloc() }
+		if err = chromedp.Run(ctx); err == nil {
+			return ctx, cancel
+		}
+		cancel()
+		t.Logf("starting Chromium: %v; trying again", err)
+	}
+	t.Fatalf("Chromium did not start: %v", err)
+	return nil, nil
+}
+
 // TestPageInBrowser drives the page in headless Chromium: an admin signs
 // in, claims a request, labels it with the keyboard shortcut, and the
 // officer view shows the release and the budget change. With 25 learners
@@ -45,12 +68,7 @@ func TestPageInBrowser(t *testing.T) {
 		ts.mustDo(http.StatusOK, RoleIngest, "POST", "/v1/learners/a/events", events(5), nil)
 		ts.mustDo(http.StatusOK, RoleAnnotator, "GET", "/v1/learners/a/requests", "", &list)
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancel := startBrowser(t, path)
 	defer cancel()
 
 	var before, after, status, releases, queue, annQueue, count, count2, legend, ticks, budgetLine, lookup string
