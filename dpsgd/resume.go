@@ -197,7 +197,7 @@ func (t *Trainer) RunIntervals(led *ledger.Ledger, r *rng.Rand, d Data, groups [
 	if led == nil {
 		return RunResult{}, errors.New("dpsgd: a ledger is required: every step is charged before it runs")
 	}
-	b, err := t.checkRun(d, groups, steps)
+	b, err := t.divisor(d, groups, steps)
 	if err != nil {
 		return RunResult{}, err
 	}

@@ -160,7 +160,7 @@ func (t *Trainer) Run(led *ledger.Ledger, r *rng.Rand, d Data, groups []Group, s
 	if led == nil {
 		return RunResult{}, errors.New("dpsgd: a ledger is required: every step is charged before it runs")
 	}
-	b, err := t.checkRun(d, groups, steps)
+	b, err := t.divisor(d, groups, steps)
 	if err != nil {
 		return RunResult{}, err
 	}
@@ -278,10 +278,10 @@ func checkRun(d Data, groups []Group, steps int) (float64, error) {
 	return b, nil
 }
 
-// checkRun is checkRun with the divisor the trainer uses: Config.Divisor
-// when set (then groups that can sample no record are no error: their
-// steps are pure noise), else the groups' expected batch.
-func (t *Trainer) checkRun(d Data, groups []Group, steps int) (float64, error) {
+// divisor checks a run (checkRun) and returns the divisor of its noisy
+// sums: Config.Divisor when set (then groups that can sample no record are
+// no error: their steps are pure noise), else the groups' expected batch.
+func (t *Trainer) divisor(d Data, groups []Group, steps int) (float64, error) {
 	b, err := checkRun(d, groups, steps)
 	if t.cfg.Divisor > 0 && (err == nil || err == errNoBatch) {
 		return t.cfg.Divisor, nil
