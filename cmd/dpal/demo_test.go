@@ -29,7 +29,7 @@ func TestDemoJSONComposesTheLedger(t *testing.T) {
 }
 
 func TestDemoRefusesPastTheBudget(t *testing.T) {
-	_, _, err := runCLI(t, "", "demo", "--budget", "2.5")
+	_, _, err := runCLI(t, "", "demo", "--budget-epsilon", "2.5")
 	if err == nil || !strings.Contains(err.Error(), "budget") {
 		t.Fatalf("err = %v, want a budget error", err)
 	}
@@ -38,7 +38,7 @@ func TestDemoRefusesPastTheBudget(t *testing.T) {
 func TestDemoRejectsBadArguments(t *testing.T) {
 	for _, args := range [][]string{
 		{"demo", "--epsilon", "0"},
-		{"demo", "--eps-count", "-1"},
+		{"demo", "--epsilon-count", "-1"},
 		{"demo", "--batch", "0"},
 		{"demo", "--delta", "1"},
 	} {

@@ -159,7 +159,8 @@ func init() {
 	f.Int("k", d.K, "frequency threshold k (≥ 1)")
 	f.Float64("delta", d.Delta, "δ at which the Li–Qardaji–Su ε is charged (exact threshold)")
 	f.String("threshold", d.Threshold, "exact (Li–Qardaji–Su) or dp (noisy count ≥ k)")
-	f.Float64("noise-epsilon", d.NoiseEpsilon, "ε' of the discrete Laplace noise (--threshold dp)")
+	f.Float64("epsilon-noise", d.NoiseEpsilon, "ε' of the discrete Laplace noise (--threshold dp)")
+	deprecate(f, "noise-epsilon", "epsilon-noise")
 	f.Int("labels-budget", d.LabelsBudget, "queries sent to annotators")
 	f.Int("rounds", d.Rounds, "acquisition rounds the budget is split into")
 	f.Int("copies", d.Copies, "annotators per chosen query (majority vote; the budget counts annotations)")
@@ -191,7 +192,7 @@ func runKAnonRun(cmd *cobra.Command, _ []string) error {
 	cfg.K, _ = f.GetInt("k")
 	cfg.Delta, _ = f.GetFloat64("delta")
 	cfg.Threshold, _ = f.GetString("threshold")
-	cfg.NoiseEpsilon, _ = f.GetFloat64("noise-epsilon")
+	cfg.NoiseEpsilon, _ = f.GetFloat64("epsilon-noise")
 	cfg.LabelsBudget, _ = f.GetInt("labels-budget")
 	cfg.Rounds, _ = f.GetInt("rounds")
 	cfg.Golden, _ = f.GetInt("golden")
@@ -288,5 +289,13 @@ func kanonLedger(cmd *cobra.Command) (*ledger.Ledger, error) {
 	if err := checkPaths(cmd, []string{"ledger"}, []string{"log"}); err != nil {
 		return nil, err
 	}
-	return openLedgerFlag(cmd, path, b)
+	rb, err := ledgerBudget(cmd, b)
+	if err != nil {
+		return nil, err
+	}
+	led, err := ledger.OpenRun(path, rb)
+	if err != nil {
+		return nil, fmt.Errorf("--ledger: %w", err)
+	}
+	return led, nil
 }

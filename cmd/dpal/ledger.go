@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
@@ -76,57 +75,6 @@ func runLedgerShow(cmd *cobra.Command, _ []string) error {
 		return writeLedgerCSV(w, rep)
 	}
 	printLedgerText(w, path, rep)
-	return nil
-}
-
-// openLedgerFlag opens a run's --ledger file at path (ledger.OpenRun)
-// with ledgerBudget(cmd, def): a new ledger gets def, or the budget
-// flags given; an existing one keeps its own budget. Its errors name the
-// flag.
-func openLedgerFlag(cmd *cobra.Command, path string, def account.Budget, opts ...ledger.Option) (*ledger.Ledger, error) {
-	led, err := ledger.OpenRun(path, ledgerBudget(cmd, def), opts...)
-	if err != nil {
-		return nil, fmt.Errorf("--ledger: %w", err)
-	}
-	return led, nil
-}
-
-// ledgerBudget is what a run asks of its --ledger file's budget: def,
-// the run's default for a new ledger, with the parts the user gave by
-// --budget-epsilon and --budget-delta (or --budget, the ε, in stream,
-// ocp and search) instead. On an existing ledger the given parts may
-// lower its budget for this run, never raise it (ledger.RunBudget).
-func ledgerBudget(cmd *cobra.Command, def account.Budget) ledger.RunBudget {
-	f := cmd.Flags()
-	given := func(name string, dst *float64) bool {
-		if f.Lookup(name) == nil || !f.Changed(name) {
-			return false
-		}
-		*dst, _ = f.GetFloat64(name)
-		return true
-	}
-	rb := ledger.RunBudget{New: def}
-	rb.SetEpsilon = given("budget-epsilon", &rb.New.Epsilon) || given("budget", &rb.New.Epsilon)
-	rb.SetDelta = given("budget-delta", &rb.New.Delta)
-	return rb
-}
-
-// ledgerBudgetFlags declares --budget-epsilon and --budget-delta for a
-// run whose new --ledger file gets its own --epsilon and --delta unless
-// they are given.
-func ledgerBudgetFlags(f *pflag.FlagSet) {
-	f.Float64("budget-epsilon", 0, "with --ledger: the ε budget of a new ledger file (default: this run's --epsilon); on an existing one a lower value holds for this run, a higher one is refused")
-	f.Float64("budget-delta", 0, "with --ledger: the δ budget of a new ledger file (default: this run's --delta); lower only, as --budget-epsilon")
-}
-
-// budgetNeedsLedger refuses --budget-epsilon or --budget-delta without
-// --ledger: they set a ledger file's budget, and a run without one
-// records its spend in a ledger of its own (ε, δ).
-func budgetNeedsLedger(cmd *cobra.Command) error {
-	f := cmd.Flags()
-	if path, _ := f.GetString("ledger"); path == "" && (f.Changed("budget-epsilon") || f.Changed("budget-delta")) {
-		return errors.New("--budget-epsilon and --budget-delta set the budget of a --ledger FILE; without one the run's ledger holds exactly its --epsilon and --delta")
-	}
 	return nil
 }
 

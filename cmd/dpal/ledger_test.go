@@ -18,7 +18,7 @@ func TestSearchDurableLedger(t *testing.T) {
 	scores := writeScores(t, 200, 17, false)
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	search := func(extra ...string) (string, error) {
-		args := append([]string{"--scores", scores, "--t-low", "1", "--t-high", "2", "--epsilon", "1",
+		args := append([]string{"--scores", scores, "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1",
 			"--halt-posterior", "0", "--ledger", path, "--seed", "1", "--json"}, extra...)
 		return runSearchCLI(t, args...)
 	}
@@ -31,7 +31,7 @@ func TestSearchDurableLedger(t *testing.T) {
 		}
 		return v.EpsilonSpent
 	}
-	out, err := search("--budget", "5", "--max-queries", "3")
+	out, err := search("--epsilon", "5", "--max-queries", "3")
 	if err != nil || spent(out) != 3 {
 		t.Fatalf("first run: %v, spent %v", err, out)
 	}
@@ -42,7 +42,7 @@ func TestSearchDurableLedger(t *testing.T) {
 	if _, err := search(); !errors.Is(err, account.ErrBudgetExceeded) {
 		t.Fatalf("third run: %v, want ErrBudgetExceeded", err)
 	}
-	if _, err := search("--budget", "50"); err == nil || !strings.Contains(err.Error(), "cannot be raised") {
+	if _, err := search("--budget-epsilon", "50"); err == nil || !strings.Contains(err.Error(), "cannot be raised") {
 		t.Fatalf("raised budget: %v", err)
 	}
 	for _, tc := range []struct {
@@ -114,7 +114,7 @@ func TestStreamDurableLedger(t *testing.T) {
 	if _, _, err := runStreamCLI(t, "", args...); !errors.Is(err, account.ErrBudgetExceeded) {
 		t.Fatalf("second learner: %v, want ErrBudgetExceeded", err)
 	}
-	if _, _, err := runStreamCLI(t, "", "--budget", "3", "--events", "10", "--no-baseline"); err == nil {
+	if _, _, err := runStreamCLI(t, "", "--budget-epsilon", "3", "--events", "10", "--no-baseline"); err == nil {
 		t.Error("--budget without --ledger accepted")
 	}
 }
@@ -129,7 +129,7 @@ func TestStreamEventsDurableLedger(t *testing.T) {
 	}
 	for run := range 2 {
 		_, _, err := runStreamCLI(t, events.String(), "--input", "-", "--out", filepath.Join(t.TempDir(), "out.jsonl"),
-			"--seed", "2", "--ledger", path, "--budget", "4")
+			"--seed", "2", "--ledger", path, "--budget-epsilon", "4")
 		if err != nil {
 			t.Fatalf("run %d: %v", run+1, err)
 		}

@@ -17,8 +17,8 @@ import (
 func searchLedgerFile(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "search.ledger")
-	_, err := runSearchCLI(t, "--scores", writeScores(t, 200, 17, false), "--t-low", "1", "--t-high", "2", "--epsilon", "1",
-		"--halt-posterior", "0", "--ledger", path, "--seed", "1", "--max-queries", "3", "--budget", "5")
+	_, err := runSearchCLI(t, "--scores", writeScores(t, 200, 17, false), "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1",
+		"--halt-posterior", "0", "--ledger", path, "--seed", "1", "--max-queries", "3", "--epsilon", "5")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestLedgerDamagedCLI(t *testing.T) {
 		"show":   {"ledger", "show", "--store"},
 		"train":  {"train", "--data", "csv", "--file", file, "--epochs", "1", "--batch", "20", "--seed", "1", "--ledger"},
 		"stream": {"stream", "--events", "50", "--no-baseline", "--seed", "1", "--ledger"},
-		"search": {"search", "--scores", writeScores(t, 50, 7, false), "--t-low", "1", "--t-high", "2", "--epsilon", "1", "--ledger"},
+		"search": {"search", "--scores", writeScores(t, 50, 7, false), "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1", "--ledger"},
 	}
 	lengths := []int{10000, 1, 100}
 	for n := 509; n < inUse; n += 509 {
@@ -250,7 +250,7 @@ func TestLedgerBudgetAcrossRuns(t *testing.T) {
 
 	// On an ocp ledger a training run charges its own group.
 	ocp := filepath.Join(dir, "ocp.ledger")
-	if _, _, err := runCLI(t, "", "ocp", "--records", "300", "--seed", "1", "--ledger", ocp, "--budget", "10", "--no-progress"); err != nil {
+	if _, _, err := runCLI(t, "", "ocp", "--records", "300", "--seed", "1", "--ledger", ocp, "--budget-epsilon", "10", "--no-progress"); err != nil {
 		t.Fatal(err)
 	}
 	if err := train(ocp, "--epsilon", "1"); err != nil {
@@ -286,7 +286,7 @@ func TestOutputsNeverReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	plain := writeTemp(t, dir, "plain.txt", "keep me\n")
-	search := []string{"search", "--scores", scores, "--t-low", "1", "--t-high", "2", "--epsilon", "1", "--budget", "3"}
+	search := []string{"search", "--scores", scores, "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1", "--epsilon", "3"}
 	for _, tc := range []struct {
 		name string
 		args []string

@@ -47,8 +47,8 @@ func TestAbsurdEpsilonAnsweredAtOnce(t *testing.T) {
 	for _, args := range [][]string{
 		{"train", "--data", "csv", "--file", file, "--epsilon", "1e308"},
 		{"ocp", "--epsilon", "1e308", "--records", "1000"},
-		{"stream", "--eps-grad", "1e308", "--no-baseline"},
-		{"stream", "--eps-select", "1e308", "--no-baseline"},
+		{"stream", "--epsilon-grad", "1e308", "--no-baseline"},
+		{"stream", "--epsilon-select", "1e308", "--no-baseline"},
 		{"account", "noise", "--epsilon", "1e308", "--sample-rate", "0.01", "--steps", "100", "--delta", "1e-5"},
 	} {
 		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {

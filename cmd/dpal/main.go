@@ -21,6 +21,9 @@ var rootCmd = &cobra.Command{
 	Short:         "Differentially private active learning, online learning and anomaly search",
 	SilenceUsage:  true,
 	SilenceErrors: true,
+	// Every command: a deprecated flag spelling and its replacement given
+	// with different values is refused (flags.go).
+	PersistentPreRunE: checkAliases,
 }
 
 func main() {

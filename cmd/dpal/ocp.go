@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -60,7 +59,8 @@ func init() {
 	f.Bool("non-private", false, "run the plain algorithm (no noise, no ledger) as a baseline")
 	f.Uint64("seed", 0, "seed for the data order and the noise (experiments only; default: secure noise)")
 	f.String("ledger", "", "durable ledger file: the run's loss is committed to it before the first release")
-	f.Float64("budget", 0, "with --ledger: the ε budget of a new ledger file (default: the ε this run charges); on an existing one a lower value holds for this run, a higher one is refused")
+	budgetFlags(f)
+	deprecate(f, "budget", "budget-epsilon")
 	f.String("out", "", "write every released iterate as JSON lines {\"t\":…,\"x\":[…]} to FILE (- for stdout); an existing file needs --force")
 	forceFlag(f)
 	f.Bool("json", false, "print the summary as one JSON object")
@@ -220,33 +220,18 @@ func ocpSpec(cmd *cobra.Command) (online.Spec, error) {
 	return s, err
 }
 
-// ocpLedger opens the --ledger file (a new one gets --budget, by default
-// the ε this run charges, so that a second run on the same records finds
-// it spent), or an in-memory ledger that records this run only.
+// ocpLedger opens the run's ledger (openLedger): the run charges every
+// record the ε of its whole release sequence (chargedEpsilon) at the
+// target δ.
 func ocpLedger(cmd *cobra.Command, spec online.Spec, name string) (*ledger.Ledger, error) {
-	f := cmd.Flags()
-	path, _ := f.GetString("ledger")
 	if spec.NonPrivate {
-		if path != "" {
-			return nil, errors.New("--ledger: the non-private baseline spends no budget")
-		}
-		return nil, nil
+		return openLedger(cmd, runLedger{NonPrivate: true})
 	}
-	b := account.Budget{Delta: spec.Calibration.Delta}
-	if path == "" {
-		// The in-memory ledger records this run only; its budget is not a
-		// limit, the report shows what was charged.
-		b.Epsilon = math.MaxFloat64
-		return ledger.New(b)
+	charged, err := chargedEpsilon(spec, name)
+	if err != nil {
+		return nil, err
 	}
-	if !f.Changed("budget") {
-		charged, err := chargedEpsilon(spec, name)
-		if err != nil {
-			return nil, err
-		}
-		b.Epsilon = charged
-	}
-	return openLedgerFlag(cmd, path, b)
+	return openLedger(cmd, runLedger{Charge: account.Budget{Epsilon: charged, Delta: spec.Calibration.Delta}})
 }
 
 // openReleases opens --out for the released iterates ("-" is stdout);

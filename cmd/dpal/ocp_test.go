@@ -85,7 +85,7 @@ func TestOCPBudgetTooSmall(t *testing.T) {
 	dir := t.TempDir()
 	outPath := filepath.Join(dir, "x.jsonl")
 	_, _, err := runCLI(t, "", "ocp", "--records", "300", "--seed", "1", "--out", outPath,
-		"--ledger", filepath.Join(dir, "l.db"), "--budget", "0.5", "--no-progress")
+		"--ledger", filepath.Join(dir, "l.db"), "--budget-epsilon", "0.5", "--no-progress")
 	if err == nil || !strings.Contains(err.Error(), "budget exceeded") {
 		t.Fatalf("error %v, want the budget exceeded", err)
 	}

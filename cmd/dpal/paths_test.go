@@ -55,7 +55,7 @@ func TestOutputsNeverClobberInputs(t *testing.T) {
 	if _, _, err := runStreamCLI(t, "", "--input", f.events, "--out", filepath.Join(f.dir, "o"), "--save-state", state); err != nil {
 		t.Fatal(err)
 	}
-	search := []string{"search", "--scores", f.scores, "--t-low", "1", "--t-high", "2", "--epsilon", "1", "--budget", "20"}
+	search := []string{"search", "--scores", f.scores, "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1", "--epsilon", "20"}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -101,13 +101,13 @@ func TestOutputsProbedFirst(t *testing.T) {
 		{"--ledger", []string{"stream", "--input", f.events, "--out", out, "--ledger", nowhere}, "--ledger"},
 		{"--out", []string{"stream", "--input", f.events, "--out", nowhere}, "--out"},
 		{"--out a directory", []string{"stream", "--input", f.events, "--out", f.dir}, "directory"},
-		{"--eps-grad", []string{"stream", "--input", f.events, "--out", out, "--eps-grad", "-1"}, "eps"},
-		{"--eps-grad NaN", []string{"stream", "--input", f.events, "--out", out, "--eps-grad", "NaN"}, "eps"},
-		{"--ledger --budget", []string{"stream", "--input", f.events, "--out", out, "--ledger", filepath.Join(f.dir, "l.db"), "--budget", "-1"}, "budget"},
+		{"--epsilon-grad", []string{"stream", "--input", f.events, "--out", out, "--epsilon-grad", "-1"}, "eps"},
+		{"--epsilon-grad NaN", []string{"stream", "--input", f.events, "--out", out, "--epsilon-grad", "NaN"}, "eps"},
+		{"--ledger --budget", []string{"stream", "--input", f.events, "--out", out, "--ledger", filepath.Join(f.dir, "l.db"), "--budget-epsilon", "-1"}, "budget"},
 		{"--checkpoint-every", []string{"stream", "--input", f.events, "--out", out, "--checkpoint-every", "0"}, "--checkpoint-every"},
 		{"--replay without --resume", []string{"stream", "--input", f.events, "--out", out, "--replay"}, "--resume"},
 		{"dataset --save-state", []string{"stream", "--save-state", nowhere, "--events", "10"}, "--save-state"},
-		{"--posterior-out", []string{"search", "--scores", f.scores, "--t-low", "1", "--t-high", "2", "--epsilon", "1", "--budget", "20", "--posterior-out", nowhere}, "--posterior-out"},
+		{"--posterior-out", []string{"search", "--scores", f.scores, "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1", "--epsilon", "20", "--posterior-out", nowhere}, "--posterior-out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			os.Remove(out)
@@ -172,7 +172,7 @@ func TestStreamEventReplay(t *testing.T) {
 	base := []string{"--input", f.events, "--labels", f.labels, "--seed", "1", "--ledger", led, "--save-state", state, "--json"}
 	// The gamma update's pure ε doubles exactly when its records are fed
 	// twice (the Gaussian update's zCDP composes below twice its ε).
-	first, _, err := runStreamCLI(t, "", append(base, "--update", "gamma", "--window", "2", "--budget", "10", "--out", filepath.Join(f.dir, "o1"))...)
+	first, _, err := runStreamCLI(t, "", append(base, "--update", "gamma", "--window", "2", "--budget-epsilon", "10", "--out", filepath.Join(f.dir, "o1"))...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func init() {
 	f.String("optimizer", "", "sgd|momentum|adam|nadam (default per dataset)")
 	f.Float64("momentum", 0.9, "momentum coefficient")
 	f.String("ledger", "", "durable ledger file: the run's ε is charged to it; a new one gets --budget-epsilon/--budget-delta, later runs keep its budget")
-	ledgerBudgetFlags(f)
+	budgetFlags(f)
 	f.String("labels-from", "", "ask labels from FILE, or - for stdin (default: the dataset's labels)")
 	f.Uint64("seed", 0, "seed for reproducible sampling, noise and selection (experiments only; default: secure randomness)")
 	selectionFlags(f, "poisson")
@@ -272,20 +272,11 @@ func poolSubset(cmd *cobra.Command, r *rng.Rand, train *data.Dataset) (*data.Dat
 	return train.Subset(idx), nil
 }
 
-// poolLedger opens --ledger FILE (a new one gets --budget-epsilon and
-// --budget-delta, by default the plan's (ε, δ), and its conversion; an
-// existing one keeps its own) or makes an in-memory ledger with the
-// plan's budget and conversion.
+// poolLedger opens the run's ledger (openLedger): the plan charges every
+// pool record at most its (ε, δ), in the plan's conversion.
 func poolLedger(cmd *cobra.Command, cfg pool.Config) (*ledger.Ledger, error) {
-	if err := budgetNeedsLedger(cmd); err != nil {
-		return nil, err
-	}
-	b := account.Budget{Epsilon: cfg.Epsilon, Delta: cfg.Delta}
-	path, _ := cmd.Flags().GetString("ledger")
-	if path == "" {
-		return ledger.New(b, ledger.WithConversion(cfg.Conversion))
-	}
-	return openLedgerFlag(cmd, path, b, ledger.WithConversion(cfg.Conversion))
+	return openLedger(cmd, runLedger{Charge: account.Budget{Epsilon: cfg.Epsilon, Delta: cfg.Delta},
+		Options: []ledger.Option{ledger.WithConversion(cfg.Conversion)}})
 }
 
 // poolOracle returns the label oracle: the dataset's labels, or answers

@@ -50,8 +50,10 @@ func init() {
 	f.Bool("no-progress", false, "do not draw the progress bar")
 	f.Bool("centre", false, "subtract the training mean from all rows and re-project onto the unit ball (not in the paper)")
 	f.Float64("radius", 1, "radius of the ball the iterates are projected onto (paper: 1)")
-	f.Float64("eps-select", 1, "eps_s of the selection (paper: 1); other values are what-if runs")
-	f.Float64("eps-grad", 1, "eps_g of each update (paper: 1); other values are what-if runs")
+	f.Float64("epsilon-select", 1, "eps_s of the selection (paper: 1); other values are what-if runs")
+	f.Float64("epsilon-grad", 1, "eps_g of each update (paper: 1); other values are what-if runs")
+	deprecate(f, "eps-select", "epsilon-select")
+	deprecate(f, "eps-grad", "epsilon-grad")
 	f.Bool("detector", false, "instead of the paper's figures, compare the update mechanisms (gamma, gaussian, the noiseless twin) over eps_g in {0.25, 0.5, 1, 2, 4} and 200-2000 labels")
 	reproCmd.AddCommand(reproStreamCmd)
 }
@@ -70,8 +72,8 @@ func runReproStream(cmd *cobra.Command, _ []string) error {
 	if figs, _ := f.GetIntSlice("figures"); len(figs) > 0 {
 		opt.Figures = figs
 	}
-	opt.EpsSelect, _ = f.GetFloat64("eps-select")
-	opt.EpsGrad, _ = f.GetFloat64("eps-grad")
+	opt.EpsSelect, _ = f.GetFloat64("epsilon-select")
+	opt.EpsGrad, _ = f.GetFloat64("epsilon-grad")
 	opt.Centre, _ = f.GetBool("centre")
 	opt.Radius, _ = f.GetFloat64("radius")
 	if f.Changed("perms") {

@@ -48,7 +48,7 @@ func TestReproStreamBadInput(t *testing.T) {
 	}{
 		{[]string{"--datasets", "iris"}, `unknown dataset "iris"`},
 		{[]string{"--figures", "7"}, "figure 7"},
-		{[]string{"--eps-grad", "0"}, "eps-grad"},
+		{[]string{"--epsilon-grad", "0"}, "eps-grad"},
 		{[]string{"--radius", "-1"}, "radius"},
 	} {
 		args := append([]string{"repro", "stream", "--quick", "--seed", "1", "--no-progress", "--out", t.TempDir()}, tc.args...)

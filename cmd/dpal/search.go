@@ -38,11 +38,18 @@ be chosen without looking at the scores, or the guarantee is void.
 
 Oracles: rr (randomized response, eq. 5), noisy-max (eq. 9 read by eq. 11),
 binarized (Z = 1(Y > Ybar) read by eq. 24), mean (noisy group means). Each
-answer costs --epsilon and the ledger allows --budget b in total; without
---budget, b = 100*epsilon (at most 100 answers), with a warning on stderr,
-and the JSON states the worst-case spend. The search stops before the budget
-is exceeded ((T+1)eps > b), when max f > --halt-posterior, when the log-odds
-exceed log(1/--halt-delta) (eq. 25), or at Ben-Or–Hassidim's eps_par.
+answer costs --epsilon-answer and the whole search at most --epsilon = b;
+without --epsilon, b = 100*epsilon-answer (at most 100 answers), with a
+warning on stderr, and the JSON states the worst-case spend. The search
+stops before b is exceeded ((T+1)eps > b), when max f > --halt-posterior,
+when the log-odds exceed log(1/--halt-delta) (eq. 25), or at
+Ben-Or–Hassidim's eps_par. --ledger FILE is capped at --budget-epsilon
+(default b for a new file; an existing file keeps its own cap, and
+without --epsilon b is that cap).
+
+Old spellings, for one release: --budget b is --epsilon b; --epsilon
+without --epsilon-answer is read as the cost of one answer (its meaning
+before), with a warning.
 
 Noise comes from a CSPRNG keyed from the OS (dp/rng.Secure) unless --seed
 is given (for experiments; the seed is echoed in the output and in the
@@ -51,7 +58,7 @@ is given (for experiments; the seed is echoed in the output and in the
 	RunE: runSearch,
 }
 
-// defaultBudgetAnswers sets the budget used when --budget is not given:
+// defaultBudgetAnswers sets the budget used when --epsilon is not given:
 // b = defaultBudgetAnswers·ε, enough answers for n in the millions at a
 // moderate threshold ratio, and a finite worst case the output states.
 const defaultBudgetAnswers = 100
@@ -62,8 +69,10 @@ func init() {
 	f.Float64("t-low", 0, "t_low: every non-anomalous score is at most this (required)")
 	f.Float64("t-high", 0, "t_high: the anomaly's score is at least this (required)")
 	f.String("oracle", "noisy-max", "oracle: rr, noisy-max, binarized or mean")
-	f.Float64("epsilon", 0, "privacy cost ε of one answer (required)")
-	f.Float64("budget", 0, "total privacy budget b > 0 (default 100·epsilon, i.e. at most 100 answers, with a warning)")
+	f.Float64("epsilon-answer", 0, "privacy cost ε of one answer (required)")
+	f.Float64("epsilon", 0, "ε of the whole search, b > 0: it stops before spending more (default 100·epsilon-answer, i.e. at most 100 answers, with a warning)")
+	f.Float64("budget", 0, "deprecated: use --epsilon")
+	markDeprecated(f, "budget", "use --epsilon (the whole search's ε)")
 	f.Float64("halt-posterior", 0.5, "stop once max f > α (0 disables)")
 	f.Float64("halt-delta", 0, "stop once max log(f/(1-f)) > log(1/δ), eq. 25 (0 disables)")
 	f.Bool("halt-ben-or-hassidim", false, "stop once max f > (24 ln n)^(-1/2)")
@@ -75,7 +84,8 @@ func init() {
 	f.String("posterior-out", "", "also write the final posterior f_T as index,probability lines to this file (# header lines record the oracle, queries and seed); an existing file needs --force")
 	forceFlag(f)
 	f.Bool("json", false, "print one JSON object")
-	f.String("ledger", "", "durable ledger file: created with --budget if new; later runs continue it and stop when its budget is spent (default: in memory)")
+	f.String("ledger", "", "durable ledger file: created with a cap of --budget-epsilon (default --epsilon) if new; later runs continue it and stop when its budget is spent (default: in memory)")
+	budgetFlags(f)
 	rootCmd.AddCommand(searchCmd)
 }
 
@@ -172,7 +182,7 @@ type searchOutput struct {
 	foundOutput
 	BudgetError string `json:"budget_error,omitempty"`
 	// Budget is the ledger's ε budget b per individual; BudgetDefault is
-	// set when --budget was not given and b = defaultBudgetAnswers·ε.
+	// set when --epsilon was not given and b = defaultBudgetAnswers·ε_answer.
 	Budget        float64 `json:"budget"`
 	BudgetDefault bool    `json:"budget_default,omitempty"`
 	// WorstCaseEpsilon is the most this run could have spent on any one
@@ -205,7 +215,7 @@ func runSearch(cmd *cobra.Command, _ []string) error {
 	if path == "" {
 		return errors.New("--scores is required")
 	}
-	for _, name := range []string{"t-low", "t-high", "epsilon"} {
+	for _, name := range []string{"t-low", "t-high"} {
 		if !f.Changed(name) {
 			return fmt.Errorf("--%s is required", name)
 		}
@@ -213,8 +223,12 @@ func runSearch(cmd *cobra.Command, _ []string) error {
 	var p groupsearch.Params
 	p.TLow, _ = f.GetFloat64("t-low")
 	p.THigh, _ = f.GetFloat64("t-high")
-	p.Epsilon, _ = f.GetFloat64("epsilon")
 	p.Clip, _ = f.GetBool("clip")
+	var h groupsearch.Halting
+	budgetDefault, err := searchEpsilons(cmd, &p.Epsilon, &h.Budget)
+	if err != nil {
+		return err
+	}
 	if err := p.Validate(); err != nil {
 		return err
 	}
@@ -223,13 +237,8 @@ func runSearch(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	var h groupsearch.Halting
-	budgetDefault := !f.Changed("budget")
-	h.Budget, _ = f.GetFloat64("budget")
 	if budgetDefault {
 		h.Budget = defaultBudgetAnswers * p.Epsilon
-	} else if !(h.Budget > 0) {
-		return fmt.Errorf("--budget must be > 0, got %v (omit it for the default %d·epsilon)", h.Budget, defaultBudgetAnswers)
 	}
 	h.Posterior, _ = f.GetFloat64("halt-posterior")
 	h.Delta, _ = f.GetFloat64("halt-delta")
@@ -275,7 +284,7 @@ func runSearch(cmd *cobra.Command, _ []string) error {
 	}
 	defer led.Close()
 	if budgetDefault {
-		slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)).Warn("search: no --budget given; using the default",
+		slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)).Warn("search: no --epsilon (the whole search's ε; --budget before) given; using the default",
 			"budget", h.Budget, "max_answers", defaultBudgetAnswers, "worst_case_epsilon", h.Budget)
 	}
 	r := rng.New(seed)
@@ -434,20 +443,54 @@ func printSearchText(w io.Writer, out *searchOutput) {
 	}
 }
 
-// searchLedger opens --ledger FILE (a durable ledger that later runs
-// continue), or makes an in-memory one, with budget *b per individual. An
-// existing file keeps its own budget: without --budget, *b becomes it and
-// *isDefault false; a --budget above it is refused.
-func searchLedger(cmd *cobra.Command, b *float64, isDefault *bool) (*ledger.Ledger, error) {
-	path, _ := cmd.Flags().GetString("ledger")
-	if path == "" {
-		return ledger.New(account.Budget{Epsilon: *b})
+// searchEpsilons reads the search's two ε: one answer's (*answer) and
+// the whole search's (*total), which stays unset (and default is true)
+// when not given. The spellings before the flag vocabulary still work for
+// one release: --budget for --epsilon, and --epsilon without
+// --epsilon-answer as one answer's cost (with a warning).
+func searchEpsilons(cmd *cobra.Command, answer, total *float64) (isDefault bool, err error) {
+	f := cmd.Flags()
+	totalFlag := ""
+	switch {
+	case f.Changed("epsilon-answer"):
+		*answer, _ = f.GetFloat64("epsilon-answer")
+		if f.Changed("epsilon") && f.Changed("budget") {
+			return false, errors.New("--budget (deprecated) and --epsilon are both given: give only --epsilon, the whole search's ε")
+		}
+		totalFlag = map[bool]string{true: "epsilon", false: "budget"}[f.Changed("epsilon")]
+	case f.Changed("epsilon"):
+		*answer, _ = f.GetFloat64("epsilon")
+		fmt.Fprintln(cmd.ErrOrStderr(), "dpal search: --epsilon without --epsilon-answer is read as the cost of one answer, its meaning before this release; "+
+			"from the next release --epsilon is the whole search's ε: give --epsilon-answer for one answer and --epsilon for the search")
+		totalFlag = "budget"
+	default:
+		return false, errors.New("--epsilon-answer is required (the privacy cost of one answer)")
 	}
-	led, err := openLedgerFlag(cmd, path, account.Budget{Epsilon: *b})
+	if !f.Changed(totalFlag) {
+		return true, nil
+	}
+	if path, _ := f.GetString("ledger"); path != "" && totalFlag == "budget" && !f.Changed("budget-epsilon") {
+		// The old --budget was the --ledger file's cap too.
+		if err := f.Set("budget-epsilon", f.Lookup("budget").Value.String()); err != nil {
+			return false, err
+		}
+	}
+	*total, _ = f.GetFloat64(totalFlag)
+	if !(*total > 0) {
+		return false, fmt.Errorf("--%s must be > 0, got %v (omit it for the default %d·epsilon-answer)", totalFlag, *total, defaultBudgetAnswers)
+	}
+	return false, nil
+}
+
+// searchLedger opens the search's ledger (openLedger): the search charges
+// every individual at most *b. An existing file keeps its own cap:
+// without --epsilon (*isDefault), *b becomes it and *isDefault false.
+func searchLedger(cmd *cobra.Command, b *float64, isDefault *bool) (*ledger.Ledger, error) {
+	led, err := openLedger(cmd, runLedger{Charge: account.Budget{Epsilon: *b}})
 	if err != nil {
 		return nil, err
 	}
-	if *isDefault {
+	if path, _ := cmd.Flags().GetString("ledger"); path != "" && *isDefault {
 		*b, *isDefault = led.Budget().Epsilon, false
 	}
 	return led, nil

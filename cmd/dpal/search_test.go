@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -47,7 +48,7 @@ func TestSearchCLIJSON(t *testing.T) {
 	}{{"noisy-max", false}, {"binarized", true}, {"rr", false}, {"mean", false}} {
 		path := writeScores(t, 500, 123, c.indexed)
 		out, err := runSearchCLI(t, "--scores", path, "--t-low", "1", "--t-high", "2", "--oracle", c.oracle,
-			"--epsilon", "2", "--budget", "200", "--halt-posterior", "0.95", "--seed", "9", "--json")
+			"--epsilon-answer", "2", "--epsilon", "200", "--halt-posterior", "0.95", "--seed", "9", "--json")
 		if err != nil {
 			t.Fatalf("%s: %v", c.oracle, err)
 		}
@@ -78,8 +79,8 @@ func TestSearchCLIJSON(t *testing.T) {
 // secure source and reports no seed.
 func TestSearchCLISecure(t *testing.T) {
 	path := writeScores(t, 200, 50, false)
-	out, err := runSearchCLI(t, "--scores", path, "--t-low", "1", "--t-high", "2", "--epsilon", "3",
-		"--halt-posterior", "0.99", "--budget", "300", "--json")
+	out, err := runSearchCLI(t, "--scores", path, "--t-low", "1", "--t-high", "2", "--epsilon-answer", "3",
+		"--halt-posterior", "0.99", "--epsilon", "300", "--json")
 	if err != nil || strings.Contains(out, `"seed"`) || !strings.Contains(out, `"top"`) {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -87,14 +88,14 @@ func TestSearchCLISecure(t *testing.T) {
 
 func TestSearchCLIBudgetAndSplit(t *testing.T) {
 	path := writeScores(t, 300, 7, false)
-	out, err := runSearchCLI(t, "--scores", path, "--t-low", "1", "--t-high", "2", "--epsilon", "0.3",
-		"--budget", "1", "--seed", "1", "--json")
+	out, err := runSearchCLI(t, "--scores", path, "--t-low", "1", "--t-high", "2", "--epsilon-answer", "0.3",
+		"--epsilon", "1", "--seed", "1", "--json")
 	if err != nil || !strings.Contains(out, `"halted_by": "budget"`) || !strings.Contains(out, `"queries": 3`) {
 		t.Fatalf("budget: %v\n%s", err, out)
 	}
 	post := filepath.Join(t.TempDir(), "posterior.csv")
-	if _, err := runSearchCLI(t, "--scores", path, "--t-low", "1", "--t-high", "2", "--epsilon", "1",
-		"--budget", "5", "--seed", "1", "--posterior-out", post); err != nil {
+	if _, err := runSearchCLI(t, "--scores", path, "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1",
+		"--epsilon", "5", "--seed", "1", "--posterior-out", post); err != nil {
 		t.Fatal(err)
 	}
 	f, err := parseScores(mustOpen(t, post))
@@ -111,24 +112,24 @@ func TestSearchCLIBudgetAndSplit(t *testing.T) {
 	if math.Abs(total-1) > 1e-9 {
 		t.Fatalf("posterior sums to %v", total)
 	}
-	out, err = runSearchCLI(t, "--scores", path, "--t-low", "1", "--t-high", "2", "--epsilon", "1",
-		"--budget", "20", "--subsets", "3", "--seed", "1", "--json")
+	out, err = runSearchCLI(t, "--scores", path, "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1",
+		"--epsilon", "20", "--subsets", "3", "--seed", "1", "--json")
 	if err != nil || !strings.Contains(out, `"subsets"`) {
 		t.Fatalf("split: %v\n%s", err, out)
 	}
 }
 
-// TestSearchCLIDefaultBudget checks that without --budget the search runs
-// on the finite default b = 100ε, warns on stderr and states the worst case.
+// TestSearchCLIDefaultBudget checks that without --epsilon the search runs
+// on the finite default b = 100·epsilon-answer, warns on stderr and states the worst case.
 func TestSearchCLIDefaultBudget(t *testing.T) {
 	path := writeScores(t, 300, 7, false)
 	post := filepath.Join(t.TempDir(), "posterior.csv")
 	stdout, stderr, err := runCLI(t, "", "search", "--scores", path, "--t-low", "1", "--t-high", "2",
-		"--epsilon", "0.05", "--halt-posterior", "0.999999", "--posterior-out", post, "--json")
+		"--epsilon-answer", "0.05", "--halt-posterior", "0.999999", "--posterior-out", post, "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(stderr, "level=WARN") || !strings.Contains(stderr, "no --budget given") {
+	if !strings.Contains(stderr, "level=WARN") || !strings.Contains(stderr, "no --epsilon") {
 		t.Errorf("no warning on stderr: %q", stderr)
 	}
 	var got struct {
@@ -149,7 +150,7 @@ func TestSearchCLIDefaultBudget(t *testing.T) {
 		t.Errorf("unseeded posterior file does not say so:\n%.300s", body)
 	}
 	_, stderr, err = runCLI(t, "", "search", "--scores", path, "--t-low", "1", "--t-high", "2",
-		"--epsilon", "1", "--budget", "3", "--seed", "1")
+		"--epsilon-answer", "1", "--epsilon", "3", "--seed", "1")
 	if err != nil || strings.Contains(stderr, "WARN") {
 		t.Errorf("explicit budget: %v, stderr %q", err, stderr)
 	}
@@ -174,25 +175,25 @@ func TestSearchCLIErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"thresholds equal", []string{"--scores", good, "--t-low", "2", "--t-high", "2", "--epsilon", "1"}, "t_low < t_high"},
-		{"thresholds reversed", []string{"--scores", good, "--t-low", "3", "--t-high", "2", "--epsilon", "1"}, "t_low < t_high"},
-		{"epsilon zero", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "0"}, "epsilon"},
-		{"epsilon NaN", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "NaN"}, "epsilon"},
-		{"t-low NaN", []string{"--scores", good, "--t-low", "NaN", "--t-high", "2", "--epsilon", "1"}, "finite"},
-		{"missing epsilon", []string{"--scores", good, "--t-low", "1", "--t-high", "2"}, "--epsilon is required"},
-		{"negative score", []string{"--scores", file("neg.csv", "0.1\n3\n-1\n"), "--t-low", "1", "--t-high", "2", "--epsilon", "1"}, "line 3: score -1 is negative"},
-		{"NaN score", []string{"--scores", file("nan.csv", "0.1\nNaN\n3\n"), "--t-low", "1", "--t-high", "2", "--epsilon", "1"}, "line 2: score NaN"},
-		{"gap score", []string{"--scores", file("gap.csv", "0.1\n1.5\n3\n"), "--t-low", "1", "--t-high", "2", "--epsilon", "1"}, "line 2: score 1 (1.5): between"},
-		{"no anomaly", []string{"--scores", file("none.csv", "0.1\n0.5\n"), "--t-low", "1", "--t-high", "2", "--epsilon", "1"}, "no score reaches t_high"},
-		{"two anomalies", []string{"--scores", file("two.csv", "3\n0.5\n4\n"), "--t-low", "1", "--t-high", "2", "--epsilon", "1"}, "lines 1, 3"},
-		{"bad oracle", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "1", "--oracle", "x"}, "unknown oracle"},
-		{"bad alpha", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "1", "--halt-posterior", "1.5"}, "α"},
-		{"zero budget", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "1", "--budget", "0"}, "--budget must be > 0"},
-		{"budget below one answer", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "1", "--budget", "0.5"}, "below one answer's ε"},
+		{"thresholds equal", []string{"--scores", good, "--t-low", "2", "--t-high", "2", "--epsilon-answer", "1"}, "t_low < t_high"},
+		{"thresholds reversed", []string{"--scores", good, "--t-low", "3", "--t-high", "2", "--epsilon-answer", "1"}, "t_low < t_high"},
+		{"epsilon zero", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon-answer", "0"}, "epsilon"},
+		{"epsilon NaN", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon-answer", "NaN"}, "epsilon"},
+		{"t-low NaN", []string{"--scores", good, "--t-low", "NaN", "--t-high", "2", "--epsilon-answer", "1"}, "finite"},
+		{"missing epsilon", []string{"--scores", good, "--t-low", "1", "--t-high", "2"}, "--epsilon-answer is required"},
+		{"negative score", []string{"--scores", file("neg.csv", "0.1\n3\n-1\n"), "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1"}, "line 3: score -1 is negative"},
+		{"NaN score", []string{"--scores", file("nan.csv", "0.1\nNaN\n3\n"), "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1"}, "line 2: score NaN"},
+		{"gap score", []string{"--scores", file("gap.csv", "0.1\n1.5\n3\n"), "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1"}, "line 2: score 1 (1.5): between"},
+		{"no anomaly", []string{"--scores", file("none.csv", "0.1\n0.5\n"), "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1"}, "no score reaches t_high"},
+		{"two anomalies", []string{"--scores", file("two.csv", "3\n0.5\n4\n"), "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1"}, "lines 1, 3"},
+		{"bad oracle", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1", "--oracle", "x"}, "unknown oracle"},
+		{"bad alpha", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1", "--halt-posterior", "1.5"}, "α"},
+		{"zero budget", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1", "--epsilon", "0"}, "--epsilon must be > 0"},
+		{"budget below one answer", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1", "--epsilon", "0.5"}, "below one answer's ε"},
 		{"budget below one answer, subsets", []string{"--scores", file("four.csv", "0.1\n3\n0.2\n4\n"), "--t-low", "1", "--t-high", "2",
-			"--epsilon", "1", "--budget", "0.5", "--subsets", "2"}, "below one answer's ε"},
-		{"missing scores file", []string{"--scores", filepath.Join(dir, "absent.csv"), "--t-low", "1", "--t-high", "2", "--epsilon", "1"}, "--scores: open"},
-		{"posterior dir missing", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon", "1",
+			"--epsilon-answer", "1", "--epsilon", "0.5", "--subsets", "2"}, "below one answer's ε"},
+		{"missing scores file", []string{"--scores", filepath.Join(dir, "absent.csv"), "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1"}, "--scores: open"},
+		{"posterior dir missing", []string{"--scores", good, "--t-low", "1", "--t-high", "2", "--epsilon-answer", "1",
 			"--posterior-out", filepath.Join(dir, "no", "such", "dir", "f.csv")}, "no such file or directory"},
 	}
 	for _, c := range cases {
@@ -252,7 +253,7 @@ func FuzzParseScores(f *testing.F) {
 // and its spend is the ledger's.
 func TestSearchHugeAnomalyScore(t *testing.T) {
 	scores := writeTemp(t, t.TempDir(), "big.csv", strings.Repeat("0.1\n", 30)+"1e300\n")
-	out, err := runSearchCLI(t, "--scores", scores, "--t-low", "1", "--t-high", "2", "--epsilon", "0.5", "--budget", "5", "--seed", "1", "--json")
+	out, err := runSearchCLI(t, "--scores", scores, "--t-low", "1", "--t-high", "2", "--epsilon-answer", "0.5", "--epsilon", "5", "--seed", "1", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,5 +271,32 @@ func TestSearchHugeAnomalyScore(t *testing.T) {
 	}
 	if res.Top[0] != 30 || res.EpsilonSpent == 0 || len(res.Ledger.Groups) != 1 || res.Ledger.Groups[0].Epsilon != res.EpsilonSpent {
 		t.Errorf("top %v, spent %v, ledger %+v", res.Top, res.EpsilonSpent, res.Ledger)
+	}
+}
+
+// TestSearchOldSpellings: the spellings before the flag vocabulary still
+// work for one release, with the old meanings and a warning: --epsilon
+// without --epsilon-answer is one answer's ε, and --budget the whole
+// search's; the same run in the new spelling prints the same JSON.
+func TestSearchOldSpellings(t *testing.T) {
+	path := writeScores(t, 300, 7, false)
+	base := []string{"search", "--scores", path, "--t-low", "1", "--t-high", "2", "--seed", "1", "--json"}
+	oldOut, oldErr, err := runCLI(t, "", append(base, "--epsilon", "0.3", "--budget", "1")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(oldErr, "--budget is deprecated") || !strings.Contains(oldErr, "read as the cost of one answer") {
+		t.Errorf("old spellings: no warnings on stderr: %q", oldErr)
+	}
+	newOut, newErr, err := runCLI(t, "", append(base, "--epsilon-answer", "0.3", "--epsilon", "1")...)
+	if err != nil || newErr != "" {
+		t.Fatalf("new spellings: %v, stderr %q", err, newErr)
+	}
+	if strip := func(s string) string { return regexp.MustCompile(`"(created|time)": "[^"]*"`).ReplaceAllString(s, "") }; strip(oldOut) != strip(newOut) {
+		t.Errorf("old and new spellings differ:\n%s\n%s", oldOut, newOut)
+	}
+	if _, _, err := runCLI(t, "", append(base, "--epsilon-answer", "0.3", "--epsilon", "1", "--budget", "2")...); err == nil ||
+		!strings.Contains(err.Error(), "both given") {
+		t.Errorf("--budget beside --epsilon: %v", err)
 	}
 }

@@ -118,12 +118,14 @@ func init() {
 	f.String("selector", "bernoulli", "selection: bernoulli or exponential")
 	f.String("policy", "flmb", "update policy: flsw or flmb")
 	f.Int("window", 0, "N for flsw, L for flmb (default: the gaussian update's batch rule, 200 at d = 116 and eps_g = 1; 5 with --paper)")
-	f.Float64("eps-select", 1, "privacy of one selection decision (eps_s, at most 50)")
-	f.Float64("eps-grad", 1, "privacy of one mini-batch update (eps_g, at most 50)")
+	f.Float64("epsilon-select", 1, "privacy of one selection decision (eps_s, at most 50)")
+	f.Float64("epsilon-grad", 1, "privacy of one mini-batch update (eps_g, at most 50)")
+	deprecate(f, "eps-select", "epsilon-select")
+	deprecate(f, "eps-grad", "epsilon-grad")
 	f.Int("label-budget", 0, "stop requesting labels after this many (0 = unlimited)")
 	f.Float64("final-share", 0, "dataset mode, gaussian update with --label-budget: share of eps_g's zCDP budget for one final model by output perturbation (an SVM on every label, reported as the test error; docs/repro-stream.md)")
 	f.Float64("b", 0.2, "exponential selector: slab half-width b of eq. 7")
-	f.String("calibration", "paper", "exponential selector: paper (charge the true eps_s), scale or slab (true eps_s = eps-select)")
+	f.String("calibration", "paper", "exponential selector: paper (charge the true eps_s), scale or slab (true eps_s = epsilon-select)")
 	f.Float64("tau", math.Exp(-0.2), "Bernoulli slab threshold on c = exp(-d)")
 	f.Bool("shrinking-slab", false, "use tau = exp(-1/t), t the update counter")
 	f.Float64("eta", 1, "step size scale: eta·R/(G·sqrt(t)) for gaussian, eta/t for gamma")
@@ -145,7 +147,8 @@ func init() {
 	f.Bool("no-progress", false, "never draw a progress bar")
 	maxMemoryFlag(f)
 	f.String("ledger", "", "durable ledger file (see 'dpal ledger show'): charges are committed to it before each release; later runs continue it and stop when its budget is spent (default: in memory, saved with --save-state)")
-	f.Float64("budget", 0, "with --ledger: the per-record ε budget of a new ledger file (default: this learner's eps_s + eps_g); on an existing one a lower value holds for this run, a higher one is refused")
+	budgetFlags(f)
+	deprecate(f, "budget", "budget-epsilon")
 	rootCmd.AddCommand(streamCmd)
 }
 
@@ -201,7 +204,7 @@ func streamConfig(cmd *cobra.Command, dim, records int) (stream.Config, error) {
 	if paper, _ := f.GetBool("paper"); paper {
 		cfg = stream.DefaultConfig(dim)
 	}
-	if err := checkTargetFlags(cmd, "eps-select", "eps-grad"); err != nil {
+	if err := checkTargetFlags(cmd, "epsilon-select", "epsilon-grad"); err != nil {
 		return cfg, err
 	}
 	str := func(name string) string { s, _ := f.GetString(name); return s }
@@ -251,7 +254,7 @@ func streamConfig(cmd *cobra.Command, dim, records int) (stream.Config, error) {
 	cfg.FinalShare, _ = f.GetFloat64("final-share")
 	cfg.ShrinkingSlab, _ = f.GetBool("shrinking-slab")
 	cfg.NonPrivate, _ = f.GetBool("non-private")
-	for name, v := range map[string]*float64{"eps-select": &cfg.EpsSelect, "eps-grad": &cfg.EpsGrad, "b": &cfg.B,
+	for name, v := range map[string]*float64{"epsilon-select": &cfg.EpsSelect, "epsilon-grad": &cfg.EpsGrad, "b": &cfg.B,
 		"tau": &cfg.Tau, "eta": &cfg.Eta, "lambda": &cfg.Lambda, "m": &cfg.M, "clip": &cfg.Clip} {
 		num(name, v)
 	}
@@ -289,7 +292,7 @@ func warnFewUpdates(cfg stream.Config) {
 // takes its configuration from the state, so none of them may be set.
 var streamConfigFlags = []string{
 	"paper", "update", "delta", "clip",
-	"selector", "policy", "window", "eps-select", "eps-grad", "label-budget", "final-share", "b", "calibration",
+	"selector", "policy", "window", "epsilon-select", "epsilon-grad", "label-budget", "final-share", "b", "calibration",
 	"tau", "shrinking-slab", "eta", "lambda", "loss", "radius", "m", "norm-mode", "non-private",
 }
 
@@ -324,32 +327,18 @@ func newStreamLearner(cmd *cobra.Command, dim, records int, seed *uint64, key []
 	return l, "", err
 }
 
-// streamLedger opens --ledger FILE for a learner with configuration cfg,
-// or returns nil (the learner keeps an in-memory ledger with budget
-// exactly its per-record ε). A new file gets --budget, by default the
-// learner's per-record ε (cfg.RecordEpsilon), so that a second learner on
-// the same records finds it spent; an existing file keeps its own budget
-// (a lower --budget holds for this run, a higher one is refused).
+// streamLedger opens the learner's ledger (openLedger); without --ledger
+// the learner keeps its own, holding exactly its per-record ε
+// (cfg.RecordEpsilon) at cfg.LedgerDelta.
 func streamLedger(cmd *cobra.Command, cfg stream.Config) (*ledger.Ledger, error) {
-	f := cmd.Flags()
-	path, _ := f.GetString("ledger")
-	if path == "" {
-		if f.Changed("budget") {
-			return nil, errors.New("--budget sets the budget of a --ledger FILE; without one the learner's ledger holds exactly its per-record ε")
-		}
-		return nil, nil
-	}
-	if cfg.NonPrivate {
-		return nil, errors.New("--ledger: the non-private baseline spends no budget")
-	}
-	b := account.Budget{Delta: cfg.LedgerDelta()}
-	if !f.Changed("budget") {
+	rl := runLedger{NonPrivate: cfg.NonPrivate, Own: true, Charge: account.Budget{Delta: cfg.LedgerDelta()}}
+	if !cfg.NonPrivate {
 		var err error
-		if b.Epsilon, err = cfg.RecordEpsilon(); err != nil {
+		if rl.Charge.Epsilon, err = cfg.RecordEpsilon(); err != nil {
 			return nil, err
 		}
 	}
-	return openLedgerFlag(cmd, path, b)
+	return openLedger(cmd, rl)
 }
 
 // closeLedger closes a learner's ledger (a durable file is unlocked).

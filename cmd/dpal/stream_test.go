@@ -30,7 +30,7 @@ func TestStreamDemoJSON(t *testing.T) {
 		{"--selector", "exponential", "--policy", "flsw", "--calibration", "slab"},
 		{"--update", "tree", "--policy", "flmb"},
 	} {
-		args = append(args, "--window", "5", "--eps-select", "1", "--eps-grad", "1",
+		args = append(args, "--window", "5", "--epsilon-select", "1", "--epsilon-grad", "1",
 			"--label-budget", "100", "--seed", "7", "--json")
 		out, _, err := runStreamCLI(t, "", args...)
 		if err != nil {
@@ -234,7 +234,7 @@ func TestStreamBadFlags(t *testing.T) {
 		{"--selector", "magic"},
 		{"--policy", "sometimes"},
 		{"--dataset", "iris"},
-		{"--eps-grad", "0"},
+		{"--epsilon-grad", "0"},
 		{"--dataset", "csv"},
 		{"--input", "/nonexistent/events.csv"},
 		{"--selector", "exponential", "--calibration", "scale"},
@@ -275,7 +275,7 @@ func TestStreamResumeChecks(t *testing.T) {
 		{[]string{"--seed", "2"}, "seeded with 1, resumed with 2"},
 		{[]string{"--seed", "1", "--shuffle", "9"}, "the permutation of seed 9"},
 		{nil, "this run would use file order"},
-		{[]string{"--seed", "1", "--window", "3", "--eps-select", "2"}, "remove --window, --eps-select"},
+		{[]string{"--seed", "1", "--window", "3", "--epsilon-select", "2"}, "remove --window, --epsilon-select"},
 		{[]string{"--seed", "1", "--kdd-paper-encoding"}, "state has dimension 116, the events 120"},
 		{[]string{"--seed", "1", "--resume", evState}, "state has dimension 2"},
 		{[]string{"--input", "-", "--seed", "1"}, "written in dataset mode"},
@@ -541,7 +541,7 @@ func TestStreamDetectorDefaults(t *testing.T) {
 		{"detector", nil, "gaussian", 200},
 		{"paper", []string{"--paper"}, "gamma", 5},
 		{"paper with window", []string{"--paper", "--window", "7"}, "gamma", 7},
-		{"detector eps 4", []string{"--eps-grad", "4"}, "gaussian", 100},
+		{"detector eps 4", []string{"--epsilon-grad", "4"}, "gaussian", 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stdout, _, err := runStreamCLI(t, "", append([]string{"--events", "300", "--seed", "2", "--no-baseline", "--json"}, tc.args...)...)

@@ -125,7 +125,7 @@ charges nothing and refuses --epsilon, --delta and --ledger.`,
 	f.String("schedule", "constant", "learning-rate schedule: constant|cosine")
 	f.Uint64("seed", 0, "seed for reproducible sampling and noise (experiments only; default: secure randomness)")
 	f.String("ledger", "", "durable ledger file: the run's ε is charged to it; a new one gets --budget-epsilon/--budget-delta, later runs keep its budget")
-	ledgerBudgetFlags(f)
+	budgetFlags(f)
 	f.String("out", "", "write the trained model here (JSON, see docs/dpsgd.md); an existing file needs --force")
 	forceFlag(f)
 	f.String("checkpoint", "", "with --ledger: keep the run's state here at every epoch's end (sealed, mode 0600), for --resume")
@@ -403,19 +403,10 @@ func floatOr(cmd *cobra.Command, name string, def float64) float64 {
 	return v
 }
 
-// trainLedger opens --ledger FILE (a new one gets --budget-epsilon and
-// --budget-delta, by default the run's (ε, δ); an existing one keeps its
-// budget) or makes an in-memory ledger with budget (ε, δ).
+// trainLedger opens the run's ledger (openLedger): the run charges
+// every record its (ε, δ).
 func trainLedger(cmd *cobra.Command, s trainSettings) (*ledger.Ledger, error) {
-	if err := budgetNeedsLedger(cmd); err != nil {
-		return nil, err
-	}
-	b := account.Budget{Epsilon: s.eps, Delta: s.delta}
-	path, _ := cmd.Flags().GetString("ledger")
-	if path == "" {
-		return ledger.New(b)
-	}
-	return openLedgerFlag(cmd, path, b)
+	return openLedger(cmd, runLedger{Charge: account.Budget{Epsilon: s.eps, Delta: s.delta}})
 }
 
 // trainRun runs the plan through run (which charges first when private),
