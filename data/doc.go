@@ -1,7 +1,8 @@
 // Package data owns dpal's datasets: loaders for the public benchmark files
 // (KDD Cup 99, MNIST and Fashion-MNIST IDX, the NAB time series), generic CSV
-// and LibSVM readers, the small KDD sample bundled in the binary (Demo), and
-// deterministic splits and stream permutations.
+// and LibSVM readers, the small KDD sample bundled in the binary (Demo),
+// deterministic splits and stream permutations, and LoadLabelled, which
+// loads the classification datasets of dpal's DP-SGD commands by name.
 //
 // Loaders validate every field and report problems with the file, line and
 // field that caused them; nothing is coerced silently. Rows come back already

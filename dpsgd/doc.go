@@ -37,4 +37,9 @@
 // dropout and noise streams are split from the caller's source, gonum's
 // parallel GEMM sums in a fixed order, and model/nn computes each example's
 // norm alone.
+//
+// Preset is each dataset's tuned Setting per model and ε (the table of
+// docs/dpsgd.md, measured in docs/repro-dpsgd.md), chosen before and
+// independently of the private data; dpal train, pool run and repro dpsgd
+// all start from it.
 package dpsgd

@@ -114,11 +114,11 @@ const epochBytes = 16 << 10
 // or whose epochs would hold more than --max-memory, before anything is
 // built.
 func checkTrainSize(cmd *cobra.Command, s trainSettings, n int) error {
-	if _, _, err := dpsgd.Schedule(s.epochs, s.batch, n); err != nil {
+	if _, _, err := dpsgd.Schedule(s.Epochs, s.Batch, n); err != nil {
 		return err
 	}
-	epochs := math.Ceil(s.epochs)
-	return checkMemory(cmd, epochs*epochBytes, fmt.Sprintf("--epochs %v: the charges, ledger entries and reports of %.0f epochs", s.epochs, epochs))
+	epochs := math.Ceil(s.Epochs)
+	return checkMemory(cmd, epochs*epochBytes, fmt.Sprintf("--epochs %v: the charges, ledger entries and reports of %.0f epochs", s.Epochs, epochs))
 }
 
 // checkOCPMemory refuses an ocp run whose learner (spec, with Cost.Dim and

@@ -17,6 +17,7 @@ import (
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/dpsgd"
 	"github.com/dpal-dev/dpal/progress"
 )
 
@@ -58,10 +59,7 @@ func init() {
 	f.String("mode", "step-amplification", "naive, step-amplification, noise-reduction or continual")
 	f.String("accounting", "basic", "how selection and training compose: basic or rdp")
 	f.String("conversion", "balle2020", "RDP to (ε, δ) conversion: balle2020 or classic")
-	f.Float64("clip", 0, "per-example clipping norm C (default per dataset)")
-	f.Float64("lr", 0, "learning rate (default per dataset)")
-	f.String("optimizer", "", "sgd|momentum|adam|nadam (default per dataset)")
-	f.Float64("momentum", 0.9, "momentum coefficient")
+	optimizerFlags(f)
 	f.String("ledger", "", "durable ledger file: the run's ε is charged to it; a new one gets --budget-epsilon/--budget-delta, later runs keep its budget")
 	budgetFlags(f)
 	f.String("labels-from", "", "ask labels from FILE, or - for stdin (default: the dataset's labels)")
@@ -103,9 +101,9 @@ type poolRunOutput struct {
 
 func runPoolRun(cmd *cobra.Command, _ []string) error {
 	f := cmd.Flags()
-	name, _ := f.GetString("data")
-	if _, ok := trainDefaults[name]; !ok {
-		return fmt.Errorf("--data %q: want mnist, fashion-mnist, kdd99-5class, csv or libsvm", name)
+	name, err := trainDataFlag(cmd)
+	if err != nil {
+		return err
 	}
 	labelsFrom, _ := f.GetString("labels-from")
 	inputs := []string{"file", "test-file"}
@@ -186,11 +184,11 @@ func poolRunInput(cmd *cobra.Command, name string, train, test *data.Dataset, im
 	if err != nil {
 		return pool.Input{}, fmt.Errorf("--acquisition: %w", err)
 	}
-	if acq == mech.BALD && s.spec.Dropout == 0 {
+	if acq == mech.BALD && s.Model.Dropout == 0 {
 		return pool.Input{}, fmt.Errorf("--acquisition bald needs a model with dropout: BALD scores the disagreement of MC-dropout passes, " +
 			"which is 0 for every record without it; use --model mlp:W --dropout 0.5 (or another acquisition)")
 	}
-	lr := pool.Learner{Spec: s.spec, Train: s.cfg, Acquisition: acq}
+	lr := pool.Learner{Spec: s.Model, Train: s.Config, Acquisition: acq}
 	lr.NotDP, _ = f.GetBool("not-dp")
 	lr.Passes, _ = f.GetInt("passes")
 	lr.Threshold, _ = f.GetFloat64("threshold")
@@ -234,14 +232,17 @@ func poolRunDefaults(cmd *cobra.Command, name string, n int) error {
 		return fmt.Errorf("--queries: %w", err)
 	}
 	initial, _ := f.GetInt("initial")
-	def := trainDefaults[name]
+	def, err := dpsgd.Preset(name, "", dpsgd.LowEpsilon) // the default model's batch at ε ≥ 2, whatever --model and --epsilon
+	if err != nil {
+		return err
+	}
 	// Ten epochs per phase and b = 2/5 of the initial set are the setting
 	// of docs/repro-pool.md, which learns on all three datasets; fewer
 	// steps (the dataset's dpal train epochs spread over T+1 phases)
 	// left KDD'99 at the majority class.
 	set := map[string]string{
 		"delta":  strconv.FormatFloat(account.DefaultDelta(n), 'g', -1, 64),
-		"batch":  strconv.Itoa(max(1, min(def.batch, 2*initial/5))),
+		"batch":  strconv.Itoa(max(1, min(def.Batch, 2*initial/5))),
 		"epochs": "10",
 	}
 	for flag, v := range set {

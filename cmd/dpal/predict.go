@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dpal-dev/dpal/data"
+	"github.com/dpal-dev/dpal/active/pool"
 	"github.com/dpal-dev/dpal/model/nn"
 )
 
@@ -27,9 +27,7 @@ further privacy.`,
 	f := cmd.Flags()
 	f.String("model", "", "model file written by dpal train --out (required)")
 	f.String("data", "", "mnist|fashion-mnist|kdd99-5class|csv|libsvm (required)")
-	f.String("data-dir", data.DefaultDir, "data root holding mnist/, fashion_mnist/, kddcup99/")
-	f.String("file", "", "csv/libsvm: the file the model was trained on (its 20 % test split is used)")
-	f.String("test-file", "", "csv/libsvm: test file")
+	dataSourceFlags(f, "the file the model was trained on (its 20 % test split is used)", "test file")
 	f.String("probs", "", "write class probabilities per test row to this CSV file; an existing file needs --force")
 	forceFlag(f)
 	f.Bool("json", false, "print one JSON object")
@@ -49,12 +47,12 @@ type predictOutput struct {
 func runPredict(cmd *cobra.Command, _ []string) error {
 	f := cmd.Flags()
 	path, _ := f.GetString("model")
-	name, _ := f.GetString("data")
 	if path == "" {
 		return fmt.Errorf("--model is required")
 	}
-	if _, ok := trainDefaults[name]; !ok {
-		return fmt.Errorf("--data %q: want mnist, fashion-mnist, kdd99-5class, csv or libsvm", name)
+	name, err := trainDataFlag(cmd)
+	if err != nil {
+		return err
 	}
 	if err := checkPaths(cmd, []string{"probs"}, []string{"model", "file", "test-file"}); err != nil {
 		return err
@@ -85,7 +83,7 @@ func runPredict(cmd *cobra.Command, _ []string) error {
 		pred[i] = nn.Argmax(p)
 	}
 	out := predictOutput{Model: path, Dataset: name, Rows: test.Len(), ClassNames: meta.ClassNames}
-	out.Accuracy, out.Recall = accuracyRecall(pred, test.Class, spec.Classes)
+	out.Accuracy, out.Recall, _ = pool.Scores(pred, test.Class, spec.Classes)
 	if p, _ := f.GetString("probs"); p != "" {
 		if err := writeProbs(p, probs, pred); err != nil {
 			return fmt.Errorf("--probs: %w", err)

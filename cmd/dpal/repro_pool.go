@@ -85,7 +85,7 @@ func runReproPool(cmd *cobra.Command, _ []string) error {
 	}
 	for _, d := range o.Datasets {
 		if _, ok := o.Settings[d]; !ok {
-			if _, known := trainDefaults[d]; !known {
+			if checkTrainData(d) != nil {
 				return fmt.Errorf("--data %q: want kdd99-5class, mnist, fashion-mnist, csv or libsvm", d)
 			}
 			o.Settings[d] = o.Settings["kdd99-5class"]

@@ -2,17 +2,18 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dpal-dev/dpal/active/pool"
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
@@ -22,59 +23,6 @@ import (
 	"github.com/dpal-dev/dpal/outfile"
 	"github.com/dpal-dev/dpal/progress"
 )
-
-// trainDefault is a dataset's tuned DP-SGD setting.
-type trainDefault struct {
-	model, optimizer string
-	activation       string // an MLP's, when not empty (else ReLU)
-	lr, clip         float64
-	batch            int
-	epochs, epochsLo float64 // epochsLo below ε = 2
-	batchLo          int     // below ε = 2 when > 0 (with lrLo)
-	lrLo             float64
-}
-
-// trainDefaults: MNIST and Fashion-MNIST use the Papernot / Tramèr–Boneh CNN.
-// MNIST keeps the setting of issue 10's feasibility run (batch 512, C 0.1,
-// momentum 0.9, lr 0.5; 30 epochs at ε = 3, 15 at ε = 1). Fashion-MNIST
-// takes Tramèr & Boneh's published Fashion-MNIST setting at ε ≥ 2 (batch
-// 2048, lr 4, 40 epochs; docs/repro-dpsgd.md: 86.34 ± 0.36 % over 5 seeds at
-// ε = 3 against 83.84 ± 0.35 % for batch 512, lr 0.5, 30 epochs) and keeps
-// the old one below, where it was not measured. The tabular sets a logistic
-// regression.
-var trainDefaults = map[string]trainDefault{
-	"mnist":         {model: "cnn", optimizer: dpsgd.Momentum, lr: 0.5, clip: 0.1, batch: 512, epochs: 30, epochsLo: 15},
-	"fashion-mnist": {model: "cnn", optimizer: dpsgd.Momentum, lr: 4, clip: 0.1, batch: 2048, epochs: 40, epochsLo: 15, batchLo: 512, lrLo: 0.5},
-	"kdd99-5class":  {model: "logreg", optimizer: dpsgd.Momentum, lr: 0.5, clip: 1, batch: 1024, epochs: 5, epochsLo: 5},
-	"csv":           {model: "logreg", optimizer: dpsgd.Momentum, lr: 0.5, clip: 1, batch: 256, epochs: 10, epochsLo: 10},
-	"libsvm":        {model: "logreg", optimizer: dpsgd.Momentum, lr: 0.5, clip: 1, batch: 256, epochs: 10, epochsLo: 10},
-}
-
-// mlpDefaults replace an image dataset's defaults when --model is an MLP
-// (the model field is unused). Tabular data keeps its defaults.
-var mlpDefaults = map[string]trainDefault{
-	"mnist":         mlpMNISTDefault,
-	"fashion-mnist": mlpImageDefault,
-}
-
-// mlpMNISTDefault is the best of the settings swept on MNIST with mlp:256
-// at ε = 3 (docs/repro-dpsgd.md, docs/figures/dpsgd/mnist-mlp-sweep.csv):
-// tanh, batch 4096 at lr 1 for 40 epochs (586 steps), 95.1 % over two
-// seeds against 93.6 % for the earlier ReLU, batch 1024, lr 1, 10 epochs.
-// At a fixed number of steps a larger batch lowers the noise on the mean
-// gradient (σ/B), and the rate must not grow with the batch; tanh adds
-// about 0.7 points over ReLU at the same setting (Papernot et al.'s
-// tempered activations). Below ε = 2 it keeps batch 256, lr 0.1.
-var mlpMNISTDefault = trainDefault{optimizer: dpsgd.Momentum, activation: nn.Tanh, lr: 1, clip: 1, batch: 4096,
-	epochs: 40, epochsLo: 10, batchLo: 256, lrLo: 0.1}
-
-// mlpImageDefault is the earlier MNIST setting, kept for Fashion-MNIST's
-// MLP (not tuned there): batch 1024 with lr 1 beat batch 256, lr 0.1 by
-// about a point on MNIST at ε = 3, but below ε = 2 the larger σ of batch
-// 1024 costs more than it gains (MNIST, ε = 1: 89.6 % at batch 1024, lr 1
-// against 91.6 % at batch 256, lr 0.1), so the smaller batch stays there.
-var mlpImageDefault = trainDefault{optimizer: dpsgd.Momentum, lr: 1, clip: 1, batch: 1024, epochs: 10, epochsLo: 10,
-	batchLo: 256, lrLo: 0.1}
 
 func init() {
 	cmd := &cobra.Command{
@@ -117,10 +65,7 @@ charges nothing and refuses --epsilon, --delta and --ledger.`,
 	f.Float64("delta", 0, "target δ (default min(1e-5, 1/(10n)), n the training records)")
 	f.Float64("epochs", 0, "epochs (steps = ⌈epochs·n/batch⌉; default per dataset)")
 	f.Int("batch", 0, "expected batch size (sampling rate = batch/n; default per dataset)")
-	f.Float64("clip", 0, "per-example clipping norm C (default per dataset)")
-	f.Float64("lr", 0, "learning rate (default per dataset)")
-	f.String("optimizer", "", "sgd|momentum|adam|nadam (default per dataset)")
-	f.Float64("momentum", 0.9, "momentum coefficient")
+	optimizerFlags(f)
 	f.Float64("weight-decay", 0, "weight decay")
 	f.String("schedule", "constant", "learning-rate schedule: constant|cosine")
 	f.Uint64("seed", 0, "seed for reproducible sampling and noise (experiments only; default: secure randomness)")
@@ -142,9 +87,7 @@ charges nothing and refuses --epsilon, --delta and --ledger.`,
 // and trainFlags read (train, pool run); file describes --file.
 func dataModelFlags(f *pflag.FlagSet, file string) {
 	f.String("data", "", "mnist|fashion-mnist|kdd99-5class|csv|libsvm (required)")
-	f.String("data-dir", data.DefaultDir, "data root holding mnist/, fashion_mnist/, kddcup99/")
-	f.String("file", "", "csv/libsvm: "+file)
-	f.String("test-file", "", "csv/libsvm: test file (default: 20 % of --file, split by a fixed seed)")
+	dataSourceFlags(f, file, "test file (default: 20 % of --file, split by a fixed seed)")
 	f.String("model", "", "logreg|mlp:W1[,W2[,W3]]|cnn (default per dataset)")
 	f.String("activation", "", "mlp: relu|tanh (default per dataset: tanh on mnist, relu elsewhere)")
 	f.Float64("dropout", 0, "mlp: dropout rate after each hidden layer (BALD's MC-dropout passes need > 0)")
@@ -196,21 +139,19 @@ type trainOutput struct {
 	EpochLog          []trainEpoch `json:"epoch_log"`
 }
 
-// trainSettings are the resolved flags of a run.
+// trainSettings are the resolved flags of a run: the dataset's preset
+// (dpsgd.Preset) with the flags that override it, and the target (ε, δ).
 type trainSettings struct {
-	dataset, optimizer string
-	spec               nn.Spec
-	eps, delta, epochs float64
-	clip, lr           float64
-	batch              int
-	cfg                dpsgd.Config
+	dataset    string
+	eps, delta float64
+	dpsgd.Setting
 }
 
 func runTrain(cmd *cobra.Command, _ []string) error {
 	f := cmd.Flags()
-	name, _ := f.GetString("data")
-	if _, ok := trainDefaults[name]; !ok {
-		return fmt.Errorf("--data %q: want mnist, fashion-mnist, kdd99-5class, csv or libsvm", name)
+	name, err := trainDataFlag(cmd)
+	if err != nil {
+		return err
 	}
 	if err := nonPrivateMisuse(cmd); err != nil {
 		return err
@@ -246,7 +187,7 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	if np, _ := f.GetBool("non-private"); np {
 		return runTrainNonPrivate(cmd, s, seed, train, test)
 	}
-	plan, err := s.calibrate(train.Len())
+	plan, err := s.Calibrate(s.eps, s.delta, train.Len())
 	if err != nil {
 		return err
 	}
@@ -256,17 +197,17 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	}
 	defer led.Close()
 	r := rng.New(seed)
-	net, tr, err := s.newTrainer(r)
+	net, tr, err := s.NewTrainer(r)
 	if err != nil {
 		return err
 	}
-	out := &trainOutput{Private: true, Dataset: name, Model: s.spec.String(), Params: net.NumParams(), Records: train.Len(),
-		NoiseMultiplier: plan.NoiseMultiplier, SampleRate: plan.SampleRate, Steps: plan.Steps, Epochs: s.epochs,
-		Clip: s.clip, LR: s.lr, Optimizer: s.cfg.Optimizer, Epsilon: plan.Guarantee.Epsilon, Delta: s.delta,
+	out := &trainOutput{Private: true, Dataset: name, Model: s.Model.String(), Params: net.NumParams(), Records: train.Len(),
+		NoiseMultiplier: plan.NoiseMultiplier, SampleRate: plan.SampleRate, Steps: plan.Steps, Epochs: s.Epochs,
+		Clip: s.Config.Clip, LR: s.Config.LR, Optimizer: s.Config.Optimizer, Epsilon: plan.Guarantee.Epsilon, Delta: s.delta,
 		RDPOrder: plan.Guarantee.Order, LedgerGroup: "train:" + name, ClassNames: train.ClassNames, Seed: seed}
 	if asJSON, _ := f.GetBool("json"); !asJSON {
 		fmt.Fprintf(cmd.OutOrStdout(), "DP-SGD %s on %s (%d records, %d parameters): σ=%.6f, q=%.6g, %d steps, C=%v, target (ε=%v, δ=%v)\n",
-			s.spec, s.dataset, train.Len(), net.NumParams(), plan.NoiseMultiplier, plan.SampleRate, plan.Steps, s.clip, s.eps, s.delta)
+			s.Model, s.dataset, train.Len(), net.NumParams(), plan.NoiseMultiplier, plan.SampleRate, plan.Steps, s.Config.Clip, s.eps, s.delta)
 	}
 	out.NoiseSigma = tr.NoiseSigma()
 	run := func(after func(int) error) (dpsgd.RunResult, error) {
@@ -279,43 +220,20 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	return finishTrain(cmd, net, train, test, out)
 }
 
-// defaultSettings is a dataset's tuned setting at (eps, delta) for model
-// (empty: the dataset's default model).
+// defaultSettings is a dataset's preset (dpsgd.Preset) at (eps, delta)
+// for model (empty: the dataset's default model), sized for train.
 func defaultSettings(name string, train *data.Dataset, image [3]int, eps, delta float64, model string) (trainSettings, error) {
-	def := trainDefaults[name]
 	s := trainSettings{dataset: name, eps: eps, delta: delta}
 	if err := (account.Budget{Epsilon: eps, Delta: delta}).Validate(); err != nil {
 		return s, fmt.Errorf("--epsilon/--delta: %w", err)
 	}
-	if model == "" {
-		model = def.model
-	}
-	spec, err := nn.ParseArch(model)
-	if err != nil {
+	set, err := dpsgd.Preset(name, model, eps)
+	if err != nil { // --data and ε are checked: what is left to refuse is the model
 		return s, fmt.Errorf("--model: %w", err)
 	}
-	if m, ok := mlpDefaults[name]; ok && spec.Arch == nn.MLP {
-		def = m
+	if s.Setting, err = set.ForData(train.Dim(), len(train.ClassNames), image); err != nil {
+		return s, fmt.Errorf("--model %w", err) // "--model cnn needs image data …"
 	}
-	if spec.Arch == nn.MLP && def.activation != "" {
-		spec.Activation = def.activation
-	}
-	s.epochs, s.batch, s.clip, s.lr, s.optimizer = def.epochs, def.batch, def.clip, def.lr, def.optimizer
-	if eps < 2 {
-		s.epochs = def.epochsLo
-		if def.batchLo > 0 {
-			s.batch, s.lr = def.batchLo, def.lrLo
-		}
-	}
-	spec.Inputs, spec.Classes = train.Dim(), len(train.ClassNames)
-	if spec.Arch == nn.CNN {
-		if image == ([3]int{}) {
-			return s, fmt.Errorf("--model cnn needs image data (mnist or fashion-mnist)")
-		}
-		spec.Image = image
-	}
-	s.spec = spec
-	s.cfg = dpsgd.Config{Clip: s.clip, Optimizer: s.optimizer, LR: s.lr, Momentum: 0.9}
 	return s, nil
 }
 
@@ -335,63 +253,31 @@ func trainFlags(cmd *cobra.Command, name string, train *data.Dataset, image [3]i
 	if err != nil {
 		return s, err
 	}
-	if s.spec.Arch == nn.MLP {
+	if s.Model.Arch == nn.MLP {
 		if f.Changed("activation") {
-			s.spec.Activation, _ = f.GetString("activation")
+			s.Model.Activation, _ = f.GetString("activation")
 		}
-		s.spec.Dropout, _ = f.GetFloat64("dropout")
+		s.Model.Dropout, _ = f.GetFloat64("dropout")
 	}
-	if err := s.spec.Validate(); err != nil {
+	if err := s.Model.Validate(); err != nil {
 		return s, fmt.Errorf("--model: %w", err)
 	}
 	if f.Changed("epochs") {
-		s.epochs, _ = f.GetFloat64("epochs")
+		s.Epochs, _ = f.GetFloat64("epochs")
 	}
 	if b, _ := f.GetInt("batch"); b != 0 {
-		s.batch = b
+		s.Batch = b
 	}
-	s.clip = floatOr(cmd, "clip", s.clip)
-	s.lr = floatOr(cmd, "lr", s.lr)
+	c := &s.Config
+	c.Clip = floatOr(cmd, "clip", c.Clip)
+	c.LR = floatOr(cmd, "lr", c.LR)
 	if o, _ := f.GetString("optimizer"); o != "" {
-		s.optimizer = o
+		c.Optimizer = o
 	}
-	mom, _ := f.GetFloat64("momentum")
-	wd, _ := f.GetFloat64("weight-decay")
-	sched, _ := f.GetString("schedule")
-	s.cfg = dpsgd.Config{Clip: s.clip, Optimizer: s.optimizer, LR: s.lr, Momentum: mom, WeightDecay: wd, Schedule: sched}
+	c.Momentum, _ = f.GetFloat64("momentum")
+	c.WeightDecay, _ = f.GetFloat64("weight-decay") // pool run has none: 0
+	c.Schedule, _ = f.GetString("schedule")         // pool run has none: constant
 	return s, nil
-}
-
-// calibrate returns the run's plan and sets the noise multiplier (and the
-// cosine schedule's length) in s.cfg.
-func (s *trainSettings) calibrate(n int) (dpsgd.Plan, error) {
-	plan, err := dpsgd.Calibrate(s.eps, s.delta, s.epochs, s.batch, n)
-	if err != nil {
-		return plan, err
-	}
-	s.cfg.NoiseMultiplier = plan.NoiseMultiplier
-	if s.cfg.Schedule == dpsgd.Cosine {
-		s.cfg.TotalSteps = plan.Steps
-	}
-	return plan, nil
-}
-
-// newTrainer builds the network (initialised from a stream split off r)
-// and its trainer.
-func (s trainSettings) newTrainer(r *rng.Rand) (*nn.Net, *dpsgd.Trainer, error) {
-	net, err := nn.New(s.spec, r.Split())
-	if err != nil {
-		return nil, nil, err
-	}
-	tr, err := dpsgd.New(net, s.cfg)
-	return net, tr, err
-}
-
-// run trains on every record of train at the plan's rate, charged to group.
-func (s trainSettings) run(tr *dpsgd.Trainer, led *ledger.Ledger, r *rng.Rand, plan dpsgd.Plan, train *data.Dataset,
-	group string, after func(int) error) (dpsgd.RunResult, error) {
-	return tr.Run(led, r, dpsgd.Data{X: train.X, Labels: train.Class},
-		[]dpsgd.Group{{Name: group, Records: allRecords(train.Len()), Rate: plan.SampleRate}}, plan.Steps, after)
 }
 
 // floatOr is the flag's value, or def when it is zero (unset).
@@ -418,7 +304,7 @@ func trainRun(cmd *cobra.Command, s trainSettings, plan dpsgd.Plan, run func(aft
 	bar := progress.New(progressOut(cmd), plan.Steps, "DP-SGD steps")
 	defer bar.Finish()
 	start := time.Now()
-	ends := epochEnds(plan.Steps, s.epochs)
+	ends := epochEnds(plan.Steps, s.Epochs)
 	after := func(done int) error {
 		bar.Add(1)
 		i, ok := slices.BinarySearch(ends, done)
@@ -494,21 +380,13 @@ func epochEnds(steps int, epochs float64) []int {
 	return ends
 }
 
-func allRecords(n int) []int {
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
-	}
-	return idx
-}
-
 // finishTrain fills the final accuracy, saves the model and prints out.
 func finishTrain(cmd *cobra.Command, net *nn.Net, train, test *data.Dataset, out *trainOutput) error {
 	pred, err := net.Classify(test.X)
 	if err != nil {
 		return err
 	}
-	out.TestAccuracy, out.TestRecall = accuracyRecall(pred, test.Class, len(train.ClassNames))
+	out.TestAccuracy, out.TestRecall, _ = pool.Scores(pred, test.Class, len(train.ClassNames))
 	if err := saveTrained(cmd, net, train, out); err != nil {
 		return err
 	}
@@ -553,26 +431,6 @@ func writeModel(path string, net *nn.Net, meta nn.Meta) error {
 	return outfile.WriteFile(path, 0o600, func(w io.Writer) error { return net.Save(w, meta) })
 }
 
-// accuracyRecall returns the accuracy and each class's recall (NaN-free: a
-// class absent from the labels has recall 0).
-func accuracyRecall(pred, labels []int, classes int) (float64, []float64) {
-	right, hit, total := 0, make([]int, classes), make([]int, classes)
-	for i, c := range labels {
-		total[c]++
-		if pred[i] == c {
-			right++
-			hit[c]++
-		}
-	}
-	recall := make([]float64, classes)
-	for c := range recall {
-		if total[c] > 0 {
-			recall[c] = float64(hit[c]) / float64(total[c])
-		}
-	}
-	return float64(right) / float64(max(1, len(labels))), recall
-}
-
 func printEpoch(w io.Writer, ep trainEpoch) {
 	eps := fmt.Sprintf("ε=%.4f", ep.Epsilon)
 	if ep.Epsilon == 0 {
@@ -600,74 +458,59 @@ func printTrain(w io.Writer, o *trainOutput) {
 	}
 }
 
-// loadTrainData loads a dataset's training and test parts with class
-// labels, and the image shape for the CNN (zero for tabular data).
-func loadTrainData(cmd *cobra.Command, name string) (train, test *data.Dataset, image [3]int, err error) {
-	dir, _ := cmd.Flags().GetString("data-dir")
-	switch name {
-	case "mnist", "fashion-mnist":
-		folder := data.MNISTFolder
-		if name == "fashion-mnist" {
-			folder = data.FashionMNISTFolder
-		}
-		train, test, err = data.LoadIDX(filepath.Join(dir, folder))
-		return train, test, [3]int{28, 28, 1}, err
-	case "kdd99-5class":
-		train, test, err = loadKDD5(dir)
-		return train, test, image, err
-	}
-	train, test, err = loadTabular(cmd, name)
-	return train, test, image, err
+// trainDataFlag reads --data: a dataset with a DP-SGD preset.
+func trainDataFlag(cmd *cobra.Command) (string, error) {
+	name, _ := cmd.Flags().GetString("data")
+	return name, checkTrainData(name)
 }
 
-// loadKDD5 is KDD Cup 99 with its five classes (normal, dos, probe, r2l,
-// u2r); test records of attacks unknown to the training file are dropped.
-func loadKDD5(dir string) (train, test *data.Dataset, err error) {
-	train, test, err = data.LoadKDD(dir, data.KDDOptions{})
-	if err != nil {
-		return nil, nil, err
+// checkTrainData refuses a dataset without a DP-SGD preset.
+func checkTrainData(name string) error {
+	if slices.Contains(dpsgd.PresetDatasets(), name) {
+		return nil
 	}
-	var keep []int
-	for i, c := range test.Class {
-		if c < 5 {
-			keep = append(keep, i)
-		}
-	}
-	test = test.Subset(keep)
-	train.ClassNames, test.ClassNames = data.KDDClassNames[:5], data.KDDClassNames[:5]
-	return train, test, nil
+	ds := dpsgd.PresetDatasets()
+	return fmt.Errorf("--data %q: want %s or %s", name, strings.Join(ds[:len(ds)-1], ", "), ds[len(ds)-1])
 }
 
-// loadTabular reads --file (and --test-file, else a fixed 80/20 split).
-func loadTabular(cmd *cobra.Command, name string) (train, test *data.Dataset, err error) {
+// dataSourceFlags declares where loadTrainData reads a dataset from;
+// file and testFile describe --file and --test-file.
+func dataSourceFlags(f *pflag.FlagSet, file, testFile string) {
+	f.String("data-dir", data.DefaultDir, "data root holding mnist/, fashion_mnist/, kddcup99/")
+	f.String("file", "", "csv/libsvm: "+file)
+	f.String("test-file", "", "csv/libsvm: "+testFile)
+}
+
+// dataSource reads the flags dataSourceFlags declares.
+func dataSource(cmd *cobra.Command) data.Source {
 	f := cmd.Flags()
-	file, _ := f.GetString("file")
-	testFile, _ := f.GetString("test-file")
-	if file == "" {
-		return nil, nil, fmt.Errorf("--data %s needs --file", name)
-	}
-	if train, err = readTabular(name, file); err != nil {
-		return nil, nil, err
-	}
-	if testFile != "" {
-		test, err = readTabular(name, testFile)
-		return train, test, err
-	}
-	tr, te, err := data.SplitTrainTest(train.Len(), 0.2, 1)
-	if err != nil {
-		return nil, nil, err
-	}
-	return train.Subset(tr), train.Subset(te), nil
+	var src data.Source
+	src.Dir, _ = f.GetString("data-dir")
+	src.File, _ = f.GetString("file")
+	src.TestFile, _ = f.GetString("test-file")
+	return src
 }
 
-func readTabular(name, path string) (*data.Dataset, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// loadTrainData loads a dataset's training and test parts with class
+// labels, and the image shape for the CNN (data.LoadLabelled).
+func loadTrainData(cmd *cobra.Command, name string) (train, test *data.Dataset, image [3]int, err error) {
+	train, test, image, err = data.LoadLabelled(name, dataSource(cmd))
+	return train, test, image, dataFlagError(err)
+}
+
+// dataFlagError names the flag a csv or libsvm dataset lacks.
+func dataFlagError(err error) error {
+	if nf, ok := errors.AsType[*data.NoFileError](err); ok {
+		return fmt.Errorf("--data %s needs --file", nf.Dataset)
 	}
-	defer fh.Close()
-	if name == "libsvm" {
-		return data.LoadLibSVM(fh, 0)
-	}
-	return data.LoadCSV(fh, data.CSVOptions{Name: filepath.Base(path), LabelColumn: -1, ZeroIsNegative: true})
+	return err
+}
+
+// optimizerFlags declares the DP-SGD optimiser flags that trainFlags reads
+// over the dataset's preset (train, pool run).
+func optimizerFlags(f *pflag.FlagSet) {
+	f.Float64("clip", 0, "per-example clipping norm C (default per dataset)")
+	f.Float64("lr", 0, "learning rate (default per dataset)")
+	f.String("optimizer", "", "sgd|momentum|adam|nadam (default per dataset)")
+	f.Float64("momentum", 0.9, "momentum coefficient")
 }

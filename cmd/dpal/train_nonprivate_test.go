@@ -57,43 +57,6 @@ func TestTrainNonPrivate(t *testing.T) {
 	}
 }
 
-// An MLP on an image set takes the MLP defaults; the CNN and tabular sets
-// keep theirs.
-func TestDefaultSettingsPerModel(t *testing.T) {
-	img := &data.Dataset{X: [][]float64{make([]float64, 784)}, ClassNames: make([]string, 10)}
-	tab := &data.Dataset{X: [][]float64{make([]float64, 5)}, ClassNames: make([]string, 5)}
-	for _, c := range []struct {
-		name, data, model string
-		set               *data.Dataset
-		eps               float64
-		batch             int
-		lr, clip, epochs  float64
-		activation        string
-	}{
-		{"mnist cnn", "mnist", "", img, 3, 512, 0.5, 0.1, 30, ""},
-		{"mnist cnn low ε", "mnist", "", img, 1, 512, 0.5, 0.1, 15, ""},
-		{"fashion cnn", "fashion-mnist", "", img, 3, 2048, 4, 0.1, 40, ""},
-		{"fashion cnn low ε", "fashion-mnist", "", img, 1, 512, 0.5, 0.1, 15, ""},
-		{"mnist mlp", "mnist", "mlp:256", img, 3, 4096, 1, 1, 40, nn.Tanh},
-		{"fashion mlp", "fashion-mnist", "mlp:512,256", img, 2, 1024, 1, 1, 10, nn.ReLU},
-		{"mnist mlp low ε", "mnist", "mlp:256", img, 1, 256, 0.1, 1, 10, nn.Tanh},
-		{"kdd mlp keeps tabular defaults", "kdd99-5class", "mlp:64", tab, 3, 1024, 0.5, 1, 5, nn.ReLU},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			s, err := defaultSettings(c.data, c.set, [3]int{28, 28, 1}, c.eps, 1e-5, c.model)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.batch != c.batch || s.lr != c.lr || s.clip != c.clip || s.epochs != c.epochs {
-				t.Errorf("batch %d lr %v clip %v epochs %v, want %d %v %v %v", s.batch, s.lr, s.clip, s.epochs, c.batch, c.lr, c.clip, c.epochs)
-			}
-			if s.spec.Activation != c.activation {
-				t.Errorf("activation %q, want %q", s.spec.Activation, c.activation)
-			}
-		})
-	}
-}
-
 // --activation overrides the dataset's default MLP activation; unset, the
 // default holds.
 func TestTrainFlagsActivation(t *testing.T) {
@@ -117,24 +80,9 @@ func TestTrainFlagsActivation(t *testing.T) {
 				}
 			}
 			s, err := trainFlags(cmd, "mnist", img, [3]int{28, 28, 1})
-			if err != nil || s.spec.Activation != c.want {
-				t.Errorf("activation %q (%v), want %q", s.spec.Activation, err, c.want)
+			if err != nil || s.Model.Activation != c.want {
+				t.Errorf("activation %q (%v), want %q", s.Model.Activation, err, c.want)
 			}
 		})
-	}
-}
-
-// The non-private reference of repro dpsgd trains for the epochs of the
-// model's own defaults at ε ≥ 2 (the MLP's 40 on MNIST, not the CNN's 30).
-func TestReproDPSGDReferenceEpochs(t *testing.T) {
-	img := &data.Dataset{X: [][]float64{make([]float64, 784)}, ClassNames: make([]string, 10)}
-	for _, c := range []struct {
-		model  string
-		epochs float64
-	}{{"mlp:256", 40 * 0.5}, {"", 30 * 0.5}} {
-		s, err := reproDPSGDSettings("mnist", img, [3]int{28, 28, 1}, 0, 1e-5, c.model, 0.5)
-		if err != nil || s.epochs != c.epochs {
-			t.Errorf("model %q: reference epochs %v (%v), want %v", c.model, s.epochs, err, c.epochs)
-		}
 	}
 }

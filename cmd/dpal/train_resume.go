@@ -80,8 +80,8 @@ func trainCheckpointFlags(cmd *cobra.Command) (trainCheckpoint, error) {
 // restored) and goes on from there.
 func (s trainSettings) runIntervals(cmd *cobra.Command, tr *dpsgd.Trainer, led *ledger.Ledger, r *rng.Rand, plan dpsgd.Plan,
 	train *data.Dataset, ck trainCheckpoint, out *trainOutput, after func(int) error) (dpsgd.RunResult, error) {
-	iv := dpsgd.Intervals{Ends: epochEnds(plan.Steps, s.epochs), From: ck.from,
-		Binding: fmt.Sprintf("dpal train: data %s, ε %v, δ %v, epochs %v, batch %d", s.dataset, s.eps, s.delta, s.epochs, s.batch)}
+	iv := dpsgd.Intervals{Ends: epochEnds(plan.Steps, s.Epochs), From: ck.from,
+		Binding: fmt.Sprintf("dpal train: data %s, ε %v, δ %v, epochs %v, batch %d", s.dataset, s.eps, s.delta, s.Epochs, s.Batch)}
 	if ck.from != nil {
 		if err := json.Unmarshal(ck.from.Extra, &out.EpochLog); len(ck.from.Extra) > 0 && err != nil {
 			return dpsgd.RunResult{}, fmt.Errorf("--resume %s: %w", ck.path, err)
@@ -108,7 +108,7 @@ func (s trainSettings) runIntervals(cmd *cobra.Command, tr *dpsgd.Trainer, led *
 		}
 	}
 	res, err := tr.RunIntervals(led, r, dpsgd.Data{X: train.X, Labels: train.Class},
-		[]dpsgd.Group{{Name: out.LedgerGroup, Records: allRecords(train.Len()), Rate: plan.SampleRate}}, plan.Steps, iv, after)
+		dpsgd.Everyone(out.LedgerGroup, train.Len(), plan.SampleRate), plan.Steps, iv, after)
 	out.Run, out.ResumedSteps = res.Run, res.Resumed
 	return res, err
 }

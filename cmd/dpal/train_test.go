@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dpal-dev/dpal/repro/dpsgdrepro"
 )
 
 // twoBlobsCSV writes n separable rows "x1,x2,label" (labels ±1).
@@ -119,7 +121,7 @@ func TestReproDPSGDCSV(t *testing.T) {
 			t.Errorf("%s not written: %v", f, err)
 		}
 	}
-	var sum reproDPSGDSummary
+	var sum dpsgdrepro.Summary
 	b, _ := os.ReadFile(filepath.Join(out, "summary.json"))
 	if err := json.Unmarshal(b, &sum); err != nil || len(sum.Rows) != 6 || len(sum.Points) != 3 || sum.Seed != 9 {
 		t.Fatalf("summary %+v, %v\n%s", sum, err, stdout)
