@@ -202,15 +202,6 @@ func (s *Store) openLedger(name string, budget account.Budget) (*ledger.Ledger, 
 	return ledger.Open(&ledgerStore{db: s.db, name: name}, b)
 }
 
-// updateDelta is the δ a learner's updates spend: the Gaussian update's
-// (ε_g, δ) guarantee; the gamma update is pure ε.
-func updateDelta(cfg stream.Config) float64 {
-	if cfg.Update == stream.Gaussian {
-		return cfg.Delta
-	}
-	return 0
-}
-
 // createLearner creates, charges nothing, and checkpoints a new learner.
 func (s *Store) createLearner(spec learnerSpec) (*hosted, error) {
 	name, cfg, budget := spec.Name, spec.Config, spec.Budget
@@ -226,7 +217,9 @@ func (s *Store) createLearner(spec learnerSpec) (*hosted, error) {
 	if err != nil {
 		return nil, err
 	}
-	led, err := s.openLedger(name, account.Budget{Epsilon: budget, Delta: updateDelta(cfg)})
+	// The budget's δ is the learner's own (stream.Config.LedgerDelta);
+	// its ε may exceed the per-record ε (decodeCreate).
+	led, err := s.openLedger(name, account.Budget{Epsilon: budget, Delta: cfg.LedgerDelta()})
 	if err != nil {
 		return nil, err
 	}

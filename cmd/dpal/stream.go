@@ -232,7 +232,7 @@ func streamConfig(cmd *cobra.Command, dim, records int) (stream.Config, error) {
 	// with --paper their clip starts at zero. Their δ is --delta, or the
 	// default for the records the stream covers (records; 0 in event
 	// mode, where their number is unknown: 1e-5).
-	gaussian := cfg.Update == stream.Gaussian || cfg.Update == stream.Tree
+	gaussian := cfg.GaussianNoise()
 	if gaussian && cfg.Clip == 0 {
 		cfg.Clip = 1
 	}
@@ -327,7 +327,7 @@ func newStreamLearner(cmd *cobra.Command, dim, records int, seed *uint64, key []
 // streamLedger opens --ledger FILE for a learner with configuration cfg,
 // or returns nil (the learner keeps an in-memory ledger with budget
 // exactly its per-record ε). A new file gets --budget, by default the
-// learner's per-record ε (cfg.RecordEpsilon), so that a second learner on
+// learner's own per-record budget (cfg.Budget), so that a second learner on
 // the same records finds it spent; an existing file keeps its own budget
 // (a lower --budget holds for this run, a higher one is refused).
 func streamLedger(cmd *cobra.Command, cfg stream.Config) (*ledger.Ledger, error) {
@@ -345,7 +345,7 @@ func streamLedger(cmd *cobra.Command, cfg stream.Config) (*ledger.Ledger, error)
 	b := account.Budget{Delta: cfg.LedgerDelta()}
 	if !f.Changed("budget") {
 		var err error
-		if b.Epsilon, err = cfg.RecordEpsilon(); err != nil {
+		if b, err = cfg.Budget(); err != nil {
 			return nil, err
 		}
 	}
