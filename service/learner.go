@@ -223,11 +223,8 @@ func (s *Store) createLearner(spec learnerSpec) (*hosted, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := stream.New(cfg, rng.Secure(), led)
+	l, err := session.Start(cfg, rng.Secure(), led, session.StreamInfo{Mode: session.ModeService})
 	if err != nil {
-		return nil, err
-	}
-	if err := session.SetInfo(l, session.StreamInfo{Mode: "service"}); err != nil {
 		return nil, err
 	}
 	h := newHosted(s, learnerMeta{Name: name, Config: cfg, Budget: budget, Created: time.Now().UTC(),
@@ -303,12 +300,8 @@ func (h *hosted) restore() error {
 	if state == nil {
 		return fmt.Errorf("learner %s: no checkpoint", h.name)
 	}
-	var l *stream.Learner
-	if h.meta.PendingOutside {
-		l, err = stream.RestoreWithPending(bytes.NewReader(state), rng.Secure(), h.led, pend)
-	} else {
-		l, err = stream.Restore(bytes.NewReader(state), rng.Secure(), h.led)
-	}
+	cp := session.Checkpoint{State: state, Outside: h.meta.PendingOutside, Pending: pend}
+	l, err := session.Resume(cp, rng.Secure(), h.led)
 	if err != nil {
 		return fmt.Errorf("learner %s: %w", h.name, err)
 	}
@@ -494,9 +487,9 @@ func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string
 		lr := &res.Results[i]
 		lr.Line = ev.line
 		if ev.field == "" && !exhausted {
-			dec, err := h.l.Observe(ev.x)
+			dec, rejected, err := session.Observe(h.l, ev.x)
 			switch {
-			case errors.Is(err, stream.ErrInvalidEvent):
+			case rejected:
 				ev.field = "x"
 			case errors.Is(err, account.ErrBudgetExceeded):
 				// Observe left the learner unchanged: what came before stands.
