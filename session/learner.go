@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"log/slog"
 
 	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/dp/ledger"
@@ -85,4 +86,22 @@ func TakeReleases(l *stream.Learner) []stream.Release {
 	rels := l.Releases()
 	l.DropReleases()
 	return rels
+}
+
+// seedOf returns the seed driving l (for a resumed learner the saved
+// one), or nil for secure randomness.
+func seedOf(l *stream.Learner) *uint64 {
+	if s, ok := l.Seed(); ok {
+		return &s
+	}
+	return nil
+}
+
+// closeLedger closes a learner's ledger (a durable file is unlocked).
+func closeLedger(l *stream.Learner) {
+	if led := l.Ledger(); led != nil {
+		if err := led.Close(); err != nil {
+			slog.Warn("dpal stream: closing the ledger", "err", err)
+		}
+	}
 }
