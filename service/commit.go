@@ -5,6 +5,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/dpal-dev/dpal/session"
 )
 
 // commitQueue groups the commits of one learner. A call that changed the
@@ -69,8 +71,7 @@ func (h *hosted) commitGroup(group []*commitJob) commitDone {
 	if h.broken != nil {
 		return commitDone{err: errBroken}
 	}
-	rels := h.l.Releases()
-	h.l.DropReleases()
+	rels := session.TakeReleases(h.l)
 	var state bytes.Buffer
 	// The open requests are the <name>/open index's (meta.PendingOutside):
 	// the checkpoint's size does not grow with the queue.

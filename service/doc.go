@@ -17,8 +17,9 @@
 // it pays for exists; the release, the requests, the labels and the new
 // checkpoint are then committed in one transaction before the HTTP response
 // acknowledges anything. A restart restores each learner from its last
-// checkpoint and the open requests' index (stream.RestoreWithPending, which
-// re-makes any charge the checkpoint implies that the ledger lacks), so
+// checkpoint and the open requests' index (session.Resume, as `dpal stream
+// --resume` does: stream.RestoreWithPending, which re-makes any charge the
+// checkpoint implies that the ledger lacks), so
 // nothing acknowledged is lost and an
 // unacknowledged batch can be sent again: the learner has not seen it.
 // A failed commit restores the learner from its checkpoint at once.

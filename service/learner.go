@@ -202,15 +202,6 @@ func (s *Store) openLedger(name string, budget account.Budget) (*ledger.Ledger, 
 	return ledger.Open(&ledgerStore{db: s.db, name: name}, b)
 }
 
-// updateDelta is the δ a learner's updates spend: the Gaussian update's
-// (ε_g, δ) guarantee; the gamma update is pure ε.
-func updateDelta(cfg stream.Config) float64 {
-	if cfg.Update == stream.Gaussian {
-		return cfg.Delta
-	}
-	return 0
-}
-
 // createLearner creates, charges nothing, and checkpoints a new learner.
 func (s *Store) createLearner(spec learnerSpec) (*hosted, error) {
 	name, cfg, budget := spec.Name, spec.Config, spec.Budget
@@ -226,15 +217,14 @@ func (s *Store) createLearner(spec learnerSpec) (*hosted, error) {
 	if err != nil {
 		return nil, err
 	}
-	led, err := s.openLedger(name, account.Budget{Epsilon: budget, Delta: updateDelta(cfg)})
+	// The budget's δ is the learner's own (stream.Config.LedgerDelta);
+	// its ε may exceed the per-record ε (decodeCreate).
+	led, err := s.openLedger(name, account.Budget{Epsilon: budget, Delta: cfg.LedgerDelta()})
 	if err != nil {
 		return nil, err
 	}
-	l, err := stream.New(cfg, rng.Secure(), led)
+	l, err := session.Start(cfg, rng.Secure(), led, session.StreamInfo{Mode: session.ModeService})
 	if err != nil {
-		return nil, err
-	}
-	if err := session.SetInfo(l, session.StreamInfo{Mode: "service"}); err != nil {
 		return nil, err
 	}
 	h := newHosted(s, learnerMeta{Name: name, Config: cfg, Budget: budget, Created: time.Now().UTC(),
@@ -310,12 +300,8 @@ func (h *hosted) restore() error {
 	if state == nil {
 		return fmt.Errorf("learner %s: no checkpoint", h.name)
 	}
-	var l *stream.Learner
-	if h.meta.PendingOutside {
-		l, err = stream.RestoreWithPending(bytes.NewReader(state), rng.Secure(), h.led, pend)
-	} else {
-		l, err = stream.Restore(bytes.NewReader(state), rng.Secure(), h.led)
-	}
+	cp := session.Checkpoint{State: state, Outside: h.meta.PendingOutside, Pending: pend}
+	l, err := session.Resume(cp, rng.Secure(), h.led)
 	if err != nil {
 		return fmt.Errorf("learner %s: %w", h.name, err)
 	}
@@ -501,9 +487,9 @@ func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string
 		lr := &res.Results[i]
 		lr.Line = ev.line
 		if ev.field == "" && !exhausted {
-			dec, err := h.l.Observe(ev.x)
+			dec, rejected, err := session.Observe(h.l, ev.x)
 			switch {
-			case errors.Is(err, stream.ErrInvalidEvent):
+			case rejected:
 				ev.field = "x"
 			case errors.Is(err, account.ErrBudgetExceeded):
 				// Observe left the learner unchanged: what came before stands.

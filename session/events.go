@@ -154,8 +154,8 @@ func (e *Events) Event(line []byte, lineNo int) error {
 		return err
 	}
 	e.seen = true
-	dec, err := e.Learner.Observe(e.x)
-	if errors.Is(err, stream.ErrInvalidEvent) {
+	dec, rejected, err := Observe(e.Learner, e.x)
+	if rejected {
 		e.hintDim()
 		return e.reject(lineNo, err)
 	}
@@ -224,14 +224,13 @@ func (e *Events) encode(r Record) error {
 	return json.NewEncoder(&e.box).Encode(r)
 }
 
-// writeReleases writes the learner's new releases and forgets them.
+// writeReleases writes the learner's new releases (TakeReleases).
 func (e *Events) writeReleases() error {
-	for _, r := range e.Learner.Releases() {
+	for _, r := range TakeReleases(e.Learner) {
 		if err := e.encode(Record{Type: "release", Observation: r.Observation, Update: r.Update, W: r.W}); err != nil {
 			return err
 		}
 	}
-	e.Learner.DropReleases()
 	return nil
 }
 

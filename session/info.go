@@ -19,6 +19,9 @@ const (
 	ModeDataset = "dataset"
 	// ModeEvents: the learner reads events from a file or stdin.
 	ModeEvents = "events"
+	// ModeService: the learner is hosted by the service (dpal serve),
+	// which keeps its inputs and requests in its store.
+	ModeService = "service"
 )
 
 // StreamInfo describes the stream a learner consumed; it is saved with the

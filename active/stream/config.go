@@ -219,7 +219,7 @@ func DetectorConfig(dim int) Config {
 // stable clipped mean, at most 200 so that 2,000 labels still give ten
 // steps. It depends on ε_g, δ, C and d only, never on the data.
 func (c Config) NoiseWindow() (int, error) {
-	if !c.gaussianNoise() {
+	if !c.GaussianNoise() {
 		return 0, errors.New("stream: the noise window applies to the gaussian and tree updates")
 	}
 	if !(c.Clip > 0) || math.IsInf(c.Clip, 0) {
@@ -281,10 +281,22 @@ func gaussianSigma(c Config, conv account.Conversion) (float64, error) {
 	return z * 2 * c.Clip, err
 }
 
-// gaussianNoise says whether the update's noise is Gaussian, calibrated
+// GaussianNoise says whether the update's noise is Gaussian, calibrated
 // to (ε_g, Delta) with per-example clipping at Clip: the Gaussian and tree
-// updates.
-func (c Config) gaussianNoise() bool { return c.Update == Gaussian || c.Update == Tree }
+// updates. Only they have a δ (LedgerDelta), a clip and a noise window.
+func (c Config) GaussianNoise() bool { return c.Update == Gaussian || c.Update == Tree }
+
+// LedgerDelta is the δ of the learner's budget: that of the Gaussian or
+// tree update's (ε_g, δ), 0 for the gamma update's pure ε. A ledger made
+// for the learner must have it (the learner refuses another). It is the
+// one statement of the stream learner's δ rule: Budget, New, Restore and
+// the ledgers that the CLI and the service open for a learner read it.
+func (c Config) LedgerDelta() float64 {
+	if c.GaussianNoise() {
+		return c.Delta
+	}
+	return 0
+}
 
 // TreeSteps is the horizon T of the tree update's mech.Tree: the most
 // mini-batches the label budget allows. FLMB closes a batch every Window
@@ -520,4 +532,18 @@ func (cfg Config) RecordEpsilon() (float64, error) {
 		return math.Inf(1), nil
 	}
 	return sel.eps + cfg.EpsGrad, nil
+}
+
+// Budget is the (ε, δ) a run of this configuration charges each record at
+// most: ε = RecordEpsilon (the true ε_s of one selection decision plus
+// ε_g), δ = LedgerDelta. It is the budget of the learner's own ledger, and
+// the default of a ledger opened for one learner; a ledger that several
+// runs on the same records share needs more. The non-private baseline's
+// ε is +Inf.
+func (cfg Config) Budget() (account.Budget, error) {
+	eps, err := cfg.RecordEpsilon()
+	if err != nil {
+		return account.Budget{}, err
+	}
+	return account.Budget{Epsilon: eps, Delta: cfg.LedgerDelta()}, nil
 }

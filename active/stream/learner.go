@@ -230,16 +230,6 @@ func build(cfg Config, r *rng.Rand, led *ledger.Ledger) (*Learner, error) {
 	return l, nil
 }
 
-// LedgerDelta is the δ of the learner's budget: that of the Gaussian or
-// tree update's (ε_g, δ), 0 for the gamma update's pure ε. A ledger made
-// for the learner must have it (the learner refuses another).
-func (c Config) LedgerDelta() float64 {
-	if c.gaussianNoise() {
-		return c.Delta
-	}
-	return 0
-}
-
 // buildNoise makes the update noise. Gamma (Lemma 3): replacing one (x, y)
 // moves Σ ℓ'·y·x by at most 2M, hence the density ∝ exp(−(ε_g/2M)‖z‖) of
 // eq. 8. Gaussian: the clipped sum moves by at most 2C, and ρ is
@@ -249,7 +239,7 @@ func (l *Learner) buildNoise(led *ledger.Ledger) error {
 	cfg := l.cfg
 	var err error
 	conv := account.Balle2020
-	if cfg.gaussianNoise() && led != nil {
+	if cfg.GaussianNoise() && led != nil {
 		conv = led.Meta().Conversion
 		if d := led.Budget().Delta; d != cfg.Delta {
 			return fmt.Errorf("stream: the ledger's delta %v differs from the %v update's %v", d, cfg.Update, cfg.Delta)
@@ -805,7 +795,7 @@ func (l *Learner) flushTree() error {
 // clipScale returns the factor that clips the gradient c·x to norm Clip
 // (Gaussian update only; 1 when it is inside or for the Gamma update).
 func (l *Learner) clipScale(c float64, x []float64) float64 {
-	if !l.cfg.gaussianNoise() || l.cfg.Clip >= l.cfg.M {
+	if !l.cfg.GaussianNoise() || l.cfg.Clip >= l.cfg.M {
 		return 1 // |c| ≤ 1 and ‖x‖ ≤ M: already inside
 	}
 	if n := math.Abs(c) * vec.Norm(x); n > l.cfg.Clip {

@@ -2,9 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +10,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,14 +17,10 @@ import (
 
 	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/data"
-	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
-	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/dpsgd"
-	"github.com/dpal-dev/dpal/model"
 	"github.com/dpal-dev/dpal/model/nn"
 	"github.com/dpal-dev/dpal/outfile"
-	"github.com/dpal-dev/dpal/progress"
 	"github.com/dpal-dev/dpal/session"
 )
 
@@ -152,36 +144,6 @@ func init() {
 	rootCmd.AddCommand(streamCmd)
 }
 
-// streamSummary is the --json output. Scripts rely on test_error, labels,
-// observed, releases, epsilon_per_record, baseline_batch_error and seed.
-type streamSummary struct {
-	Dataset            string         `json:"dataset,omitempty"`
-	Dim                int            `json:"dim"`
-	TrainSize          int            `json:"train_size,omitempty"`
-	TestSize           int            `json:"test_size,omitempty"`
-	Config             stream.Config  `json:"config"`
-	Observed           int            `json:"observed"`
-	Requested          int            `json:"requested"`
-	Labels             int            `json:"labels"`
-	Updates            int            `json:"updates"`
-	Releases           int            `json:"releases"`
-	Rejected           int            `json:"rejected"`
-	Skipped            int            `json:"skipped_lines,omitempty"`
-	Replays            int            `json:"replays,omitempty"`
-	TestError          *float64       `json:"test_error,omitempty"`
-	LastUpdateError    *float64       `json:"last_update_error,omitempty"` // with --final-share: test_error is the final model's
-	ConstantError      *float64       `json:"constant_error,omitempty"`
-	BaselineBatchError *float64       `json:"baseline_batch_error,omitempty"`
-	EpsSelectTrue      *float64       `json:"eps_select_true,omitempty"`
-	EpsilonPerRecord   *float64       `json:"epsilon_per_record"`
-	NonPrivate         bool           `json:"non_private,omitempty"`
-	Ledger             *ledger.Report `json:"ledger,omitempty"`
-	Seed               *uint64        `json:"seed,omitempty"`
-	ShuffleSeed        *uint64        `json:"shuffle_seed,omitempty"`
-	ResumedFrom        string         `json:"resumed_from,omitempty"`
-	Seconds            float64        `json:"seconds"`
-}
-
 func runStream(cmd *cobra.Command, _ []string) error {
 	seed, err := seedFlag(cmd)
 	if err != nil {
@@ -235,7 +197,7 @@ func streamConfig(cmd *cobra.Command, dim, records int) (stream.Config, error) {
 	// with --paper their clip starts at zero. Their δ is --delta, or the
 	// default for the records the stream covers (records; 0 in event
 	// mode, where their number is unknown: 1e-5).
-	gaussian := cfg.Update == stream.Gaussian || cfg.Update == stream.Tree
+	gaussian := cfg.GaussianNoise()
 	if gaussian && cfg.Clip == 0 {
 		cfg.Clip = 1
 	}
@@ -273,21 +235,6 @@ func streamConfig(cmd *cobra.Command, dim, records int) (stream.Config, error) {
 	return cfg, nil
 }
 
-// minUpdates is how many mini-batch updates a detector needs before its
-// model is worth reading: measured on the bundled sample, one update of
-// 200 labels from w = 0 is no better than a guess (docs/repro-stream.md).
-const minUpdates = 5
-
-// warnFewUpdates tells the operator when --label-budget allows fewer than
-// minUpdates updates of the window: the run is valid, its model is not.
-func warnFewUpdates(cfg stream.Config) {
-	if cfg.LabelBudget <= 0 || cfg.Window <= 0 || cfg.LabelBudget >= minUpdates*cfg.Window {
-		return
-	}
-	slog.Warn("dpal stream: --label-budget allows few updates; the model will be poor: raise --label-budget or lower --window",
-		"label_budget", cfg.LabelBudget, "window", cfg.Window, "updates", cfg.LabelBudget/cfg.Window, "want_at_least", minUpdates)
-}
-
 // streamConfigFlags are the flags streamConfig reads. A resumed learner
 // takes its configuration from the state, so none of them may be set.
 var streamConfigFlags = []string{
@@ -296,123 +243,18 @@ var streamConfigFlags = []string{
 	"tau", "shrinking-slab", "eta", "lambda", "loss", "radius", "m", "norm-mode", "non-private",
 }
 
-// newStreamLearner creates the learner for a stream of records records
-// (0: unknown), or restores it with --resume (checking its dimension
-// against dim unless dim is 0).
-func newStreamLearner(cmd *cobra.Command, dim, records int, seed *uint64, key []byte) (*stream.Learner, string, error) {
-	resume, _ := cmd.Flags().GetString("resume")
-	if resume != "" {
-		l, err := resumeStreamLearner(cmd, resume, dim, seed, key)
-		return l, resume, err
-	}
-	if path, _ := cmd.Flags().GetString("answers"); path != "" {
-		return nil, "", errors.New("--answers labels the pending requests of a saved state: use it with --resume")
-	}
-	cfg, err := streamConfig(cmd, dim, records)
-	if err != nil {
-		return nil, "", err
-	}
-	if err := checkStreamMemory(cmd, cfg); err != nil {
-		return nil, "", err
-	}
-	warnFewUpdates(cfg)
-	led, err := streamLedger(cmd, cfg)
-	if err != nil {
-		return nil, "", err
-	}
-	l, err := stream.New(cfg, rng.New(seed), led)
-	if err != nil && led != nil {
-		led.Close()
-	}
-	return l, "", err
-}
-
-// streamLedger opens the learner's ledger (openLedger); without --ledger
-// the learner keeps its own, holding exactly its per-record ε
-// (cfg.RecordEpsilon) at cfg.LedgerDelta.
+// streamLedger opens the learner's ledger (openLedger): its charge is the
+// config's own per-record budget (cfg.Budget); without --ledger the
+// learner keeps its own ledger holding exactly that.
 func streamLedger(cmd *cobra.Command, cfg stream.Config) (*ledger.Ledger, error) {
-	rl := runLedger{NonPrivate: cfg.NonPrivate, Own: true, Charge: account.Budget{Delta: cfg.LedgerDelta()}}
+	rl := runLedger{NonPrivate: cfg.NonPrivate, Own: true}
 	if !cfg.NonPrivate {
 		var err error
-		if rl.Charge.Epsilon, err = cfg.RecordEpsilon(); err != nil {
+		if rl.Charge, err = cfg.Budget(); err != nil {
 			return nil, err
 		}
 	}
 	return openLedger(cmd, rl)
-}
-
-// closeLedger closes a learner's ledger (a durable file is unlocked).
-func closeLedger(l *stream.Learner) {
-	if led := l.Ledger(); led != nil {
-		if err := led.Close(); err != nil {
-			slog.Warn("dpal stream: closing the ledger", "err", err)
-		}
-	}
-}
-
-// resumeStreamLearner restores --resume (authenticated with key) and
-// applies --answers.
-func resumeStreamLearner(cmd *cobra.Command, path string, dim int, seed *uint64, key []byte) (*stream.Learner, error) {
-	var set []string
-	for _, name := range streamConfigFlags {
-		if cmd.Flags().Changed(name) {
-			set = append(set, "--"+name)
-		}
-	}
-	if len(set) > 0 {
-		return nil, fmt.Errorf("--resume takes the configuration saved in %s; remove %s", path, strings.Join(set, ", "))
-	}
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("--resume: %w", err)
-	}
-	state, err := session.ReadState(bufio.NewReader(fh), key)
-	fh.Close()
-	if err != nil {
-		return nil, fmt.Errorf("--resume %s: %w", path, err)
-	}
-	var head struct {
-		Config stream.Config `json:"config"`
-	}
-	if err := json.Unmarshal(state, &head); err != nil {
-		return nil, fmt.Errorf("--resume %s: %w", path, err)
-	}
-	led, err := streamLedger(cmd, head.Config)
-	if err != nil {
-		return nil, err
-	}
-	l, err := stream.Restore(bytes.NewReader(state), rng.New(seed), led)
-	if err != nil && led != nil {
-		led.Close()
-	}
-	if errors.Is(err, stream.ErrSeedMismatch) {
-		return nil, fmt.Errorf("--resume %s: %w (pass the saved --seed, or omit --seed for fresh secure randomness)", path, err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("--resume %s: %w", path, err)
-	}
-	if dim > 0 && l.Config().Dim != dim {
-		return nil, fmt.Errorf("--resume %s: state has dimension %d, the events %d", path, l.Config().Dim, dim)
-	}
-	if err := applyAnswers(cmd, l); err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-// applyAnswers gives a resumed learner the late labels of --answers, for
-// requests it saved as pending (the oracle answered between the runs).
-func applyAnswers(cmd *cobra.Command, l *stream.Learner) error {
-	path, _ := cmd.Flags().GetString("answers")
-	if path == "" {
-		return nil
-	}
-	fh, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("--answers: %w", err)
-	}
-	defer fh.Close()
-	return session.ApplyAnswers(l, stream.NewLineReader(bufio.NewReader(fh)), "--answers "+path)
 }
 
 // stateKeyFor returns the key of state files when --save-state or
@@ -424,24 +266,6 @@ func stateKeyFor(cmd *cobra.Command) ([]byte, error) {
 		return nil, nil
 	}
 	return session.StateKey()
-}
-
-// saveState writes the state file at path (session.SaveState: atomic,
-// authenticated with key).
-func saveState(path string, l *stream.Learner, key []byte) error {
-	if err := session.SaveState(path, l, key); err != nil {
-		return fmt.Errorf("--save-state: %w", err)
-	}
-	return nil
-}
-
-// saveStreamState writes --save-state, if asked for.
-func saveStreamState(cmd *cobra.Command, l *stream.Learner, key []byte) error {
-	path, _ := cmd.Flags().GetString("save-state")
-	if path == "" {
-		return nil
-	}
-	return saveState(path, l, key)
 }
 
 // checkDatasetPaths refuses an output that would clobber an input, and
@@ -524,124 +348,57 @@ func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 	if err != nil {
 		return err
 	}
-	if train.Len() == 0 || test.Len() == 0 {
-		return errors.New("dataset has an empty training or test split")
-	}
-	// The guarantee covers the records streamed: --events of them, or all.
-	records := train.Len()
-	if e, _ := f.GetInt("events"); e > 0 {
-		records = min(records, e)
-	}
-	l, resumed, err := newStreamLearner(cmd, train.Dim(), records, seed, key)
+	run := session.DatasetRun{Train: train, Test: test, Shuffle: streamShuffle(cmd, seed),
+		Progress: progressOut(cmd), Notice: cmd.ErrOrStderr()}
+	run.Name, _ = f.GetString("dataset")
+	run.Events, _ = f.GetInt("events")
+	noBaseline, _ := f.GetBool("no-baseline")
+	run.Baseline = !noBaseline
+	sum, err := streamSpec(cmd, seed, key).StreamDataset(run)
 	if err != nil {
 		return err
-	}
-	order, shuffle := streamOrder(cmd, train.Len(), seed)
-	name, _ := f.GetString("dataset")
-	defer closeLedger(l)
-	info := session.StreamInfo{Mode: session.ModeDataset, Dataset: train.Name, Rows: train.Len(),
-		Fingerprint: session.Fingerprint(name, train), Permutation: shuffle}
-	info.Events, _ = f.GetInt("events")
-	if resumed != "" {
-		if err := session.CheckResumedOrder(l, resumed, info); err != nil {
-			return err
-		}
-	}
-	if err := session.SetInfo(l, info); err != nil {
-		return err
-	}
-	if n := info.Events; n > 0 && n < len(order) {
-		order = order[:n]
-	}
-	// A failed run still saves its state: nothing accepted is lost. The
-	// final model is released before the save, so that a resume knows it.
-	err = streamDataset(cmd, l, train, order)
-	w := l.Weights()
-	if err == nil && l.Config().FinalShare > 0 {
-		w, err = l.Final()
-	}
-	if saveErr := saveStreamState(cmd, l, key); saveErr != nil || err != nil {
-		return errors.Join(err, saveErr)
-	}
-	sum := summarise(l, train.Dim(), resumed)
-	sum.Dataset, sum.TrainSize, sum.TestSize, sum.ShuffleSeed = train.Name, train.Len(), test.Len(), shuffle
-	if l.Config().FinalShare > 0 {
-		last := model.ErrorRate(l.Weights(), test.X, test.Y)
-		sum.LastUpdateError = &last
-	}
-	te := model.ErrorRate(w, test.X, test.Y)
-	ce := model.ErrorRate(make([]float64, train.Dim()), test.X, test.Y) // w = 0: every event "attack"
-	sum.TestError, sum.ConstantError = &te, &ce
-	if skip, _ := f.GetBool("no-baseline"); !skip {
-		be, err := baselineBatchError(cmd, name, train, test)
-		if err != nil {
-			return fmt.Errorf("baseline batch SVM: %w", err)
-		}
-		sum.BaselineBatchError = &be
 	}
 	sum.Seconds = time.Since(start).Seconds()
 	return printStreamSummary(cmd, &sum)
 }
 
-// streamDataset runs the training rows in order through l (session.RunDataset:
-// the row's label answers every request), with a progress bar.
-func streamDataset(cmd *cobra.Command, l *stream.Learner, train *data.Dataset, order []int) error {
-	todo := len(order) - min(l.Stats().Observed, len(order))
-	var bar *progress.Bar
-	if todo >= minBarRows {
-		bar = progress.New(progressOut(cmd), todo, "stream")
+// streamSpec maps the flags to the run's session.Spec: the configuration
+// of a new learner (streamConfig), its memory check and ledger
+// (streamLedger), the seed, and the state files with their key.
+func streamSpec(cmd *cobra.Command, seed *uint64, key []byte) *session.Spec {
+	f := cmd.Flags()
+	s := &session.Spec{
+		Config: func(dim, records int) (stream.Config, error) { return streamConfig(cmd, dim, records) },
+		Check:  func(cfg stream.Config) error { return checkStreamMemory(cmd, cfg) },
+		Ledger: func(cfg stream.Config) (*ledger.Ledger, error) { return streamLedger(cmd, cfg) },
+		Seed:   seed, Key: key,
 	}
-	// Deferred so that an error is printed on a cleared line.
-	defer bar.Finish()
-	return session.RunDataset(l, train, order, session.Hooks{Progress: bar.Add})
+	s.Resume, _ = f.GetString("resume")
+	s.Answers, _ = f.GetString("answers")
+	s.SaveState, _ = f.GetString("save-state")
+	for _, name := range streamConfigFlags {
+		if f.Changed(name) {
+			s.Overrides = append(s.Overrides, "--"+name)
+		}
+	}
+	return s
 }
 
-// streamOrder returns the order of the training stream: a permutation by
-// --shuffle, else by --seed, else the file order.
-func streamOrder(cmd *cobra.Command, n int, seed *uint64) ([]int, *uint64) {
-	var s *uint64
+// streamShuffle returns the seed of the training stream's permutation:
+// --shuffle, else --seed, else nil (the file order).
+func streamShuffle(cmd *cobra.Command, seed *uint64) *uint64 {
 	if cmd.Flags().Changed("shuffle") {
 		v, _ := cmd.Flags().GetUint64("shuffle")
-		s = &v
-	} else if seed != nil {
-		v := *seed
-		s = &v
+		return &v
 	}
-	return session.Order(n, s), s
-}
-
-// minBarRows is the shortest dataset stream that gets a progress bar: a
-// shorter one is over before a bar would tell the user anything.
-const minBarRows = 20000
-
-// learnerSeed returns the seed driving l (for a resumed learner the
-// saved one), or nil for secure randomness.
-func learnerSeed(l *stream.Learner) *uint64 {
-	if s, ok := l.Seed(); ok {
-		return &s
+	if seed != nil {
+		v := *seed
+		return &v
 	}
 	return nil
 }
 
-// summarise fills the counters, the spend and the seed.
-func summarise(l *stream.Learner, dim int, resumed string) streamSummary {
-	s := l.Stats()
-	sum := streamSummary{
-		Dim: dim, Config: l.Config(), Observed: s.Observed, Requested: s.Requested,
-		Labels: s.Labelled, Updates: s.Updates, Releases: s.Updates,
-		NonPrivate: l.Config().NonPrivate, Seed: learnerSeed(l), ResumedFrom: resumed,
-	}
-	if led := l.Ledger(); led != nil {
-		sum.Ledger, _ = led.Report("")
-	}
-	if !sum.NonPrivate {
-		eps, sel := s.MaxEpsilonPerRecord, s.EpsSelect
-		sum.EpsilonPerRecord, sum.EpsSelectTrue = &eps, &sel
-	}
-	return sum
-}
-
-func printStreamSummary(cmd *cobra.Command, sum *streamSummary) error {
+func printStreamSummary(cmd *cobra.Command, sum *session.Summary) error {
 	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 		return printJSON(cmd.OutOrStdout(), sum)
 	}
@@ -688,7 +445,7 @@ func printStreamSummary(cmd *cobra.Command, sum *streamSummary) error {
 
 // printStreamPrivacy prints the per-record ε, how it splits, and the
 // ledger: each group's ε against the budget and what is left.
-func printStreamPrivacy(w io.Writer, sum *streamSummary) {
+func printStreamPrivacy(w io.Writer, sum *session.Summary) {
 	c := sum.Config
 	at := ""
 	if d := c.LedgerDelta(); d > 0 {
@@ -708,172 +465,70 @@ func printStreamPrivacy(w io.Writer, sum *streamSummary) {
 	}
 }
 
-// baselineBatchError trains the non-private linear SVM on the whole
-// training split (model.TrainLinearSVM, default options) and returns its
-// test error, cached in the user cache directory under a key made of the
-// dataset name, the options and a fingerprint of the data.
-func baselineBatchError(cmd *cobra.Command, name string, train, test *data.Dataset) (float64, error) {
-	opt := model.SVMOptions{}
-	key := baselineKey(name, opt, train, test)
-	path := ""
-	if dir, err := os.UserCacheDir(); err == nil {
-		path = filepath.Join(dir, "dpal", "stream-baseline-"+key[:24]+".json")
-		if b, err := os.ReadFile(path); err == nil {
-			var c struct {
-				Key   string  `json:"key"`
-				Error float64 `json:"test_error"`
-			}
-			if json.Unmarshal(b, &c) == nil && c.Key == key {
-				return c.Error, nil
-			}
-		}
-	}
-	if train.Len() > 20000 {
-		fmt.Fprintf(cmd.ErrOrStderr(), "dpal stream: training the non-private batch SVM on %d rows (cached afterwards)\n", train.Len())
-	}
-	w, err := model.TrainLinearSVM(train.X, train.Y, opt)
-	if err != nil {
-		return 0, err
-	}
-	e := model.ErrorRate(w, test.X, test.Y)
-	if path != "" {
-		b, _ := json.Marshal(map[string]any{"key": key, "dataset": name, "options": opt, "test_error": e})
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-			if err := os.WriteFile(path, b, 0o644); err != nil {
-				slog.Warn("stream: cannot cache the baseline", "err", err)
-			}
-		}
-	}
-	return e, nil
-}
-
-// baselineKey hashes the dataset's name, the SVM options, both splits'
-// sizes and every 97th row of each, enough to tell data versions apart.
-func baselineKey(name string, opt model.SVMOptions, train, test *data.Dataset) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s|%+v|%s|%d|%s|%d|%d|", name, opt, train.Name, train.Len(), test.Name, test.Len(), train.Dim())
-	session.HashRows(h, train)
-	session.HashRows(h, test)
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// eventRun is the state of one event-mode run: the flags' side of it.
-// The protocol itself (lines, rejections, labels, checkpoints, skipping
-// what a resumed state has consumed) is session.Events.
-type eventRun struct {
-	cmd  *cobra.Command
-	seed *uint64
-	ev   session.Events
-	key  []byte         // authenticates --save-state and --resume (nil if neither)
-	led  *ledger.Ledger // --ledger of a new run, opened before the first event
-}
-
 func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 	start := time.Now()
-	if cmd.Flags().Changed("final-share") {
+	f := cmd.Flags()
+	if f.Changed("final-share") {
 		return errors.New("--final-share: the final model is released in dataset mode only")
 	}
-	run := &eventRun{cmd: cmd, seed: seed}
 	maxRej, err := maxRejected(cmd, true)
 	if err != nil {
 		return err
 	}
-	dim, _ := cmd.Flags().GetInt("dim")
-	if dim < 0 {
-		return fmt.Errorf("--dim must be >= 1 (or 0: that of the first valid event), got %d", dim)
-	}
-	run.ev = session.Events{Input: input, Dim: dim,
+	run := session.EventRun{Input: input, Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Force: forced(cmd),
+		WindowSet: f.Changed("window"), Progress: progressOut(cmd),
 		Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if run.Dim, _ = f.GetInt("dim"); run.Dim < 0 {
+		return fmt.Errorf("--dim must be >= 1 (or 0: that of the first valid event), got %d", run.Dim)
+	}
 	// Everything is checked before the first line is written: the flags,
 	// the paths, the state and the input's position.
 	if err := checkEventPaths(cmd, input); err != nil {
 		return err
 	}
-	meta, err := run.begin()
+	run.Labels, _ = f.GetString("labels")
+	run.Out, _ = f.GetString("out")
+	run.Every, _ = f.GetInt("checkpoint-every")
+	run.Replay, _ = f.GetBool("replay")
+	resume, _ := f.GetString("resume")
+	switch {
+	case run.Every < 1:
+		return fmt.Errorf("--checkpoint-every must be >= 1, got %d", run.Every)
+	case run.Replay && resume == "":
+		return errors.New("--replay feeds a resumed state an input it has consumed: use it with --resume")
+	}
+	key, err := stateKeyFor(cmd)
 	if err != nil {
 		return err
 	}
-	defer run.closeLedger()
-	in, closeIn, err := openInput(cmd, input)
-	if err != nil {
-		return err
-	}
-	defer closeIn()
-	if path, _ := cmd.Flags().GetString("labels"); path != "" {
-		fh, err := os.Open(path)
-		if err != nil {
-			return fmt.Errorf("--labels: %w", err)
-		}
-		defer fh.Close()
-		run.ev.Labels = stream.NewLineReader(bufio.NewReader(fh))
-	}
-	if err := run.ev.Open(in); err != nil {
-		return fmt.Errorf("--input %s: %w", input, err)
-	}
-	recovered, err := session.RecoverOut(&run.ev.Info)
-	if err != nil {
-		return err
-	}
-	outPath, _ := cmd.Flags().GetString("out")
-	closeOut, err := run.openOutput(outPath)
-	if err != nil {
-		return err
-	}
-	meta.Skipped, meta.Replay = run.ev.Skipped, run.ev.Replay
-	err = run.ev.Begin(meta)
-	for _, line := range recovered {
-		if err == nil {
-			_, err = run.ev.Out.Write(append(line, '\n'))
-		}
-	}
-	if err == nil {
-		err = run.loop()
-	}
-	if err == nil {
-		err = run.ev.Finish()
-	}
-	if err != nil {
-		err = errors.Join(err, run.ev.Stop())
-	}
-	if cerr := closeOut(); err == nil {
-		err = cerr
-	}
-	if run.ev.Learner == nil {
+	res, err := streamSpec(cmd, seed, key).StreamEvents(run)
+	if res == nil {
 		return err
 	}
 	// A failed run still says what it spent before the error; a finished
 	// one that rejected too many events fails after its summary.
 	if err == nil {
-		err = checkRejected(run.ev.Rejected, run.ev.Accepted, maxRej)
+		err = checkRejected(res.Summary.Rejected, res.Accepted, maxRej)
 	}
-	return errors.Join(err, run.summary(start, outPath))
+	res.Summary.Seconds = time.Since(start).Seconds()
+	return errors.Join(err, printEventSummary(cmd, &res.Summary, run.Out))
 }
 
-// summary prints the run's summary. With --out - the JSON lines own
-// stdout: --json then ends them with a "summary" line there, and the text
-// summary goes to stderr.
-func (run *eventRun) summary(start time.Time, outPath string) error {
-	l := run.ev.Learner
-	sum := summarise(l, l.Config().Dim, run.ev.Resumed)
-	sum.Rejected, sum.Skipped, sum.Replays = run.ev.Rejected, run.ev.Skipped, run.ev.Info.Replays
-	if sum.Replays > 0 && sum.EpsilonPerRecord != nil {
-		// Replayed records paid once per feeding: the ledger's batched
-		// group holds every one of those charges.
-		eps, _ := l.Ledger().Spent(stream.GroupBatched)
-		*sum.EpsilonPerRecord = max(*sum.EpsilonPerRecord, eps)
+// printEventSummary prints an event run's summary. With --out - the JSON
+// lines own stdout: --json then ends them with a "summary" line there,
+// and the text summary goes to stderr.
+func printEventSummary(cmd *cobra.Command, sum *session.Summary, out string) error {
+	if out != "-" {
+		return printStreamSummary(cmd, sum)
 	}
-	sum.Seconds = time.Since(start).Seconds()
-	if outPath != "-" {
-		return printStreamSummary(run.cmd, &sum)
-	}
-	if asJSON, _ := run.cmd.Flags().GetBool("json"); asJSON {
-		return json.NewEncoder(run.cmd.OutOrStdout()).Encode(struct {
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+		return json.NewEncoder(cmd.OutOrStdout()).Encode(struct {
 			Type string `json:"type"`
-			*streamSummary
-		}{"summary", &sum})
+			*session.Summary
+		}{"summary", sum})
 	}
-	run.cmd.SetOut(run.cmd.ErrOrStderr())
-	return printStreamSummary(run.cmd, &sum)
+	cmd.SetOut(cmd.ErrOrStderr())
+	return printStreamSummary(cmd, sum)
 }
 
 // checkEventPaths refuses an output that would clobber an input, and
@@ -988,188 +643,4 @@ func forced(cmd *cobra.Command) bool {
 // forceFlag declares --force for a command with outputs.
 func forceFlag(f *pflag.FlagSet) {
 	f.Bool("force", false, "replace existing output files (never a ledger, a store, or a state or model file of another kind)")
-}
-
-// begin checks the settings and returns the meta line: it restores
-// --resume (its settings and seed head the output), or validates the
-// flags' configuration and opens --ledger, so that a bad setting fails
-// before anything is written.
-func (run *eventRun) begin() (session.Meta, error) {
-	f := run.cmd.Flags()
-	every, _ := f.GetInt("checkpoint-every")
-	replay, _ := f.GetBool("replay")
-	resume, _ := f.GetString("resume")
-	switch {
-	case every < 1:
-		return session.Meta{}, fmt.Errorf("--checkpoint-every must be >= 1, got %d", every)
-	case replay && resume == "":
-		return session.Meta{}, errors.New("--replay feeds a resumed state an input it has consumed: use it with --resume")
-	}
-	run.ev.Every, run.ev.Replay = every, replay
-	if err := run.stateFile(); err != nil {
-		return session.Meta{}, err
-	}
-	if resume == "" {
-		return run.beginNew()
-	}
-	l, resumed, err := newStreamLearner(run.cmd, run.ev.Dim, 0, run.seed, run.key)
-	if err != nil {
-		return session.Meta{}, err
-	}
-	info := session.StreamInfo{Mode: session.ModeEvents}
-	if err := session.CheckResumedOrder(l, resumed, info); err != nil {
-		closeLedger(l)
-		return session.Meta{}, err
-	}
-	if saved, err := session.SavedInfo(l); err == nil && saved != nil {
-		info = *saved
-	}
-	run.ev.Learner, run.ev.Resumed, run.ev.Info = l, resumed, info
-	return session.NewMeta(l.Config(), learnerSeed(l), resumed), nil
-}
-
-// beginNew validates a new learner's settings by building one of
-// dimension --dim (or 1: the events fix the real one) and opens --ledger.
-func (run *eventRun) beginNew() (session.Meta, error) {
-	if path, _ := run.cmd.Flags().GetString("answers"); path != "" {
-		return session.Meta{}, errors.New("--answers labels the pending requests of a saved state: use it with --resume")
-	}
-	f := run.cmd.Flags()
-	dim, _ := f.GetInt("dim")
-	cfg, err := streamConfig(run.cmd, max(dim, 1), 0)
-	if err != nil {
-		return session.Meta{}, err
-	}
-	if err := checkStreamMemory(run.cmd, cfg); err != nil {
-		return session.Meta{}, err
-	}
-	if _, err := stream.New(cfg, rng.Seeded(0), nil); err != nil {
-		return session.Meta{}, err
-	}
-	led, err := streamLedger(run.cmd, cfg)
-	if err != nil {
-		return session.Meta{}, err
-	}
-	run.led = led
-	// The detector's radius, λ and window depend on the dimension: the
-	// learner's configuration is built again for the events' own.
-	run.ev.New = func(dim int) (*stream.Learner, error) {
-		c, err := streamConfig(run.cmd, dim, 0)
-		if err != nil {
-			return nil, err
-		}
-		if err := checkStreamMemory(run.cmd, c); err != nil {
-			return nil, err
-		}
-		warnFewUpdates(c)
-		return stream.New(c, rng.New(run.seed), led)
-	}
-	meta := session.NewMeta(cfg, run.seed, "")
-	if dim == 0 && cfg.Update == stream.Gaussian && !f.Changed("window") {
-		meta.Window = 0 // the first valid event's dimension decides it
-	}
-	return meta, nil
-}
-
-// stateFile reads the state key when --save-state or --resume needs it,
-// and makes the checkpoints write --save-state.
-func (run *eventRun) stateFile() error {
-	var err error
-	if run.key, err = stateKeyFor(run.cmd); err != nil {
-		return err
-	}
-	if path, _ := run.cmd.Flags().GetString("save-state"); path != "" {
-		run.ev.Save = func(l *stream.Learner) error { return saveState(path, l, run.key) }
-	}
-	return nil
-}
-
-// closeLedger closes the --ledger file, whether or not a learner took it.
-func (run *eventRun) closeLedger() {
-	switch {
-	case run.ev.Learner != nil:
-		closeLedger(run.ev.Learner)
-	case run.led != nil:
-		run.led.Close()
-	}
-}
-
-// loop streams the events through session.Events with a spinner (the
-// number of events is unknown: the input may be a pipe).
-func (run *eventRun) loop() error {
-	bar := progress.New(progressOut(run.cmd), 0, "events")
-	defer bar.Finish()
-	run.ev.Progress = bar.Add
-	return run.ev.Run()
-}
-
-func openInput(cmd *cobra.Command, path string) (io.Reader, func(), error) {
-	if path == "-" {
-		return cmd.InOrStdin(), func() {}, nil
-	}
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--input: %w", err)
-	}
-	return fh, func() { fh.Close() }, nil
-}
-
-// openOutput opens --out for the events: a resume whose last run wrote
-// the same file appends to it (after session.RecoverOut completed it);
-// otherwise the file is created or truncated. With checkpoints each one
-// ends with the file synced.
-func (run *eventRun) openOutput(path string) (func() error, error) {
-	ev := &run.ev
-	if path == "-" {
-		ev.Out = run.cmd.OutOrStdout()
-		return func() error { return nil }, nil
-	}
-	ev.OutPath = outfile.Resolve(path)
-	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	if ev.Info.Out != "" && ev.Info.Out == ev.OutPath {
-		flag = os.O_RDWR | os.O_CREATE | os.O_APPEND
-	} else if err := outfile.CheckReplace(outfile.Path{Flag: "--out", Path: path}, "", forced(run.cmd)); err != nil {
-		return nil, err // a resumed state that wrote another output
-	}
-	fh, err := os.OpenFile(path, flag, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("--out: %w", err)
-	}
-	regular := false
-	if fi, err := fh.Stat(); err == nil {
-		ev.OutSize, regular = fi.Size(), fi.Mode().IsRegular()
-	}
-	if err := endLine(fh, ev.OutSize); err != nil {
-		fh.Close()
-		return nil, fmt.Errorf("--out: %w", err)
-	}
-	bw := bufio.NewWriter(fh)
-	ev.Out = bw
-	ev.Sync = func() error {
-		if err := bw.Flush(); err != nil || ev.Save == nil || !regular {
-			return err // a pipe or device cannot be synced
-		}
-		return fh.Sync()
-	}
-	return func() error {
-		if err := bw.Flush(); err != nil {
-			fh.Close()
-			return err
-		}
-		return fh.Close()
-	}, nil
-}
-
-// endLine ends an appended --out of size n with a line end if a crash cut
-// its last line short, so that the next line starts on its own.
-func endLine(fh *os.File, n int64) error {
-	if n == 0 {
-		return nil
-	}
-	last := make([]byte, 1)
-	if _, err := fh.ReadAt(last, n-1); err != nil || last[0] == '\n' {
-		return err
-	}
-	_, err := fh.Write([]byte{'\n'})
-	return err
 }
