@@ -7,7 +7,8 @@ import (
 )
 
 // openAPI is the OpenAPI 3 description of the API, served at
-// /openapi.json; a test checks it against the registered handlers.
+// /openapi.json. Tests check it against the registered handlers and
+// against real answers, and CI lints it with Redocly (docs/serve.md).
 //
 //go:embed openapi.json
 var openAPI []byte
