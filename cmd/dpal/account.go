@@ -51,34 +51,48 @@ var accountSampleRateCmd = &cobra.Command{
 	RunE:  runAccountSampleRate,
 }
 
+// accountFlags are the flags of an account subcommand: the accountant's,
+// which all three have, and those of the run (each has some).
+type accountFlags struct {
+	Delta, PLDStep                       float64
+	Orders, Conversion, Accountant       string
+	JSON                                 bool
+	Epsilon, SampleRate, NoiseMultiplier float64
+	Steps                                int
+	Schedule                             string
+}
+
+// The flags of account epsilon, account noise and account sample-rate.
+var accountEpsilonOpts, accountNoiseOpts, accountSampleRateOpts accountFlags
+
 func init() {
-	common := func(c *cobra.Command) {
+	common := func(c *cobra.Command, o *accountFlags) {
 		f := c.Flags()
-		f.Float64("delta", 0, "target δ (0 < δ < 1, required)")
-		f.String("orders", "", "extra RDP orders added to the defaults, comma-separated (each > 1)")
-		f.String("conversion", "balle2020", "RDP to (ε, δ) conversion: balle2020 or classic")
-		f.String("accountant", "rdp", "rdp (Rényi DP) or pld (privacy-loss distribution: tighter, with a lower bound)")
-		f.Float64("pld-step", 0, fmt.Sprintf("PLD grid width Δ (a smaller grid is tighter and slower); unset: %v, or the finest coarser step whose grids fit %d points (epsilon)", account.DefaultPLDStep, account.PLDMaxPoints))
-		f.Bool("json", false, "print one JSON object")
-	}
-	for _, c := range []*cobra.Command{accountEpsilonCmd, accountNoiseCmd, accountSampleRateCmd} {
-		common(c)
+		f.Float64Var(&o.Delta, "delta", 0, "target δ (0 < δ < 1, required)")
+		f.StringVar(&o.Orders, "orders", "", "extra RDP orders added to the defaults, comma-separated (each > 1)")
+		f.StringVar(&o.Conversion, "conversion", "balle2020", "RDP to (ε, δ) conversion: balle2020 or classic")
+		f.StringVar(&o.Accountant, "accountant", "rdp", "rdp (Rényi DP) or pld (privacy-loss distribution: tighter, with a lower bound)")
+		f.Float64Var(&o.PLDStep, "pld-step", 0, fmt.Sprintf("PLD grid width Δ (a smaller grid is tighter and slower); unset: %v, or the finest coarser step whose grids fit %d points (epsilon)", account.DefaultPLDStep, account.PLDMaxPoints))
+		f.BoolVar(&o.JSON, "json", false, "print one JSON object")
 		accountCmd.AddCommand(c)
 	}
-	f := accountEpsilonCmd.Flags()
-	f.Float64("sample-rate", 0, "Poisson sampling rate q (0 ≤ q ≤ 1)")
-	f.Float64("noise-multiplier", 0, "noise standard deviation over the L2 sensitivity (> 0)")
-	f.Int("steps", 0, "number of steps")
-	f.String("schedule", "", `phases "q:steps,…" or "q:sigma:steps,…" (replaces --sample-rate/--steps)`)
-	f = accountNoiseCmd.Flags()
-	f.Float64("epsilon", 0, "target ε (> 0, required)")
-	f.Float64("sample-rate", 0, "Poisson sampling rate q (0 < q ≤ 1)")
-	f.Int("steps", 0, "number of steps")
-	f.String("schedule", "", `phases "q:steps,…" sharing the calibrated noise (replaces --sample-rate/--steps)`)
-	f = accountSampleRateCmd.Flags()
-	f.Float64("epsilon", 0, "target ε (> 0, required)")
-	f.Float64("noise-multiplier", 0, "noise multiplier σ (> 0, required)")
-	f.Int("steps", 0, "number of steps (required)")
+	f, o := accountEpsilonCmd.Flags(), &accountEpsilonOpts
+	common(accountEpsilonCmd, o)
+	f.Float64Var(&o.SampleRate, "sample-rate", 0, "Poisson sampling rate q (0 ≤ q ≤ 1)")
+	f.Float64Var(&o.NoiseMultiplier, "noise-multiplier", 0, "noise standard deviation over the L2 sensitivity (> 0)")
+	f.IntVar(&o.Steps, "steps", 0, "number of steps")
+	f.StringVar(&o.Schedule, "schedule", "", `phases "q:steps,…" or "q:sigma:steps,…" (replaces --sample-rate/--steps)`)
+	f, o = accountNoiseCmd.Flags(), &accountNoiseOpts
+	common(accountNoiseCmd, o)
+	f.Float64Var(&o.Epsilon, "epsilon", 0, "target ε (> 0, required)")
+	f.Float64Var(&o.SampleRate, "sample-rate", 0, "Poisson sampling rate q (0 < q ≤ 1)")
+	f.IntVar(&o.Steps, "steps", 0, "number of steps")
+	f.StringVar(&o.Schedule, "schedule", "", `phases "q:steps,…" sharing the calibrated noise (replaces --sample-rate/--steps)`)
+	f, o = accountSampleRateCmd.Flags(), &accountSampleRateOpts
+	common(accountSampleRateCmd, o)
+	f.Float64Var(&o.Epsilon, "epsilon", 0, "target ε (> 0, required)")
+	f.Float64Var(&o.NoiseMultiplier, "noise-multiplier", 0, "noise multiplier σ (> 0, required)")
+	f.IntVar(&o.Steps, "steps", 0, "number of steps (required)")
 	rootCmd.AddCommand(accountCmd)
 }
 
@@ -130,11 +144,12 @@ func (r accountResult) text(what string, conv account.Conversion) string {
 }
 
 func runAccountEpsilon(cmd *cobra.Command, _ []string) error {
-	delta, opt, err := accountCommon(cmd)
+	o := &accountEpsilonOpts
+	delta, opt, err := accountCommon(cmd, o)
 	if err != nil {
 		return err
 	}
-	phases, err := accountPhases(cmd, true)
+	phases, err := accountPhases(cmd, o, true)
 	if err != nil {
 		return err
 	}
@@ -158,7 +173,7 @@ func runAccountEpsilon(cmd *cobra.Command, _ []string) error {
 		}
 		out = rdpResult(res)
 	}
-	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+	if o.JSON {
 		return printJSON(cmd.OutOrStdout(), out)
 	}
 	fmt.Fprint(cmd.OutOrStdout(), out.text("", opt.rdp.Conversion))
@@ -169,11 +184,12 @@ func runAccountEpsilon(cmd *cobra.Command, _ []string) error {
 }
 
 func runAccountNoise(cmd *cobra.Command, _ []string) error {
-	target, opt, err := accountTarget(cmd)
+	o := &accountNoiseOpts
+	target, opt, err := accountTarget(cmd, o)
 	if err != nil {
 		return err
 	}
-	phases, err := accountPhases(cmd, false)
+	phases, err := accountPhases(cmd, o, false)
 	if err != nil {
 		return err
 	}
@@ -193,7 +209,7 @@ func runAccountNoise(cmd *cobra.Command, _ []string) error {
 		out = rdpResult(res)
 		out.NoiseMultiplier = sigma
 	}
-	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+	if o.JSON {
 		return printJSON(cmd.OutOrStdout(), out)
 	}
 	fmt.Fprint(cmd.OutOrStdout(), out.text("noise multiplier σ = "+accountFloat(out.NoiseMultiplier)+" gives ", opt.rdp.Conversion))
@@ -201,18 +217,19 @@ func runAccountNoise(cmd *cobra.Command, _ []string) error {
 }
 
 func runAccountSampleRate(cmd *cobra.Command, _ []string) error {
-	target, opt, err := accountTarget(cmd)
+	o := &accountSampleRateOpts
+	target, opt, err := accountTarget(cmd, o)
 	if err != nil {
 		return err
 	}
-	sigma, err := accountRequiredFloat(cmd, "noise-multiplier")
+	sigma, err := accountRequired(cmd, "noise-multiplier", o.NoiseMultiplier)
 	if err != nil {
 		return err
 	}
 	if !cmd.Flags().Changed("steps") {
 		return fmt.Errorf("--steps is required")
 	}
-	steps, _ := cmd.Flags().GetInt("steps")
+	steps := o.Steps
 	var out accountResult
 	if opt.pld {
 		q, res, err := account.CalibrateSampleRatePLD(target, sigma, steps, opt.grid)
@@ -229,7 +246,7 @@ func runAccountSampleRate(cmd *cobra.Command, _ []string) error {
 		out = rdpResult(res)
 		out.SampleRate = q
 	}
-	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+	if o.JSON {
 		return printJSON(cmd.OutOrStdout(), out)
 	}
 	fmt.Fprint(cmd.OutOrStdout(), out.text("sample rate q = "+accountFloat(out.SampleRate)+" gives ", opt.rdp.Conversion))
@@ -260,12 +277,12 @@ type accountOptions struct {
 
 // accountTarget reads the calibration commands' target budget (--epsilon
 // and --delta) and the accountant options.
-func accountTarget(cmd *cobra.Command) (account.Budget, accountOptions, error) {
-	delta, opt, err := accountCommon(cmd)
+func accountTarget(cmd *cobra.Command, o *accountFlags) (account.Budget, accountOptions, error) {
+	delta, opt, err := accountCommon(cmd, o)
 	if err != nil {
 		return account.Budget{}, opt, err
 	}
-	eps, err := accountRequiredFloat(cmd, "epsilon")
+	eps, err := accountRequired(cmd, "epsilon", o.Epsilon)
 	if err != nil {
 		return account.Budget{}, opt, err
 	}
@@ -274,16 +291,16 @@ func accountTarget(cmd *cobra.Command) (account.Budget, accountOptions, error) {
 
 // accountCommon reads --delta, --orders, --conversion, --accountant and
 // --pld-step.
-func accountCommon(cmd *cobra.Command) (float64, accountOptions, error) {
+func accountCommon(cmd *cobra.Command, o *accountFlags) (float64, accountOptions, error) {
 	var opt accountOptions
-	delta, err := accountRequiredFloat(cmd, "delta")
+	delta, err := accountRequired(cmd, "delta", o.Delta)
 	if err != nil {
 		return 0, opt, err
 	}
 	if !(delta > 0 && delta < 1) {
 		return 0, opt, fmt.Errorf("--delta must satisfy 0 < delta < 1, got %v", delta)
 	}
-	switch name, _ := cmd.Flags().GetString("accountant"); name {
+	switch name := o.Accountant; name {
 	case "rdp":
 	case "pld":
 		opt.pld = true
@@ -292,17 +309,15 @@ func accountCommon(cmd *cobra.Command) (float64, accountOptions, error) {
 	}
 	if cmd.Flags().Changed("pld-step") {
 		// an explicit step is kept: a grid too long for it is an error
-		opt.grid.Step, _ = cmd.Flags().GetFloat64("pld-step")
+		opt.grid.Step = o.PLDStep
 		if !(opt.grid.Step >= 1e-7 && opt.grid.Step <= 1) {
 			return 0, opt, fmt.Errorf("--pld-step must lie in [1e-07, 1], got %v", opt.grid.Step)
 		}
 	}
-	conv, _ := cmd.Flags().GetString("conversion")
-	if opt.rdp.Conversion, err = account.ParseConversion(conv); err != nil {
+	if opt.rdp.Conversion, err = account.ParseConversion(o.Conversion); err != nil {
 		return 0, opt, fmt.Errorf("--conversion: %w", err)
 	}
-	s, _ := cmd.Flags().GetString("orders")
-	extra, err := accountParseOrders(s)
+	extra, err := accountParseOrders(o.Orders)
 	if err != nil {
 		return 0, opt, err
 	}
@@ -342,16 +357,16 @@ func parseFloats(s string) ([]float64, error) {
 
 // accountPhases reads --schedule, or --sample-rate and --steps (and, for
 // the epsilon command, --noise-multiplier).
-func accountPhases(cmd *cobra.Command, withSigma bool) ([]account.Phase, error) {
+func accountPhases(cmd *cobra.Command, o *accountFlags, withSigma bool) ([]account.Phase, error) {
 	f := cmd.Flags()
 	sigma := 1.0 // placeholder where the noise is being calibrated
 	if withSigma {
-		sigma, _ = f.GetFloat64("noise-multiplier")
+		sigma = o.NoiseMultiplier
 		if !f.Changed("noise-multiplier") {
 			sigma = 0
 		}
 	}
-	if sched, _ := f.GetString("schedule"); f.Changed("schedule") {
+	if sched := o.Schedule; f.Changed("schedule") {
 		if f.Changed("sample-rate") || f.Changed("steps") {
 			return nil, fmt.Errorf("--schedule replaces --sample-rate and --steps; give one or the other")
 		}
@@ -369,21 +384,20 @@ func accountPhases(cmd *cobra.Command, withSigma bool) ([]account.Phase, error) 
 	if withSigma && !f.Changed("noise-multiplier") {
 		return nil, fmt.Errorf("--noise-multiplier is required")
 	}
-	q, _ := f.GetFloat64("sample-rate")
-	steps, _ := f.GetInt("steps")
-	p := account.Phase{SampleRate: q, NoiseMultiplier: sigma, Steps: steps}
+	p := account.Phase{SampleRate: o.SampleRate, NoiseMultiplier: sigma, Steps: o.Steps}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	return []account.Phase{p}, nil
 }
 
-// accountRequiredFloat reads a float flag the user must set.
-func accountRequiredFloat(cmd *cobra.Command, name string) (float64, error) {
+// accountRequired is v, the value of a float flag --name the user must
+// set, or an error when it was not given.
+func accountRequired(cmd *cobra.Command, name string, v float64) (float64, error) {
 	if !cmd.Flags().Changed(name) {
 		return 0, fmt.Errorf("--%s is required", name)
 	}
-	return cmd.Flags().GetFloat64(name)
+	return v, nil
 }
 
 // accountFloat prints a float with the shortest exact representation.

@@ -36,6 +36,16 @@ type demoOutput struct {
 	Seed            *uint64               `json:"seed,omitempty"`
 }
 
+// demoOptions are the flags of `dpal demo`.
+type demoOptions struct {
+	Epsilon, Delta, EpsilonCount, EpsilonRR, BudgetEpsilon float64
+	Batch, Epochs                                          int
+	Seed                                                   uint64
+	JSON                                                   bool
+}
+
+var demoOpts demoOptions
+
 func init() {
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -47,36 +57,26 @@ its value is shown, so the ledger prints the composed ε of every record.`,
 		Args: cobra.NoArgs,
 		RunE: runDemo,
 	}
-	f := cmd.Flags()
-	f.Float64("epsilon", 2, "target ε of the DP-SGD run")
-	f.Float64("delta", 1e-5, "target δ of the DP-SGD run (and the ledger's δ)")
-	f.Int("batch", 64, "expected DP-SGD batch size (sampling rate = batch / records)")
-	f.Int("epochs", 5, "DP-SGD epochs (steps = epochs / sampling rate)")
-	f.Float64("epsilon-count", 0.5, "ε of the Laplace count")
-	f.Float64("epsilon-rr", 0.5, "ε of the randomized-response bit")
+	f, o := cmd.Flags(), &demoOpts
+	f.Float64Var(&o.Epsilon, "epsilon", 2, "target ε of the DP-SGD run")
+	f.Float64Var(&o.Delta, "delta", 1e-5, "target δ of the DP-SGD run (and the ledger's δ)")
+	f.IntVar(&o.Batch, "batch", 64, "expected DP-SGD batch size (sampling rate = batch / records)")
+	f.IntVar(&o.Epochs, "epochs", 5, "DP-SGD epochs (steps = epochs / sampling rate)")
+	f.Float64Var(&o.EpsilonCount, "epsilon-count", 0.5, "ε of the Laplace count")
+	f.Float64Var(&o.EpsilonRR, "epsilon-rr", 0.5, "ε of the randomized-response bit")
 	deprecate(f, "eps-count", "epsilon-count")
 	deprecate(f, "eps-rr", "epsilon-rr")
-	f.Float64("budget-epsilon", 4, "the ledger's ε cap per record")
+	f.Float64Var(&o.BudgetEpsilon, "budget-epsilon", 4, "the ledger's ε cap per record")
 	deprecate(f, "budget", "budget-epsilon")
-	f.Uint64("seed", 0, "seed for reproducible noise (experiments only; default: secure randomness)")
-	f.Bool("json", false, "print one JSON object")
+	f.Uint64Var(&o.Seed, "seed", 0, "seed for reproducible noise (experiments only; default: secure randomness)")
+	f.BoolVar(&o.JSON, "json", false, "print one JSON object")
 	rootCmd.AddCommand(cmd)
 }
 
 func runDemo(cmd *cobra.Command, _ []string) error {
-	f := cmd.Flags()
-	eps, _ := f.GetFloat64("epsilon")
-	delta, _ := f.GetFloat64("delta")
-	batch, _ := f.GetInt("batch")
-	epochs, _ := f.GetInt("epochs")
-	epsCount, _ := f.GetFloat64("epsilon-count")
-	epsRR, _ := f.GetFloat64("epsilon-rr")
-	budget, _ := f.GetFloat64("budget-epsilon")
-	asJSON, _ := f.GetBool("json")
-	seed, err := seedFlag(cmd)
-	if err != nil {
-		return err
-	}
+	o := &demoOpts
+	eps, delta, batch, epochs := o.Epsilon, o.Delta, o.Batch, o.Epochs
+	seed := givenSeed(cmd, o.Seed)
 	train, _, err := data.Demo()
 	if err != nil {
 		return fmt.Errorf("loading the bundled demo data: %w", err)
@@ -92,7 +92,7 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 		return fmt.Errorf("calibrating DP-SGD noise: %w", err)
 	}
 	out.NoiseMultiplier, out.DPSGD = sigma, res
-	led, err := ledger.New(account.Budget{Epsilon: budget, Delta: delta})
+	led, err := ledger.New(account.Budget{Epsilon: o.BudgetEpsilon, Delta: delta})
 	if err != nil {
 		return err
 	}
@@ -105,11 +105,11 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 		return fmt.Errorf("DP-SGD run: %w", err)
 	}
 	r := rng.New(seed)
-	if out.Releases, err = demoReleases(r, led, train, epsCount, epsRR); err != nil {
+	if out.Releases, err = demoReleases(r, led, train, o.EpsilonCount, o.EpsilonRR); err != nil {
 		return err
 	}
 	out.SpentEpsilon, out.SpentDelta = led.Spent(demoGroup)
-	if asJSON {
+	if o.JSON {
 		return printJSON(cmd.OutOrStdout(), out)
 	}
 	printDemo(cmd.OutOrStdout(), out, q, steps)

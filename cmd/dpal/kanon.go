@@ -37,28 +37,34 @@ Give any three of --beta, --k, --epsilon, --delta and the fourth is computed:
 	RunE: runKAnonAccount,
 }
 
+// kanonAccountOptions are the flags of `dpal kanon account`.
+type kanonAccountOptions struct {
+	Beta, Epsilon, Delta float64
+	K                    int
+	Table, JSON          bool
+}
+
+var kanonAccountOpts kanonAccountOptions
+
 func init() {
-	f := kanonAccountCmd.Flags()
-	f.Float64("beta", 0, "sampling rate β (0 < β ≤ 1)")
-	f.Int("k", 0, "frequency threshold k (≥ 1)")
-	f.Float64("epsilon", 0, "ε (≥ −ln(1 − β))")
-	f.Float64("delta", 1e-6, "target δ (0 < δ < 1)")
-	f.Bool("table", false, "print the appendix grid of the smallest k per (ε, δ, β)")
-	f.Bool("json", false, "print one JSON object")
+	f, o := kanonAccountCmd.Flags(), &kanonAccountOpts
+	f.Float64Var(&o.Beta, "beta", 0, "sampling rate β (0 < β ≤ 1)")
+	f.IntVar(&o.K, "k", 0, "frequency threshold k (≥ 1)")
+	f.Float64Var(&o.Epsilon, "epsilon", 0, "ε (≥ −ln(1 − β))")
+	f.Float64Var(&o.Delta, "delta", 1e-6, "target δ (0 < δ < 1)")
+	f.BoolVar(&o.Table, "table", false, "print the appendix grid of the smallest k per (ε, δ, β)")
+	f.BoolVar(&o.JSON, "json", false, "print one JSON object")
 	kanonCmd.AddCommand(kanonAccountCmd)
 	rootCmd.AddCommand(kanonCmd)
 }
 
 func runKAnonAccount(cmd *cobra.Command, _ []string) error {
-	f := cmd.Flags()
-	asJSON, _ := f.GetBool("json")
-	if table, _ := f.GetBool("table"); table {
+	f, o := cmd.Flags(), &kanonAccountOpts
+	asJSON := o.JSON
+	if o.Table {
 		return kanonTable(cmd.OutOrStdout(), asJSON)
 	}
-	beta, _ := f.GetFloat64("beta")
-	k, _ := f.GetInt("k")
-	eps, _ := f.GetFloat64("epsilon")
-	delta, _ := f.GetFloat64("delta")
+	beta, k, eps, delta := o.Beta, o.K, o.Epsilon, o.Delta
 	var (
 		res account.KAnonResult
 		err error
@@ -150,75 +156,68 @@ or clinc150 (in-scope CLINC150 with a Zipf frequency imposed, see --zipf-c, --zi
 	RunE: runKAnonRun,
 }
 
+// kanonRunOptions are the flags of `dpal kanon run`: the learner's are
+// bound into Config (its fields that no flag sets keep
+// kanon.DefaultConfig's values), the Zipf frequency of clinc150 into
+// Zipf, the ledger's cap into Budget.
+type kanonRunOptions struct {
+	Config               kanon.Config
+	Zipf                 kanon.ZipfCLINC
+	Budget               account.Budget
+	Log, DataDir, Ledger string
+	Seed                 uint64
+	JSON                 bool
+}
+
+var kanonRunOpts = kanonRunOptions{Config: kanon.DefaultConfig(), Zipf: kanon.DefaultZipfCLINC}
+
 func init() {
-	d := kanon.DefaultConfig()
-	f := kanonRunCmd.Flags()
-	f.String("log", "", "query log: a text file, slurp or clinc150 (required)")
-	f.String("data-dir", data.DefaultDir, "data root holding slurp_text/ and clinc150/")
-	f.Float64("beta", d.Beta, "sampling rate β (0 < β ≤ 1)")
-	f.Int("k", d.K, "frequency threshold k (≥ 1)")
-	f.Float64("delta", d.Delta, "δ at which the Li–Qardaji–Su ε is charged (exact threshold)")
-	f.String("threshold", d.Threshold, "exact (Li–Qardaji–Su) or dp (noisy count ≥ k)")
-	f.Float64("epsilon-noise", d.NoiseEpsilon, "ε' of the discrete Laplace noise (--threshold dp)")
+	f, o := kanonRunCmd.Flags(), &kanonRunOpts
+	c := &o.Config
+	f.StringVar(&o.Log, "log", "", "query log: a text file, slurp or clinc150 (required)")
+	f.StringVar(&o.DataDir, "data-dir", data.DefaultDir, "data root holding slurp_text/ and clinc150/")
+	f.Float64Var(&c.Beta, "beta", c.Beta, "sampling rate β (0 < β ≤ 1)")
+	f.IntVar(&c.K, "k", c.K, "frequency threshold k (≥ 1)")
+	f.Float64Var(&c.Delta, "delta", c.Delta, "δ at which the Li–Qardaji–Su ε is charged (exact threshold)")
+	f.StringVar(&c.Threshold, "threshold", c.Threshold, "exact (Li–Qardaji–Su) or dp (noisy count ≥ k)")
+	f.Float64Var(&c.NoiseEpsilon, "epsilon-noise", c.NoiseEpsilon, "ε' of the discrete Laplace noise (--threshold dp)")
 	deprecate(f, "noise-epsilon", "epsilon-noise")
-	f.Int("labels-budget", d.LabelsBudget, "queries sent to annotators")
-	f.Int("rounds", d.Rounds, "acquisition rounds the budget is split into")
-	f.Int("copies", d.Copies, "annotators per chosen query (majority vote; the budget counts annotations)")
-	f.Int("golden", d.Golden, "size of the labelled bootstrap set")
-	f.Float64("annotator-accuracy", d.AnnotatorAccuracy, "mean annotator accuracy")
-	f.String("positive", "", "binary task: labels with this prefix are positive, the rest negative")
-	f.String("ranker", d.Ranker, "uncertainty ranking: mc-dropout (MLP, entropy of the mean of --passes dropout passes) or bootstrap (ensemble of linear models)")
-	f.Int("passes", d.Passes, "MC-dropout passes T (--ranker mc-dropout)")
-	f.Int("hidden", d.Hidden, "MLP hidden units (--ranker mc-dropout)")
-	f.Float64("dropout", d.Dropout, "MLP dropout rate (--ranker mc-dropout)")
-	f.Int("members", d.Members, "bootstrap ensemble size (--ranker bootstrap)")
-	f.Int("epochs", d.Epochs, "training epochs per round")
-	f.Bool("baseline", false, "non-private reference (no ledger charge; the paper's β = 1, k = 1)")
-	f.Int("sketch-width", 0, "Count-Mean-Min width, a power of two (0: sized from a HyperLogLog estimate)")
-	f.Float64("zipf-c", kanon.DefaultZipfCLINC.C, "clinc150: count of the top utterance")
-	f.Float64("zipf-s", kanon.DefaultZipfCLINC.S, "clinc150: Zipf exponent")
-	f.Float64("budget-epsilon", 10, "ledger ε budget of the log")
-	f.Float64("budget-delta", 1e-4, "ledger δ budget of the log")
-	f.String("ledger", "", "durable ledger file: created with the budget if new; later runs continue it")
-	f.Uint64("seed", 0, "seed of the sample, noise, split, models and annotators (default: secure randomness)")
-	f.Bool("json", false, "print one JSON object")
+	f.IntVar(&c.LabelsBudget, "labels-budget", c.LabelsBudget, "queries sent to annotators")
+	f.IntVar(&c.Rounds, "rounds", c.Rounds, "acquisition rounds the budget is split into")
+	f.IntVar(&c.Copies, "copies", c.Copies, "annotators per chosen query (majority vote; the budget counts annotations)")
+	f.IntVar(&c.Golden, "golden", c.Golden, "size of the labelled bootstrap set")
+	f.Float64Var(&c.AnnotatorAccuracy, "annotator-accuracy", c.AnnotatorAccuracy, "mean annotator accuracy")
+	f.StringVar(&c.Positive, "positive", "", "binary task: labels with this prefix are positive, the rest negative")
+	f.StringVar(&c.Ranker, "ranker", c.Ranker, "uncertainty ranking: mc-dropout (MLP, entropy of the mean of --passes dropout passes) or bootstrap (ensemble of linear models)")
+	f.IntVar(&c.Passes, "passes", c.Passes, "MC-dropout passes T (--ranker mc-dropout)")
+	f.IntVar(&c.Hidden, "hidden", c.Hidden, "MLP hidden units (--ranker mc-dropout)")
+	f.Float64Var(&c.Dropout, "dropout", c.Dropout, "MLP dropout rate (--ranker mc-dropout)")
+	f.IntVar(&c.Members, "members", c.Members, "bootstrap ensemble size (--ranker bootstrap)")
+	f.IntVar(&c.Epochs, "epochs", c.Epochs, "training epochs per round")
+	f.BoolVar(&c.Baseline, "baseline", false, "non-private reference (no ledger charge; the paper's β = 1, k = 1)")
+	f.IntVar(&c.SketchWidth, "sketch-width", 0, "Count-Mean-Min width, a power of two (0: sized from a HyperLogLog estimate)")
+	f.Float64Var(&o.Zipf.C, "zipf-c", o.Zipf.C, "clinc150: count of the top utterance")
+	f.Float64Var(&o.Zipf.S, "zipf-s", o.Zipf.S, "clinc150: Zipf exponent")
+	f.Float64Var(&o.Budget.Epsilon, "budget-epsilon", 10, "ledger ε budget of the log")
+	f.Float64Var(&o.Budget.Delta, "budget-delta", 1e-4, "ledger δ budget of the log")
+	f.StringVar(&o.Ledger, "ledger", "", "durable ledger file: created with the budget if new; later runs continue it")
+	f.Uint64Var(&o.Seed, "seed", 0, "seed of the sample, noise, split, models and annotators (default: secure randomness)")
+	f.BoolVar(&o.JSON, "json", false, "print one JSON object")
 	kanonCmd.AddCommand(kanonRunCmd)
 }
 
 func runKAnonRun(cmd *cobra.Command, _ []string) error {
-	f := cmd.Flags()
-	cfg := kanon.DefaultConfig()
-	cfg.Beta, _ = f.GetFloat64("beta")
-	cfg.K, _ = f.GetInt("k")
-	cfg.Delta, _ = f.GetFloat64("delta")
-	cfg.Threshold, _ = f.GetString("threshold")
-	cfg.NoiseEpsilon, _ = f.GetFloat64("epsilon-noise")
-	cfg.LabelsBudget, _ = f.GetInt("labels-budget")
-	cfg.Rounds, _ = f.GetInt("rounds")
-	cfg.Golden, _ = f.GetInt("golden")
-	cfg.Copies, _ = f.GetInt("copies")
-	cfg.AnnotatorAccuracy, _ = f.GetFloat64("annotator-accuracy")
-	cfg.Positive, _ = f.GetString("positive")
-	cfg.Baseline, _ = f.GetBool("baseline")
-	cfg.Ranker, _ = f.GetString("ranker")
-	cfg.Passes, _ = f.GetInt("passes")
-	cfg.Hidden, _ = f.GetInt("hidden")
-	cfg.Dropout, _ = f.GetFloat64("dropout")
-	cfg.Members, _ = f.GetInt("members")
-	cfg.Epochs, _ = f.GetInt("epochs")
-	cfg.SketchWidth, _ = f.GetInt("sketch-width")
+	o := &kanonRunOpts
+	cfg := o.Config
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	seed, err := seedFlag(cmd)
+	seed := givenSeed(cmd, o.Seed)
+	log, err := kanonLog(o, seed)
 	if err != nil {
 		return err
 	}
-	log, err := kanonLog(cmd, seed)
-	if err != nil {
-		return err
-	}
-	led, err := kanonLedger(cmd)
+	led, err := kanonLedger(cmd, o)
 	if err != nil {
 		return err
 	}
@@ -227,7 +226,7 @@ func runKAnonRun(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	if asJSON, _ := f.GetBool("json"); asJSON {
+	if o.JSON {
 		return printJSON(cmd.OutOrStdout(), res)
 	}
 	w := cmd.OutOrStdout()
@@ -246,19 +245,15 @@ func runKAnonRun(cmd *cobra.Command, _ []string) error {
 }
 
 // kanonLog reads --log: a file, or the slurp or clinc150 data sets.
-func kanonLog(cmd *cobra.Command, seed *uint64) ([]kanon.Query, error) {
-	f := cmd.Flags()
-	src, _ := f.GetString("log")
-	dir, _ := f.GetString("data-dir")
+func kanonLog(o *kanonRunOptions, seed *uint64) ([]kanon.Query, error) {
+	src, dir := o.Log, o.DataDir
 	switch src {
 	case "":
 		return nil, fmt.Errorf("--log is required (a file, slurp or clinc150)")
 	case "slurp":
 		return kanon.LoadSLURP(dir)
 	case "clinc150":
-		z := kanon.DefaultZipfCLINC
-		z.C, _ = f.GetFloat64("zipf-c")
-		z.S, _ = f.GetFloat64("zipf-s")
+		z := o.Zipf
 		if !(z.C >= 1) || !(z.S >= 0) || math.IsInf(z.C, 0) || math.IsInf(z.S, 0) {
 			return nil, fmt.Errorf("--zipf-c must be >= 1 and --zipf-s >= 0, got %v, %v", z.C, z.S)
 		}
@@ -274,15 +269,11 @@ func kanonLog(cmd *cobra.Command, seed *uint64) ([]kanon.Query, error) {
 // kanonLedger opens --ledger FILE, or an in-memory ledger, with the
 // --budget-* budget (an existing file keeps its own; a lower one given
 // holds for this run).
-func kanonLedger(cmd *cobra.Command) (*ledger.Ledger, error) {
-	f := cmd.Flags()
-	var b account.Budget
-	b.Epsilon, _ = f.GetFloat64("budget-epsilon")
-	b.Delta, _ = f.GetFloat64("budget-delta")
+func kanonLedger(cmd *cobra.Command, o *kanonRunOptions) (*ledger.Ledger, error) {
+	b, path := o.Budget, o.Ledger
 	if err := b.Validate(); err != nil {
 		return nil, err
 	}
-	path, _ := f.GetString("ledger")
 	if path == "" {
 		return ledger.New(b)
 	}

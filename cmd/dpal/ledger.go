@@ -15,6 +15,15 @@ import (
 	"github.com/dpal-dev/dpal/dp/ledger"
 )
 
+// ledgerShowOptions are the flags of `dpal ledger show`.
+type ledgerShowOptions struct {
+	Store, Group string
+	Delta        float64
+	JSON, CSV    bool
+}
+
+var ledgerShowOpts ledgerShowOptions
+
 func init() {
 	ledgerCmd := groupCommand("ledger", "Inspect a durable privacy ledger (written by --ledger FILE)")
 	show := &cobra.Command{
@@ -33,22 +42,19 @@ a ledger is one error line naming it and what is wrong.`,
 		Args: cobra.NoArgs,
 		RunE: runLedgerShow,
 	}
-	f := show.Flags()
-	f.String("store", "", "ledger file (required)")
-	f.String("group", "", "show only the entries and the spend of this group")
-	f.Float64("delta", 0, "report each group's ε at this total δ (default: the ledger's budget δ)")
-	f.Bool("json", false, "print one JSON object")
-	f.Bool("csv", false, "print CSV: the entries, a blank line, then the groups")
+	f, o := show.Flags(), &ledgerShowOpts
+	f.StringVar(&o.Store, "store", "", "ledger file (required)")
+	f.StringVar(&o.Group, "group", "", "show only the entries and the spend of this group")
+	f.Float64Var(&o.Delta, "delta", 0, "report each group's ε at this total δ (default: the ledger's budget δ)")
+	f.BoolVar(&o.JSON, "json", false, "print one JSON object")
+	f.BoolVar(&o.CSV, "csv", false, "print CSV: the entries, a blank line, then the groups")
 	ledgerCmd.AddCommand(show)
 	rootCmd.AddCommand(ledgerCmd)
 }
 
 func runLedgerShow(cmd *cobra.Command, _ []string) error {
-	f := cmd.Flags()
-	path, _ := f.GetString("store")
-	group, _ := f.GetString("group")
-	asJSON, _ := f.GetBool("json")
-	asCSV, _ := f.GetBool("csv")
+	o := &ledgerShowOpts
+	path, group, asJSON, asCSV := o.Store, o.Group, o.JSON, o.CSV
 	if path == "" {
 		return errors.New("--store FILE is required")
 	}
@@ -60,7 +66,7 @@ func runLedgerShow(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	defer led.Close()
-	rep, err := ledgerReport(cmd, led, group)
+	rep, err := ledgerReport(cmd, led, group, o.Delta)
 	if err != nil {
 		return err
 	}
@@ -79,12 +85,11 @@ func runLedgerShow(cmd *cobra.Command, _ []string) error {
 }
 
 // ledgerReport is the ledger's report for group, with each group's ε at
-// --delta when it is given.
-func ledgerReport(cmd *cobra.Command, led *ledger.Ledger, group string) (*ledger.Report, error) {
+// --delta d when it is given.
+func ledgerReport(cmd *cobra.Command, led *ledger.Ledger, group string, d float64) (*ledger.Report, error) {
 	if !cmd.Flags().Changed("delta") {
 		return led.Report(group)
 	}
-	d, _ := cmd.Flags().GetFloat64("delta")
 	if err := account.ValidateDelta(d); err != nil {
 		return nil, fmt.Errorf("--delta: %w", err)
 	}

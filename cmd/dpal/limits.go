@@ -27,7 +27,10 @@ func checkTargetFlags(cmd *cobra.Command, names ...string) error {
 		if !cmd.Flags().Changed(n) {
 			continue
 		}
-		v, _ := cmd.Flags().GetFloat64(n)
+		v, err := cmd.Flags().GetFloat64(n)
+		if err != nil {
+			return err
+		}
 		if err := account.ValidateTargetEpsilon(v); err != nil {
 			return fmt.Errorf("--%s: %w", n, err)
 		}
@@ -46,24 +49,31 @@ func maxMemoryFlag(f *pflag.FlagSet) {
 
 // memoryLimit is --max-memory in bytes.
 func memoryLimit(cmd *cobra.Command) (float64, error) {
-	s, _ := cmd.Flags().GetString("max-memory")
-	b, err := parseBytes(s)
-	if err != nil {
-		return 0, fmt.Errorf("--max-memory: %w", err)
+	limit, _, err := maxMemory(cmd)
+	return limit, err
+}
+
+// maxMemory reads --max-memory: the limit in bytes, and as the user
+// wrote it (for the messages).
+func maxMemory(cmd *cobra.Command) (limit float64, given string, err error) {
+	if given, err = cmd.Flags().GetString("max-memory"); err != nil {
+		return 0, "", err
 	}
-	return b, nil
+	if limit, err = parseBytes(given); err != nil {
+		return 0, "", fmt.Errorf("--max-memory: %w", err)
+	}
+	return limit, given, nil
 }
 
 // checkMemory refuses a run whose estimate need (bytes, for what) is
 // above --max-memory.
 func checkMemory(cmd *cobra.Command, need float64, what string) error {
-	limit, err := memoryLimit(cmd)
+	limit, given, err := maxMemory(cmd)
 	if err != nil {
 		return err
 	}
 	if need > limit {
-		s, _ := cmd.Flags().GetString("max-memory")
-		return fmt.Errorf("%s would take about %s, above --max-memory %s", what, formatBytes(need), s)
+		return fmt.Errorf("%s would take about %s, above --max-memory %s", what, formatBytes(need), given)
 	}
 	return nil
 }
@@ -135,7 +145,7 @@ func checkOCPMemory(cmd *cobra.Command, spec online.Spec, synthetic int) error {
 		}
 		return b
 	}
-	limit, err := memoryLimit(cmd)
+	limit, given, err := maxMemory(cmd)
 	if err != nil {
 		return err
 	}
@@ -152,9 +162,8 @@ func checkOCPMemory(cmd *cobra.Command, spec online.Spec, synthetic int) error {
 			hi = mid
 		}
 	}
-	flag, _ := cmd.Flags().GetString("max-memory")
 	return fmt.Errorf("--dim %d: the synthetic data (%d records) and %s would take about %s, above --max-memory %s; the largest that fits is d = %d",
-		d, synthetic+synthetic/10, what, formatBytes(need(d)), flag, lo)
+		d, synthetic+synthetic/10, what, formatBytes(need(d)), given, lo)
 }
 
 // checkPositiveFlags refuses a numeric flag the user set to a value that is
@@ -174,12 +183,11 @@ func checkPositiveFlags(cmd *cobra.Command, names ...string) error {
 	return nil
 }
 
-// ocpSizeFlags reads ocp's --records (≥ 0: 0 is every record, or the
-// synthetic default) and --dim (≥ 1, synthetic data only; 0 when unset).
-func ocpSizeFlags(cmd *cobra.Command, data string) (records, dim int, err error) {
+// ocpSizeFlags checks ocp's --records (≥ 0: 0 is every record, or the
+// synthetic default) and --dim (≥ 1, synthetic data only; 0 when unset),
+// given as records and dim.
+func ocpSizeFlags(cmd *cobra.Command, data string, records, dim int) (int, int, error) {
 	f := cmd.Flags()
-	records, _ = f.GetInt("records")
-	dim, _ = f.GetInt("dim")
 	switch {
 	case records < 0:
 		return 0, 0, fmt.Errorf("--records must be >= 0 (0: all, or %d synthetic), got %d", online.SyntheticRecords, records)
@@ -197,10 +205,18 @@ func ocpSizeFlags(cmd *cobra.Command, data string) (records, dim int, err error)
 // (0: unknown): the user's, 0 < δ < 1, with a warning on stderr when it is
 // above 1/n, or else account.DefaultDelta(n).
 func deltaFlag(cmd *cobra.Command, name string, n int) (float64, error) {
+	d, err := cmd.Flags().GetFloat64(name)
+	if err != nil {
+		return 0, err
+	}
+	return checkDelta(cmd, name, d, n)
+}
+
+// checkDelta is deltaFlag for a command that bound --name to d.
+func checkDelta(cmd *cobra.Command, name string, d float64, n int) (float64, error) {
 	if !cmd.Flags().Changed(name) {
 		return account.DefaultDelta(n), nil
 	}
-	d, _ := cmd.Flags().GetFloat64(name)
 	if !(d > 0 && d < 1) {
 		return 0, fmt.Errorf("--%s must satisfy 0 < delta < 1, got %v", name, d)
 	}
@@ -218,8 +234,10 @@ func deltaFlag(cmd *cobra.Command, name string, n int) (float64, error) {
 // row stops the run), so there the flag is refused.
 func maxRejected(cmd *cobra.Command, eventMode bool) (float64, error) {
 	f := cmd.Flags()
-	v, _ := f.GetFloat64("max-rejected")
+	v, err := f.GetFloat64("max-rejected")
 	switch {
+	case err != nil:
+		return 0, err
 	case !eventMode && f.Changed("max-rejected"):
 		return 0, errors.New("--max-rejected applies to event mode (--input): dataset mode rejects no row, an invalid row stops the run")
 	case !(v >= 0 && v <= 1):

@@ -57,12 +57,19 @@ func experimentSeed(cmd *cobra.Command, what string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return drawSeed(cmd, what, seed), nil
+}
+
+// drawSeed is experimentSeed for a command that bound --seed: *seed when
+// the user gave one, else a seed drawn from the secure source, with a line
+// on stderr that tells how to repeat the run.
+func drawSeed(cmd *cobra.Command, what string, seed *uint64) uint64 {
 	if seed != nil {
-		return *seed, nil
+		return *seed
 	}
 	s := rng.Secure().Uint64()
 	fmt.Fprintf(cmd.ErrOrStderr(), "%s: seed %d (pass --seed %d to repeat)\n", what, s, s)
-	return s, nil
+	return s
 }
 
 // seedFlag returns the --seed value when the user set it, else nil, so that
@@ -78,11 +85,27 @@ func seedFlag(cmd *cobra.Command) (*uint64, error) {
 	return &s, nil
 }
 
+// givenSeed is seedFlag for a command that bound --seed to s: &s when the
+// user set it, else nil.
+func givenSeed(cmd *cobra.Command, s uint64) *uint64 {
+	if !cmd.Flags().Changed("seed") {
+		return nil
+	}
+	return &s
+}
+
 // progressOut returns where a command's progress bar goes: stderr, or nil
-// under --no-progress. The progress package draws nothing on a writer that
-// is not a terminal, so this is the only choice a command makes.
+// under --no-progress (a command without the flag always draws).
 func progressOut(cmd *cobra.Command) io.Writer {
-	if off, _ := cmd.Flags().GetBool("no-progress"); off {
+	off, err := cmd.Flags().GetBool("no-progress")
+	return progressTo(cmd, err == nil && off)
+}
+
+// progressTo is progressOut for a command that bound --no-progress to
+// off. The progress package draws nothing on a writer that is not a
+// terminal, so this is the only choice a command makes.
+func progressTo(cmd *cobra.Command, off bool) io.Writer {
+	if off {
 		return nil
 	}
 	return cmd.ErrOrStderr()

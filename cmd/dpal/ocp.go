@@ -42,29 +42,41 @@ A run whose data (synthetic) and learner would allocate more than
 	RunE: runOCP,
 }
 
+// ocpOptions are the flags of `dpal ocp` (--ledger, the budget flags,
+// --force and --max-memory are read by the shared helpers).
+type ocpOptions struct {
+	Algorithm, Loss, Data, DataDir, Calibration, Out string
+	Records, Dim, Batch                              int
+	Epsilon, Delta, Alpha, Radius                    float64
+	NonPrivate, JSON, NoProgress                     bool
+	Seed                                             uint64
+}
+
+var ocpOpts ocpOptions
+
 func init() {
-	f := ocpCmd.Flags()
-	f.String("algorithm", "ftl", "igd, giga or ftl")
-	f.String("loss", "", "logistic, hinge or squared (default: squared for ftl, logistic otherwise)")
-	f.String("data", "synthetic", "synthetic, beijing, kdd99, mnist09 or a CSV FILE (label ±1 last)")
-	f.String("data-dir", data.DefaultDir, "data root holding beijing_air_quality/, kddcup99/, mnist/")
-	f.Int("records", 0, "use the first N records of the stream (0 = all; synthetic: 100000; >= 0)")
-	f.Int("dim", online.SyntheticDim, "synthetic data: dimension d (>= 1)")
-	f.Float64("epsilon", 1, "target ε (0 < ε ≤ 50)")
-	f.Float64("delta", 0, "target δ (0 < δ < 1; default min(1e-5, 1/(10n)), n the records streamed)")
-	f.Float64("alpha", 0, "strong convexity α of the ℓ2 regulariser (default 1 for ftl, 0.01 otherwise)")
-	f.Float64("radius", 0, "radius of the ball C (default: unbounded for ftl, 10 otherwise)")
-	f.String("calibration", "exact", "exact (smallest noise whose ledger charge is (ε, δ)) or paper (the paper's β / σ formulas)")
-	f.Int("batch", 1, "ftl: records per tree leaf and per solve (1 = Algorithm 4)")
-	f.Bool("non-private", false, "run the plain algorithm (no noise, no ledger) as a baseline")
-	f.Uint64("seed", 0, "seed for the data order and the noise (experiments only; default: secure noise)")
+	f, o := ocpCmd.Flags(), &ocpOpts
+	f.StringVar(&o.Algorithm, "algorithm", "ftl", "igd, giga or ftl")
+	f.StringVar(&o.Loss, "loss", "", "logistic, hinge or squared (default: squared for ftl, logistic otherwise)")
+	f.StringVar(&o.Data, "data", "synthetic", "synthetic, beijing, kdd99, mnist09 or a CSV FILE (label ±1 last)")
+	f.StringVar(&o.DataDir, "data-dir", data.DefaultDir, "data root holding beijing_air_quality/, kddcup99/, mnist/")
+	f.IntVar(&o.Records, "records", 0, "use the first N records of the stream (0 = all; synthetic: 100000; >= 0)")
+	f.IntVar(&o.Dim, "dim", online.SyntheticDim, "synthetic data: dimension d (>= 1)")
+	f.Float64Var(&o.Epsilon, "epsilon", 1, "target ε (0 < ε ≤ 50)")
+	f.Float64Var(&o.Delta, "delta", 0, "target δ (0 < δ < 1; default min(1e-5, 1/(10n)), n the records streamed)")
+	f.Float64Var(&o.Alpha, "alpha", 0, "strong convexity α of the ℓ2 regulariser (default 1 for ftl, 0.01 otherwise)")
+	f.Float64Var(&o.Radius, "radius", 0, "radius of the ball C (default: unbounded for ftl, 10 otherwise)")
+	f.StringVar(&o.Calibration, "calibration", "exact", "exact (smallest noise whose ledger charge is (ε, δ)) or paper (the paper's β / σ formulas)")
+	f.IntVar(&o.Batch, "batch", 1, "ftl: records per tree leaf and per solve (1 = Algorithm 4)")
+	f.BoolVar(&o.NonPrivate, "non-private", false, "run the plain algorithm (no noise, no ledger) as a baseline")
+	f.Uint64Var(&o.Seed, "seed", 0, "seed for the data order and the noise (experiments only; default: secure noise)")
 	f.String("ledger", "", "durable ledger file: the run's loss is committed to it before the first release")
 	budgetFlags(f)
 	deprecate(f, "budget", "budget-epsilon")
-	f.String("out", "", "write every released iterate as JSON lines {\"t\":…,\"x\":[…]} to FILE (- for stdout); an existing file needs --force")
+	f.StringVar(&o.Out, "out", "", "write every released iterate as JSON lines {\"t\":…,\"x\":[…]} to FILE (- for stdout); an existing file needs --force")
 	forceFlag(f)
-	f.Bool("json", false, "print the summary as one JSON object")
-	f.Bool("no-progress", false, "no progress bar")
+	f.BoolVar(&o.JSON, "json", false, "print the summary as one JSON object")
+	f.BoolVar(&o.NoProgress, "no-progress", false, "no progress bar")
 	maxMemoryFlag(f)
 	rootCmd.AddCommand(ocpCmd)
 }
@@ -87,26 +99,22 @@ type ocpSummary struct {
 }
 
 func runOCP(cmd *cobra.Command, _ []string) error {
-	f := cmd.Flags()
-	spec, err := ocpSpec(cmd)
+	o := &ocpOpts
+	spec, err := ocpSpec(cmd, o)
 	if err != nil {
 		return err
 	}
-	seed, err := seedFlag(cmd)
-	if err != nil {
-		return err
-	}
+	seed := givenSeed(cmd, o.Seed)
 	dataSeed := uint64(1)
 	if seed != nil {
 		dataSeed = *seed
 	}
-	name, _ := f.GetString("data")
+	name := o.Data
 	// --data names a dataset or a file: only a file can be clobbered.
 	if err := checkPaths(cmd, []string{"out", "ledger"}, []string{"data"}); err != nil {
 		return err
 	}
-	dir, _ := f.GetString("data-dir")
-	n, dim, err := ocpSizeFlags(cmd, name)
+	n, dim, err := ocpSizeFlags(cmd, name, o.Records, o.Dim)
 	if err != nil {
 		return err
 	}
@@ -119,7 +127,7 @@ func runOCP(cmd *cobra.Command, _ []string) error {
 			return err
 		}
 	}
-	d, err := online.LoadData(name, dir, spec.Cost.Loss, n, dim, dataSeed)
+	d, err := online.LoadData(name, o.DataDir, spec.Cost.Loss, n, dim, dataSeed)
 	if err != nil {
 		return fmt.Errorf("--data: %w", err)
 	}
@@ -128,7 +136,7 @@ func runOCP(cmd *cobra.Command, _ []string) error {
 	}
 	spec.Cost.Dim, spec.Cost.FeatureBound, spec.Cost.LabelBound = d.Dim, d.FeatureBound, d.LabelBound
 	spec.Steps = len(d.Train)
-	if spec.Calibration.Delta, err = deltaFlag(cmd, "delta", spec.Steps); err != nil {
+	if spec.Calibration.Delta, err = checkDelta(cmd, "delta", o.Delta, spec.Steps); err != nil {
 		return err
 	}
 	if err := checkOCPMemory(cmd, spec, 0); err != nil {
@@ -152,7 +160,7 @@ func runOCP(cmd *cobra.Command, _ []string) error {
 	}
 	sum := &ocpSummary{Spec: spec, Data: d, Records: spec.Steps, Seed: seed, Privacy: priv, TestRecords: len(d.Test)}
 	start := time.Now()
-	if err := ocpStream(cmd, r, learner, spec, d, sum); err != nil {
+	if err := ocpStream(cmd, o, r, learner, spec, d, sum); err != nil {
 		return err
 	}
 	sum.Seconds = time.Since(start).Seconds()
@@ -161,19 +169,19 @@ func runOCP(cmd *cobra.Command, _ []string) error {
 			return err
 		}
 	}
-	return printOCP(cmd, sum)
+	return printOCP(cmd, o.JSON, sum)
 }
 
 // ocpSpec reads the algorithm, cost and calibration flags.
-func ocpSpec(cmd *cobra.Command) (online.Spec, error) {
+func ocpSpec(cmd *cobra.Command, o *ocpOptions) (online.Spec, error) {
 	f := cmd.Flags()
 	var s online.Spec
-	s.Algorithm, _ = f.GetString("algorithm")
+	s.Algorithm = o.Algorithm
 	if s.Algorithm != "igd" && s.Algorithm != "giga" && s.Algorithm != "ftl" {
 		return s, fmt.Errorf("--algorithm: %q is not igd, giga or ftl", s.Algorithm)
 	}
 	ftl := s.Algorithm == "ftl"
-	lossName, _ := f.GetString("loss")
+	lossName := o.Loss
 	if lossName == "" {
 		lossName = map[bool]string{true: "squared", false: "logistic"}[ftl]
 	}
@@ -189,10 +197,10 @@ func ocpSpec(cmd *cobra.Command) (online.Spec, error) {
 		s.Cost.Alpha, s.Cost.Radius = 0.01, 10
 	}
 	if f.Changed("alpha") {
-		s.Cost.Alpha, _ = f.GetFloat64("alpha")
+		s.Cost.Alpha = o.Alpha
 	}
 	if f.Changed("radius") {
-		s.Cost.Radius, _ = f.GetFloat64("radius")
+		s.Cost.Radius = o.Radius
 	}
 	if !(s.Cost.Alpha > 0) || math.IsInf(s.Cost.Alpha, 0) {
 		return s, fmt.Errorf("--alpha must be finite and > 0, got %v", s.Cost.Alpha)
@@ -200,23 +208,22 @@ func ocpSpec(cmd *cobra.Command) (online.Spec, error) {
 	if !(s.Cost.Radius > 0) {
 		return s, fmt.Errorf("--radius must be > 0, got %v", s.Cost.Radius)
 	}
-	s.Batch, _ = f.GetInt("batch")
+	s.Batch = o.Batch
 	if s.Batch < 1 {
 		return s, fmt.Errorf("--batch must be >= 1, got %d", s.Batch)
 	}
-	s.NonPrivate, _ = f.GetBool("non-private")
-	cal, _ := f.GetString("calibration")
-	if cal != "exact" && cal != "paper" {
-		return s, fmt.Errorf("--calibration: %q is not exact or paper", cal)
+	s.NonPrivate = o.NonPrivate
+	if o.Calibration != "exact" && o.Calibration != "paper" {
+		return s, fmt.Errorf("--calibration: %q is not exact or paper", o.Calibration)
 	}
-	s.Calibration.Exact = cal == "exact"
-	s.Calibration.Epsilon, _ = f.GetFloat64("epsilon")
+	s.Calibration.Exact = o.Calibration == "exact"
+	s.Calibration.Epsilon = o.Epsilon
 	if err := account.ValidateTargetEpsilon(s.Calibration.Epsilon); err != nil {
 		return s, fmt.Errorf("--epsilon: %w", err)
 	}
 	// δ needs the number of records (deltaFlag, once they are loaded); a
 	// bad --delta is refused now.
-	_, err = deltaFlag(cmd, "delta", 0)
+	_, err = checkDelta(cmd, "delta", o.Delta, 0)
 	return s, err
 }
 
@@ -270,18 +277,17 @@ func chargedEpsilon(spec online.Spec, name string) (float64, error) {
 
 // ocpStream plays the stream, writes the releases to --out and fills the
 // regret and test figures.
-func ocpStream(cmd *cobra.Command, r *rng.Rand, learner online.Learner, spec online.Spec, d *online.Data, sum *ocpSummary) error {
-	path, _ := cmd.Flags().GetString("out")
+func ocpStream(cmd *cobra.Command, o *ocpOptions, r *rng.Rand, learner online.Learner, spec online.Spec, d *online.Data, sum *ocpSummary) error {
 	var enc *json.Encoder
-	if path != "" {
-		w, closeOut, err := openReleases(cmd, path)
+	if o.Out != "" {
+		w, closeOut, err := openReleases(cmd, o.Out)
 		if err != nil {
 			return err
 		}
 		defer closeOut()
 		enc = json.NewEncoder(w)
 	}
-	bar := progress.New(progressOut(cmd), len(d.Train), "ocp")
+	bar := progress.New(progressTo(cmd, o.NoProgress), len(d.Train), "ocp")
 	defer bar.Finish()
 	var writeErr error
 	tick := func(t int) {
@@ -319,8 +325,8 @@ func ocpStream(cmd *cobra.Command, r *rng.Rand, learner online.Learner, spec onl
 	return nil
 }
 
-func printOCP(cmd *cobra.Command, s *ocpSummary) error {
-	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+func printOCP(cmd *cobra.Command, asJSON bool, s *ocpSummary) error {
+	if asJSON {
 		return printJSON(cmd.OutOrStdout(), s)
 	}
 	w := cmd.OutOrStdout()

@@ -35,50 +35,62 @@ a small grid (about 20 s).`,
 	RunE: runReproKAnon,
 }
 
+// reproKAnonOptions are the flags of `dpal repro kanon`; they override
+// the defaults of kanonrepro.DefaultOptions or, under --quick,
+// QuickOptions.
+type reproKAnonOptions struct {
+	DataDir, Out, Ranker     string
+	Seed                     uint64
+	Quick, NoProgress        bool
+	Datasets, Tasks          []string
+	LabelsBudget, VoteCopies int
+	Delta                    float64
+}
+
+var reproKAnonOpts reproKAnonOptions
+
 func init() {
-	f := reproKAnonCmd.Flags()
-	f.String("data-dir", data.DefaultDir, "data root holding slurp_text/ and clinc150/")
-	f.String("out", "repro-kanon", "output directory")
-	f.Uint64("seed", 1, "seed of every split, sample, model and annotator")
-	f.Bool("quick", false, "small smoke run")
-	f.StringSlice("datasets", nil, "datasets: slurp, clinc150 (default both)")
-	f.StringSlice("tasks", nil, "tasks: binary, multiclass (default both)")
-	f.Int("labels-budget", 0, "annotation cap per cell (default 1000, 200 with --quick)")
-	f.Float64("delta", 1e-6, "delta at which each cell's epsilon is charged")
-	f.String("ranker", "", "mc-dropout or bootstrap (default mc-dropout)")
-	f.Int("vote-copies", 0, "binary task: annotators per query in the -vote rerun (default 5)")
-	f.Bool("no-progress", false, "do not draw the progress bar")
+	f, fl := reproKAnonCmd.Flags(), &reproKAnonOpts
+	f.StringVar(&fl.DataDir, "data-dir", data.DefaultDir, "data root holding slurp_text/ and clinc150/")
+	f.StringVar(&fl.Out, "out", "repro-kanon", "output directory")
+	f.Uint64Var(&fl.Seed, "seed", 1, "seed of every split, sample, model and annotator")
+	f.BoolVar(&fl.Quick, "quick", false, "small smoke run")
+	f.StringSliceVar(&fl.Datasets, "datasets", nil, "datasets: slurp, clinc150 (default both)")
+	f.StringSliceVar(&fl.Tasks, "tasks", nil, "tasks: binary, multiclass (default both)")
+	f.IntVar(&fl.LabelsBudget, "labels-budget", 0, "annotation cap per cell (default 1000, 200 with --quick)")
+	f.Float64Var(&fl.Delta, "delta", 1e-6, "delta at which each cell's epsilon is charged")
+	f.StringVar(&fl.Ranker, "ranker", "", "mc-dropout or bootstrap (default mc-dropout)")
+	f.IntVar(&fl.VoteCopies, "vote-copies", 0, "binary task: annotators per query in the -vote rerun (default 5)")
+	f.BoolVar(&fl.NoProgress, "no-progress", false, "do not draw the progress bar")
 	reproCmd.AddCommand(reproKAnonCmd)
 }
 
 func runReproKAnon(cmd *cobra.Command, _ []string) error {
-	f := cmd.Flags()
+	f, fl := cmd.Flags(), &reproKAnonOpts
 	o := kanonrepro.DefaultOptions()
-	if quick, _ := f.GetBool("quick"); quick {
+	if fl.Quick {
 		o = kanonrepro.QuickOptions()
 	}
-	o.DataDir, _ = f.GetString("data-dir")
-	o.Seed, _ = f.GetUint64("seed")
-	o.Delta, _ = f.GetFloat64("delta")
-	if ds, _ := f.GetStringSlice("datasets"); len(ds) > 0 {
-		o.Datasets = ds
+	o.DataDir, o.Seed, o.Delta = fl.DataDir, fl.Seed, fl.Delta
+	if len(fl.Datasets) > 0 {
+		o.Datasets = append([]string(nil), fl.Datasets...) // the run's own copy
 	}
-	if ts, _ := f.GetStringSlice("tasks"); len(ts) > 0 {
-		o.Tasks = ts
+	if len(fl.Tasks) > 0 {
+		o.Tasks = append([]string(nil), fl.Tasks...)
 	}
 	if f.Changed("ranker") {
-		o.Run.Ranker, _ = f.GetString("ranker")
+		o.Run.Ranker = fl.Ranker
 	}
 	if f.Changed("vote-copies") {
-		o.VoteCopies, _ = f.GetInt("vote-copies")
+		o.VoteCopies = fl.VoteCopies
 	}
 	if f.Changed("labels-budget") {
-		o.Run.LabelsBudget, _ = f.GetInt("labels-budget")
+		o.Run.LabelsBudget = fl.LabelsBudget
 	}
 	if err := o.Run.Validate(); err != nil {
 		return err
 	}
-	out, _ := f.GetString("out")
+	out := fl.Out
 	if err := outfile.ProbeDir(out); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
@@ -86,7 +98,7 @@ func runReproKAnon(cmd *cobra.Command, _ []string) error {
 	var bar *progress.Bar
 	sum, err := kanonrepro.Reproduce(o, func(done, total int) {
 		if bar == nil {
-			bar = progress.New(progressOut(cmd), total, "kanon cells")
+			bar = progress.New(progressTo(cmd, fl.NoProgress), total, "kanon cells")
 		}
 		bar.Add(1)
 	})

@@ -29,58 +29,71 @@ summary.json. --quick is a small smoke run.`,
 	RunE: runReproOCP,
 }
 
+// reproOCPOptions are the flags of `dpal repro ocp`; they override the
+// defaults of ocprepro.DefaultOptions or, under --quick, QuickOptions.
+type reproOCPOptions struct {
+	DataDir, Out                    string
+	Seed                            uint64
+	Figures                         []string
+	SynthT, BeijingT, KDDT, Repeats int
+	RegretT                         []int
+	IGDAlpha, IGDRadius             float64
+	Quick, NoProgress               bool
+}
+
+var reproOCPOpts reproOCPOptions
+
 func init() {
-	f := reproOCPCmd.Flags()
-	f.String("data-dir", data.DefaultDir, "data root holding beijing_air_quality/ and kddcup99/")
-	f.String("out", "repro-ocp", "output directory")
-	f.Uint64("seed", 0, "seed of the data order and every run's noise (default: drawn at random and reported)")
-	f.StringSlice("figures", []string{"2a", "2b", "2c", "regret"}, "figures to make: 2a, 2b, 2c, regret")
-	f.Int("synth-t", 0, "Fig. 2(a) horizon T (default 100000, the paper's)")
-	f.Int("beijing-t", 0, "Fig. 2(b) horizon T (default: the whole training part, 344,115)")
-	f.Int("kdd-t", 0, "Fig. 2(c) training records (default: all 494,021)")
-	f.Int("repeats", 0, "Fig. 2(c) shuffles per row (default 10, the paper's)")
-	f.IntSlice("regret-t", nil, "horizons of the regret-vs-T figure (default 1e3,3e3,1e4,3e4,1e5)")
-	f.Float64("igd-alpha", 0.01, "PIGD's regulariser alpha (the paper gives none)")
-	f.Float64("igd-radius", 10, "PIGD's ball radius (the paper gives none)")
-	f.Bool("quick", false, "small smoke run (seconds)")
-	f.Bool("no-progress", false, "do not draw the progress bars")
+	f, fl := reproOCPCmd.Flags(), &reproOCPOpts
+	f.StringVar(&fl.DataDir, "data-dir", data.DefaultDir, "data root holding beijing_air_quality/ and kddcup99/")
+	f.StringVar(&fl.Out, "out", "repro-ocp", "output directory")
+	f.Uint64Var(&fl.Seed, "seed", 0, "seed of the data order and every run's noise (default: drawn at random and reported)")
+	f.StringSliceVar(&fl.Figures, "figures", []string{"2a", "2b", "2c", "regret"}, "figures to make: 2a, 2b, 2c, regret")
+	f.IntVar(&fl.SynthT, "synth-t", 0, "Fig. 2(a) horizon T (default 100000, the paper's)")
+	f.IntVar(&fl.BeijingT, "beijing-t", 0, "Fig. 2(b) horizon T (default: the whole training part, 344,115)")
+	f.IntVar(&fl.KDDT, "kdd-t", 0, "Fig. 2(c) training records (default: all 494,021)")
+	f.IntVar(&fl.Repeats, "repeats", 0, "Fig. 2(c) shuffles per row (default 10, the paper's)")
+	f.IntSliceVar(&fl.RegretT, "regret-t", nil, "horizons of the regret-vs-T figure (default 1e3,3e3,1e4,3e4,1e5)")
+	f.Float64Var(&fl.IGDAlpha, "igd-alpha", 0.01, "PIGD's regulariser alpha (the paper gives none)")
+	f.Float64Var(&fl.IGDRadius, "igd-radius", 10, "PIGD's ball radius (the paper gives none)")
+	f.BoolVar(&fl.Quick, "quick", false, "small smoke run (seconds)")
+	f.BoolVar(&fl.NoProgress, "no-progress", false, "do not draw the progress bars")
 	reproCmd.AddCommand(reproOCPCmd)
 }
 
 func runReproOCP(cmd *cobra.Command, _ []string) error {
-	f := cmd.Flags()
+	f, fl := cmd.Flags(), &reproOCPOpts
 	opt := ocprepro.DefaultOptions()
-	if q, _ := f.GetBool("quick"); q {
+	if fl.Quick {
 		opt = ocprepro.QuickOptions()
 	}
-	opt.OutDir, _ = f.GetString("out")
+	opt.OutDir = fl.Out
 	if err := outfile.ProbeDir(opt.OutDir); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	opt.DataDir, _ = f.GetString("data-dir")
-	opt.Figures, _ = f.GetStringSlice("figures")
-	opt.IGDAlpha, _ = f.GetFloat64("igd-alpha")
-	opt.IGDRadius, _ = f.GetFloat64("igd-radius")
-	for flag, dst := range map[string]*int{"synth-t": &opt.SynthT, "beijing-t": &opt.BeijingT, "kdd-t": &opt.KDDT, "repeats": &opt.Repeats} {
-		if f.Changed(flag) {
-			*dst, _ = f.GetInt(flag)
-			if *dst < 0 {
-				return fmt.Errorf("--%s must be >= 0", flag)
+	opt.DataDir = fl.DataDir
+	opt.Figures = append([]string{}, fl.Figures...) // the run's own copy
+	opt.IGDAlpha, opt.IGDRadius = fl.IGDAlpha, fl.IGDRadius
+	for _, h := range []struct {
+		flag  string
+		dst   *int
+		given int
+	}{{"synth-t", &opt.SynthT, fl.SynthT}, {"beijing-t", &opt.BeijingT, fl.BeijingT}, {"kdd-t", &opt.KDDT, fl.KDDT}, {"repeats", &opt.Repeats, fl.Repeats}} {
+		if f.Changed(h.flag) {
+			if *h.dst = h.given; h.given < 0 {
+				return fmt.Errorf("--%s must be >= 0", h.flag)
 			}
 		}
 	}
 	if opt.Repeats < 1 {
 		return fmt.Errorf("--repeats must be >= 1")
 	}
-	if ts, _ := f.GetIntSlice("regret-t"); len(ts) > 0 {
-		opt.RegretTs = ts
+	if len(fl.RegretT) > 0 {
+		opt.RegretTs = append([]int(nil), fl.RegretT...)
 	}
-	seed, err := experimentSeed(cmd, "repro ocp")
-	if err != nil {
-		return err
-	}
+	seed := drawSeed(cmd, "repro ocp", givenSeed(cmd, fl.Seed))
 	opt.Seed = seed
-	opt.Progress = progressOut(cmd)
+	opt.Progress = progressTo(cmd, fl.NoProgress)
 	sum, err := ocprepro.Reproduce(opt)
 	if err != nil {
 		return err

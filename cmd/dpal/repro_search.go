@@ -33,36 +33,37 @@ single-anomaly model (labelled anomaly not the maximum score).`,
 	RunE: runReproSearch,
 }
 
+// reproSearchOptions are the flags of `dpal repro search`, bound into
+// the experiment's Config (its fields that no flag sets keep
+// searchrepro.DefaultConfig's values).
+type reproSearchOptions struct {
+	Config     searchrepro.Config
+	NoProgress bool
+}
+
+var reproSearchOpts = reproSearchOptions{Config: searchrepro.DefaultConfig()}
+
 func init() {
-	f := reproSearchCmd.Flags()
-	f.String("data-dir", data.DefaultDir, "data root holding nab/")
-	f.String("out", "repro-search", "output directory")
-	f.Int("runs", 100, "repetitions c per configuration")
-	f.Int("max-queries", 2000, "cap on one search's queries (a capped run counts as an error unless the anomaly is in S)")
-	f.Uint64("seed", 0, "seed of every experiment (default: drawn at random and reported)")
-	f.Bool("no-progress", false, "do not draw the progress bar")
+	f, c := reproSearchCmd.Flags(), &reproSearchOpts.Config
+	f.StringVar(&c.DataDir, "data-dir", data.DefaultDir, "data root holding nab/")
+	f.StringVar(&c.OutDir, "out", "repro-search", "output directory")
+	f.IntVar(&c.Runs, "runs", 100, "repetitions c per configuration")
+	f.IntVar(&c.MaxQueries, "max-queries", 2000, "cap on one search's queries (a capped run counts as an error unless the anomaly is in S)")
+	f.Uint64Var(&c.Seed, "seed", 0, "seed of every experiment (default: drawn at random and reported)")
+	f.BoolVar(&reproSearchOpts.NoProgress, "no-progress", false, "do not draw the progress bar")
 	reproCmd.AddCommand(reproSearchCmd)
 }
 
 func runReproSearch(cmd *cobra.Command, _ []string) error {
-	f := cmd.Flags()
-	cfg := searchrepro.DefaultConfig()
-	cfg.DataDir, _ = f.GetString("data-dir")
-	cfg.OutDir, _ = f.GetString("out")
+	cfg := reproSearchOpts.Config
 	if err := outfile.ProbeDir(cfg.OutDir); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	cfg.Runs, _ = f.GetInt("runs")
-	cfg.MaxQueries, _ = f.GetInt("max-queries")
 	if err := cfg.Validate(); err != nil { // before a seed is drawn and reported
 		return fmt.Errorf("repro search: %w", err)
 	}
-	seed, err := experimentSeed(cmd, "repro search")
-	if err != nil {
-		return err
-	}
-	cfg.Seed = seed
-	cfg.Progress = progressOut(cmd)
+	cfg.Seed = drawSeed(cmd, "repro search", givenSeed(cmd, cfg.Seed))
+	cfg.Progress = progressTo(cmd, reproSearchOpts.NoProgress)
 	sum, err := searchrepro.Run(cfg)
 	if err != nil {
 		return err

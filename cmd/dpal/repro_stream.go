@@ -37,72 +37,78 @@ smoke configuration (2 permutations, short horizons, the demo data unless
 	RunE: runReproStream,
 }
 
+// reproStreamOptions are the flags of `dpal repro stream`; they override
+// the defaults of streamrepro.DefaultOptions or, under --quick,
+// QuickOptions.
+type reproStreamOptions struct {
+	DataDir, Out                                          string
+	Perms                                                 int
+	Seed                                                  uint64
+	Datasets                                              []string
+	Figures                                               []int
+	Quick, KDDPaperEncoding, NoProgress, Centre, Detector bool
+	Radius, EpsilonSelect, EpsilonGrad                    float64
+}
+
+var reproStreamOpts reproStreamOptions
+
 func init() {
-	f := reproStreamCmd.Flags()
-	f.String("data-dir", data.DefaultDir, "data root holding kddcup99/ and mnist/")
-	f.String("out", "repro-stream", "output directory")
-	f.Int("perms", 0, "number of stream permutations (default 10, or 2 with --quick)")
-	f.Uint64("seed", 0, "seed of every permutation, split and learner (default: drawn at random and reported)")
-	f.StringSlice("datasets", nil, "datasets: kdd99, mnist09, demo, and with --detector fashion79, fashion57, fashion24 (Fashion-MNIST pairs, the batch rule's check) (default kdd99,mnist09; demo with --quick)")
-	f.IntSlice("figures", []int{2, 3, 4, 5}, "figures to make (2, 3, 4, 5)")
-	f.Bool("quick", false, "small smoke run (about a minute)")
-	f.Bool("kdd-paper-encoding", false, "KDD: one-hot the binary fields and take vocabularies from train+test (the paper's 120 dimensions)")
-	f.Bool("no-progress", false, "do not draw the progress bar")
-	f.Bool("centre", false, "subtract the training mean from all rows and re-project onto the unit ball (not in the paper)")
-	f.Float64("radius", 1, "radius of the ball the iterates are projected onto (paper: 1)")
-	f.Float64("epsilon-select", 1, "eps_s of the selection (paper: 1); other values are what-if runs")
-	f.Float64("epsilon-grad", 1, "eps_g of each update (paper: 1); other values are what-if runs")
+	f, fl := reproStreamCmd.Flags(), &reproStreamOpts
+	f.StringVar(&fl.DataDir, "data-dir", data.DefaultDir, "data root holding kddcup99/ and mnist/")
+	f.StringVar(&fl.Out, "out", "repro-stream", "output directory")
+	f.IntVar(&fl.Perms, "perms", 0, "number of stream permutations (default 10, or 2 with --quick)")
+	f.Uint64Var(&fl.Seed, "seed", 0, "seed of every permutation, split and learner (default: drawn at random and reported)")
+	f.StringSliceVar(&fl.Datasets, "datasets", nil, "datasets: kdd99, mnist09, demo, and with --detector fashion79, fashion57, fashion24 (Fashion-MNIST pairs, the batch rule's check) (default kdd99,mnist09; demo with --quick)")
+	f.IntSliceVar(&fl.Figures, "figures", []int{2, 3, 4, 5}, "figures to make (2, 3, 4, 5)")
+	f.BoolVar(&fl.Quick, "quick", false, "small smoke run (about a minute)")
+	f.BoolVar(&fl.KDDPaperEncoding, "kdd-paper-encoding", false, "KDD: one-hot the binary fields and take vocabularies from train+test (the paper's 120 dimensions)")
+	f.BoolVar(&fl.NoProgress, "no-progress", false, "do not draw the progress bar")
+	f.BoolVar(&fl.Centre, "centre", false, "subtract the training mean from all rows and re-project onto the unit ball (not in the paper)")
+	f.Float64Var(&fl.Radius, "radius", 1, "radius of the ball the iterates are projected onto (paper: 1)")
+	f.Float64Var(&fl.EpsilonSelect, "epsilon-select", 1, "eps_s of the selection (paper: 1); other values are what-if runs")
+	f.Float64Var(&fl.EpsilonGrad, "epsilon-grad", 1, "eps_g of each update (paper: 1); other values are what-if runs")
 	deprecate(f, "eps-select", "epsilon-select")
 	deprecate(f, "eps-grad", "epsilon-grad")
-	f.Bool("detector", false, "instead of the paper's figures, compare the update mechanisms (gamma, gaussian, the noiseless twin) over eps_g in {0.25, 0.5, 1, 2, 4} and 200-2000 labels")
+	f.BoolVar(&fl.Detector, "detector", false, "instead of the paper's figures, compare the update mechanisms (gamma, gaussian, the noiseless twin) over eps_g in {0.25, 0.5, 1, 2, 4} and 200-2000 labels")
 	reproCmd.AddCommand(reproStreamCmd)
 }
 
 func runReproStream(cmd *cobra.Command, _ []string) error {
-	f := cmd.Flags()
-	quick, _ := f.GetBool("quick")
+	fl := &reproStreamOpts
+	quick := fl.Quick
 	opt := streamrepro.DefaultOptions()
 	if quick {
 		opt = streamrepro.QuickOptions()
 	}
-	opt.OutDir, _ = f.GetString("out")
+	opt.OutDir = fl.Out
 	if err := outfile.ProbeDir(opt.OutDir); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	if figs, _ := f.GetIntSlice("figures"); len(figs) > 0 {
-		opt.Figures = figs
+	if len(fl.Figures) > 0 {
+		opt.Figures = append([]int(nil), fl.Figures...) // the run's own copy
 	}
-	opt.EpsSelect, _ = f.GetFloat64("epsilon-select")
-	opt.EpsGrad, _ = f.GetFloat64("epsilon-grad")
-	opt.Centre, _ = f.GetBool("centre")
-	opt.Radius, _ = f.GetFloat64("radius")
-	if f.Changed("perms") {
-		opt.Perms, _ = f.GetInt("perms")
+	opt.EpsSelect, opt.EpsGrad, opt.Centre, opt.Radius = fl.EpsilonSelect, fl.EpsilonGrad, fl.Centre, fl.Radius
+	if cmd.Flags().Changed("perms") {
+		opt.Perms = fl.Perms
 	}
-	seed, err := experimentSeed(cmd, "repro stream")
-	if err != nil {
-		return err
-	}
-	opt.Seed = seed
-	opt.Progress = progressOut(cmd)
-	names, _ := f.GetStringSlice("datasets")
+	opt.Seed = drawSeed(cmd, "repro stream", givenSeed(cmd, fl.Seed))
+	opt.Progress = progressTo(cmd, fl.NoProgress)
+	names := fl.Datasets
 	if len(names) == 0 {
 		names = []string{"kdd99", "mnist09"}
 		if quick {
 			names = []string{"demo"}
 		}
 	}
-	dir, _ := f.GetString("data-dir")
-	paperEnc, _ := f.GetBool("kdd-paper-encoding")
 	var sets []streamrepro.Dataset
 	for _, name := range names {
-		set, err := loadReproStreamSet(name, dir, paperEnc, quick)
+		set, err := loadReproStreamSet(name, fl.DataDir, fl.KDDPaperEncoding, quick)
 		if err != nil {
 			return err
 		}
 		sets = append(sets, set)
 	}
-	if det, _ := f.GetBool("detector"); det {
+	if fl.Detector {
 		return runReproDetector(cmd, opt, sets, quick)
 	}
 	sum, err := streamrepro.Run(opt, sets)

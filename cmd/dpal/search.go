@@ -63,28 +63,44 @@ is given (for experiments; the seed is echoed in the output and in the
 // moderate threshold ratio, and a finite worst case the output states.
 const defaultBudgetAnswers = 100
 
+// searchOptions are the flags of `dpal search`. The thresholds and
+// --clip are bound into Params, the halting rules into Halting; their ε
+// and budget come from EpsilonAnswer, Epsilon and the deprecated Budget
+// (searchEpsilons).
+type searchOptions struct {
+	Scores, Oracle, PosteriorOut, Ledger string
+	Params                               groupsearch.Params
+	Halting                              groupsearch.Halting
+	EpsilonAnswer, Epsilon, Budget       float64
+	Top, Subsets                         int
+	Seed                                 uint64
+	JSON                                 bool
+}
+
+var searchOpts searchOptions
+
 func init() {
-	f := searchCmd.Flags()
-	f.String("scores", "", "scores file (required): one score per line, or index,score")
-	f.Float64("t-low", 0, "t_low: every non-anomalous score is at most this (required)")
-	f.Float64("t-high", 0, "t_high: the anomaly's score is at least this (required)")
-	f.String("oracle", "noisy-max", "oracle: rr, noisy-max, binarized or mean")
-	f.Float64("epsilon-answer", 0, "privacy cost ε of one answer (required)")
-	f.Float64("epsilon", 0, "ε of the whole search, b > 0: it stops before spending more (default 100·epsilon-answer, i.e. at most 100 answers, with a warning)")
-	f.Float64("budget", 0, "deprecated: use --epsilon")
+	f, o := searchCmd.Flags(), &searchOpts
+	f.StringVar(&o.Scores, "scores", "", "scores file (required): one score per line, or index,score")
+	f.Float64Var(&o.Params.TLow, "t-low", 0, "t_low: every non-anomalous score is at most this (required)")
+	f.Float64Var(&o.Params.THigh, "t-high", 0, "t_high: the anomaly's score is at least this (required)")
+	f.StringVar(&o.Oracle, "oracle", "noisy-max", "oracle: rr, noisy-max, binarized or mean")
+	f.Float64Var(&o.EpsilonAnswer, "epsilon-answer", 0, "privacy cost ε of one answer (required)")
+	f.Float64Var(&o.Epsilon, "epsilon", 0, "ε of the whole search, b > 0: it stops before spending more (default 100·epsilon-answer, i.e. at most 100 answers, with a warning)")
+	f.Float64Var(&o.Budget, "budget", 0, "deprecated: use --epsilon")
 	markDeprecated(f, "budget", "use --epsilon (the whole search's ε)")
-	f.Float64("halt-posterior", 0.5, "stop once max f > α (0 disables)")
-	f.Float64("halt-delta", 0, "stop once max log(f/(1-f)) > log(1/δ), eq. 25 (0 disables)")
-	f.Bool("halt-ben-or-hassidim", false, "stop once max f > (24 ln n)^(-1/2)")
-	f.Int("max-queries", 0, "cap on the number of queries (0: only the budget caps them)")
-	f.Int("top", 4, "size |S| of the reported top set")
-	f.Int("subsets", 1, "search this many random disjoint subsets (several anomalies, §7)")
-	f.Bool("clip", false, "lower scores between t_low and t_high to t_low instead of rejecting them")
-	f.Uint64("seed", 0, "seed for reproducible experiments (default: secure randomness)")
-	f.String("posterior-out", "", "also write the final posterior f_T as index,probability lines to this file (# header lines record the oracle, queries and seed); an existing file needs --force")
+	f.Float64Var(&o.Halting.Posterior, "halt-posterior", 0.5, "stop once max f > α (0 disables)")
+	f.Float64Var(&o.Halting.Delta, "halt-delta", 0, "stop once max log(f/(1-f)) > log(1/δ), eq. 25 (0 disables)")
+	f.BoolVar(&o.Halting.BenOrHassidim, "halt-ben-or-hassidim", false, "stop once max f > (24 ln n)^(-1/2)")
+	f.IntVar(&o.Halting.MaxQueries, "max-queries", 0, "cap on the number of queries (0: only the budget caps them)")
+	f.IntVar(&o.Top, "top", 4, "size |S| of the reported top set")
+	f.IntVar(&o.Subsets, "subsets", 1, "search this many random disjoint subsets (several anomalies, §7)")
+	f.BoolVar(&o.Params.Clip, "clip", false, "lower scores between t_low and t_high to t_low instead of rejecting them")
+	f.Uint64Var(&o.Seed, "seed", 0, "seed for reproducible experiments (default: secure randomness)")
+	f.StringVar(&o.PosteriorOut, "posterior-out", "", "also write the final posterior f_T as index,probability lines to this file (# header lines record the oracle, queries and seed); an existing file needs --force")
 	forceFlag(f)
-	f.Bool("json", false, "print one JSON object")
-	f.String("ledger", "", "durable ledger file: created with a cap of --budget-epsilon (default --epsilon) if new; later runs continue it and stop when its budget is spent (default: in memory)")
+	f.BoolVar(&o.JSON, "json", false, "print one JSON object")
+	f.StringVar(&o.Ledger, "ledger", "", "durable ledger file: created with a cap of --budget-epsilon (default --epsilon) if new; later runs continue it and stop when its budget is spent (default: in memory)")
 	budgetFlags(f)
 	rootCmd.AddCommand(searchCmd)
 }
@@ -210,8 +226,8 @@ type subsetOutput struct {
 }
 
 func runSearch(cmd *cobra.Command, _ []string) error {
-	f := cmd.Flags()
-	path, _ := f.GetString("scores")
+	f, o := cmd.Flags(), &searchOpts
+	path := o.Scores
 	if path == "" {
 		return errors.New("--scores is required")
 	}
@@ -220,42 +236,29 @@ func runSearch(cmd *cobra.Command, _ []string) error {
 			return fmt.Errorf("--%s is required", name)
 		}
 	}
-	var p groupsearch.Params
-	p.TLow, _ = f.GetFloat64("t-low")
-	p.THigh, _ = f.GetFloat64("t-high")
-	p.Clip, _ = f.GetBool("clip")
-	var h groupsearch.Halting
-	budgetDefault, err := searchEpsilons(cmd, &p.Epsilon, &h.Budget)
+	p, h := o.Params, o.Halting // copies: a run sets their ε and budget
+	budgetDefault, err := searchEpsilons(cmd, o, &p.Epsilon, &h.Budget)
 	if err != nil {
 		return err
 	}
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	oracleName, _ := f.GetString("oracle")
-	kind, err := groupsearch.ParseKind(oracleName)
+	kind, err := groupsearch.ParseKind(o.Oracle)
 	if err != nil {
 		return err
 	}
 	if budgetDefault {
 		h.Budget = defaultBudgetAnswers * p.Epsilon
 	}
-	h.Posterior, _ = f.GetFloat64("halt-posterior")
-	h.Delta, _ = f.GetFloat64("halt-delta")
-	h.BenOrHassidim, _ = f.GetBool("halt-ben-or-hassidim")
-	h.MaxQueries, _ = f.GetInt("max-queries")
 	if err := h.Validate(); err != nil {
 		return err
 	}
-	top, _ := f.GetInt("top")
-	subsets, _ := f.GetInt("subsets")
+	top, subsets := o.Top, o.Subsets
 	if top < 1 || subsets < 1 {
 		return fmt.Errorf("--top and --subsets must be >= 1, got %d and %d", top, subsets)
 	}
-	seed, err := seedFlag(cmd)
-	if err != nil {
-		return err
-	}
+	seed := givenSeed(cmd, o.Seed)
 	// Before anything runs: no output may clobber an input, and each
 	// must be writable.
 	paths := pathFlags(cmd, "posterior-out", "ledger", "scores")
@@ -278,7 +281,7 @@ func runSearch(cmd *cobra.Command, _ []string) error {
 	if err := checkSearchScores(path, sf, p, subsets); err != nil {
 		return err
 	}
-	led, err := searchLedger(cmd, &h.Budget, &budgetDefault)
+	led, err := searchLedger(cmd, o.Ledger, &h.Budget, &budgetDefault)
 	if err != nil {
 		return err
 	}
@@ -291,7 +294,7 @@ func runSearch(cmd *cobra.Command, _ []string) error {
 	out := searchOutput{Oracle: string(kind), N: len(sf.Scores), Seed: seed,
 		Budget: h.Budget, BudgetDefault: budgetDefault, WorstCaseEpsilon: h.Budget,
 		Params: searchParamsJSON{Params: p, Halting: h, Top: top}, Privacy: privacyNote(kind)}
-	postPath, _ := f.GetString("posterior-out")
+	postPath := o.PosteriorOut
 	if subsets == 1 {
 		err = searchOne(&out, sf, kind, p, h, top, led, r, postPath)
 	} else {
@@ -306,7 +309,7 @@ func runSearch(cmd *cobra.Command, _ []string) error {
 	if out.Ledger, err = led.Report(""); err != nil {
 		return err
 	}
-	if asJSON, _ := f.GetBool("json"); asJSON {
+	if o.JSON {
 		return printJSON(cmd.OutOrStdout(), out)
 	}
 	printSearchText(cmd.OutOrStdout(), &out)
@@ -448,18 +451,18 @@ func printSearchText(w io.Writer, out *searchOutput) {
 // when not given. The spellings before the flag vocabulary still work for
 // one release: --budget for --epsilon, and --epsilon without
 // --epsilon-answer as one answer's cost (with a warning).
-func searchEpsilons(cmd *cobra.Command, answer, total *float64) (isDefault bool, err error) {
+func searchEpsilons(cmd *cobra.Command, o *searchOptions, answer, total *float64) (isDefault bool, err error) {
 	f := cmd.Flags()
 	totalFlag := ""
 	switch {
 	case f.Changed("epsilon-answer"):
-		*answer, _ = f.GetFloat64("epsilon-answer")
+		*answer = o.EpsilonAnswer
 		if f.Changed("epsilon") && f.Changed("budget") {
 			return false, errors.New("--budget (deprecated) and --epsilon are both given: give only --epsilon, the whole search's ε")
 		}
 		totalFlag = map[bool]string{true: "epsilon", false: "budget"}[f.Changed("epsilon")]
 	case f.Changed("epsilon"):
-		*answer, _ = f.GetFloat64("epsilon")
+		*answer = o.Epsilon
 		fmt.Fprintln(cmd.ErrOrStderr(), "dpal search: --epsilon without --epsilon-answer is read as the cost of one answer, its meaning before this release; "+
 			"from the next release --epsilon is the whole search's ε: give --epsilon-answer for one answer and --epsilon for the search")
 		totalFlag = "budget"
@@ -469,13 +472,16 @@ func searchEpsilons(cmd *cobra.Command, answer, total *float64) (isDefault bool,
 	if !f.Changed(totalFlag) {
 		return true, nil
 	}
-	if path, _ := f.GetString("ledger"); path != "" && totalFlag == "budget" && !f.Changed("budget-epsilon") {
+	if o.Ledger != "" && totalFlag == "budget" && !f.Changed("budget-epsilon") {
 		// The old --budget was the --ledger file's cap too.
 		if err := f.Set("budget-epsilon", f.Lookup("budget").Value.String()); err != nil {
 			return false, err
 		}
 	}
-	*total, _ = f.GetFloat64(totalFlag)
+	*total = o.Epsilon
+	if totalFlag == "budget" {
+		*total = o.Budget
+	}
 	if !(*total > 0) {
 		return false, fmt.Errorf("--%s must be > 0, got %v (omit it for the default %d·epsilon-answer)", totalFlag, *total, defaultBudgetAnswers)
 	}
@@ -483,14 +489,15 @@ func searchEpsilons(cmd *cobra.Command, answer, total *float64) (isDefault bool,
 }
 
 // searchLedger opens the search's ledger (openLedger): the search charges
-// every individual at most *b. An existing file keeps its own cap:
-// without --epsilon (*isDefault), *b becomes it and *isDefault false.
-func searchLedger(cmd *cobra.Command, b *float64, isDefault *bool) (*ledger.Ledger, error) {
+// every individual at most *b. An existing file (--ledger path) keeps its
+// own cap: without --epsilon (*isDefault), *b becomes it and *isDefault
+// false.
+func searchLedger(cmd *cobra.Command, path string, b *float64, isDefault *bool) (*ledger.Ledger, error) {
 	led, err := openLedger(cmd, runLedger{Charge: account.Budget{Epsilon: *b}})
 	if err != nil {
 		return nil, err
 	}
-	if path, _ := cmd.Flags().GetString("ledger"); path != "" && *isDefault {
+	if path != "" && *isDefault {
 		*b, *isDefault = led.Budget().Epsilon, false
 	}
 	return led, nil

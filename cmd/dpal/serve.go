@@ -15,6 +15,31 @@ import (
 	"github.com/dpal-dev/dpal/service"
 )
 
+// serveOptions are the flags of `dpal serve`.
+type serveOptions struct {
+	Store, Listen, Config                string
+	KafkaBrokers                         []string
+	KafkaTopic, KafkaLearner, KafkaGroup string
+	Learners                             []string
+}
+
+// tokenOptions are the flags of `dpal serve token create` and `revoke`
+// (Role: create only).
+type tokenOptions struct{ Store, Role string }
+
+// serveBenchOptions are the flags of `dpal serve bench`: the load's
+// settings bound into Spec, and its learner's config as given.
+type serveBenchOptions struct {
+	Spec          service.LoadSpec
+	LearnerConfig string
+}
+
+var (
+	serveOpts                        serveOptions
+	tokenCreateOpts, tokenRevokeOpts tokenOptions
+	serveBenchOpts                   serveBenchOptions
+)
+
 func init() {
 	serveCmd := &cobra.Command{
 		Use:   "serve",
@@ -32,15 +57,15 @@ SIGINT shut down gracefully. Logs are JSON lines on stderr.`,
 		Args: cobra.NoArgs,
 		RunE: runServe,
 	}
-	f := serveCmd.Flags()
-	f.String("store", service.DefaultStore, "store file (created if absent, mode 0600; holds private data)")
-	f.String("listen", service.DefaultListen, "address to listen on")
-	f.String("config", "", "JSON config file (learners to create, limits)")
-	f.StringSlice("kafka-brokers", nil, "consume events from Kafka: seed brokers host:port,…")
-	f.String("kafka-topic", "", "with --kafka-brokers: the topic (each record: one event line, or several)")
-	f.String("kafka-learner", "", "with --kafka-brokers: the learner the topic feeds")
-	f.String("kafka-group", "", "with --kafka-brokers: the consumer group (default dpal-serve-LEARNER)")
-	f.StringArray("learner", nil, "create learner NAME:DIM with the default settings of 'dpal stream' unless the store holds it (repeatable)")
+	f, o := serveCmd.Flags(), &serveOpts
+	f.StringVar(&o.Store, "store", service.DefaultStore, "store file (created if absent, mode 0600; holds private data)")
+	f.StringVar(&o.Listen, "listen", service.DefaultListen, "address to listen on")
+	f.StringVar(&o.Config, "config", "", "JSON config file (learners to create, limits)")
+	f.StringSliceVar(&o.KafkaBrokers, "kafka-brokers", nil, "consume events from Kafka: seed brokers host:port,…")
+	f.StringVar(&o.KafkaTopic, "kafka-topic", "", "with --kafka-brokers: the topic (each record: one event line, or several)")
+	f.StringVar(&o.KafkaLearner, "kafka-learner", "", "with --kafka-brokers: the learner the topic feeds")
+	f.StringVar(&o.KafkaGroup, "kafka-group", "", "with --kafka-brokers: the consumer group (default dpal-serve-LEARNER)")
+	f.StringArrayVar(&o.Learners, "learner", nil, "create learner NAME:DIM with the default settings of 'dpal stream' unless the store holds it (repeatable)")
 
 	token := groupCommand("token", "Create or revoke API tokens (while the server is stopped)")
 	create := &cobra.Command{
@@ -49,16 +74,19 @@ SIGINT shut down gracefully. Logs are JSON lines on stderr.`,
 		Args:  cobra.NoArgs,
 		RunE:  runTokenCreate,
 	}
-	create.Flags().String("role", "", "ingest, annotator, officer or admin (required)")
+	create.Flags().StringVar(&tokenCreateOpts.Role, "role", "", "ingest, annotator, officer or admin (required)")
 	revoke := &cobra.Command{
 		Use:   "revoke ID",
 		Short: "Revoke the token of this id (the 16 hex digits 'token create' printed) or the token itself",
 		Args:  cobra.ExactArgs(1),
 		RunE:  runTokenRevoke,
 	}
-	for _, c := range []*cobra.Command{create, revoke} {
-		c.Flags().String("store", service.DefaultStore, "store file")
-		token.AddCommand(c)
+	for _, t := range []struct {
+		c *cobra.Command
+		o *tokenOptions
+	}{{create, &tokenCreateOpts}, {revoke, &tokenRevokeOpts}} {
+		t.c.Flags().StringVar(&t.o.Store, "store", service.DefaultStore, "store file")
+		token.AddCommand(t.c)
 	}
 	bench := &cobra.Command{
 		Use:   "bench",
@@ -76,42 +104,41 @@ open label requests at the end; then it deletes the store.`,
 		Args: cobra.NoArgs,
 		RunE: runServeBench,
 	}
-	bf := bench.Flags()
-	bf.Int("events", 100_000, "events to send")
-	bf.Int("batch", 1000, "events per request (1: single-event ingest)")
-	bf.Int("workers", 2, "concurrent clients")
-	bf.Int("dim", 16, "event dimension")
-	bf.Uint64("seed", 1, "seed of the synthetic events (the learner's noise stays secure)")
-	bf.String("learner-config", "", `the learner's stream settings, as "config" of POST /v1/learners (JSON; default: the defaults)`)
-	bf.Int("max-open", 0, "the learner's max_open_requests (0: the default)")
+	bf, b := bench.Flags(), &serveBenchOpts
+	bf.IntVar(&b.Spec.Events, "events", 100_000, "events to send")
+	bf.IntVar(&b.Spec.Batch, "batch", 1000, "events per request (1: single-event ingest)")
+	bf.IntVar(&b.Spec.Workers, "workers", 2, "concurrent clients")
+	bf.IntVar(&b.Spec.Dim, "dim", 16, "event dimension")
+	bf.Uint64Var(&b.Spec.Seed, "seed", 1, "seed of the synthetic events (the learner's noise stays secure)")
+	bf.StringVar(&b.LearnerConfig, "learner-config", "", `the learner's stream settings, as "config" of POST /v1/learners (JSON; default: the defaults)`)
+	bf.IntVar(&b.Spec.MaxOpen, "max-open", 0, "the learner's max_open_requests (0: the default)")
 	serveCmd.AddCommand(token, bench)
 	rootCmd.AddCommand(serveCmd)
 }
 
 func runServe(cmd *cobra.Command, _ []string) error {
-	f := cmd.Flags()
+	f, o := cmd.Flags(), &serveOpts
 	var c service.Config
-	if path, _ := f.GetString("config"); path != "" {
+	if o.Config != "" {
 		var err error
-		if c, err = service.LoadConfig(path); err != nil {
+		if c, err = service.LoadConfig(o.Config); err != nil {
 			return fmt.Errorf("--config: %w", err)
 		}
 	}
 	if f.Changed("store") || c.Store == "" {
-		c.Store, _ = f.GetString("store")
+		c.Store = o.Store
 	}
 	if f.Changed("listen") || c.Listen == "" {
-		c.Listen, _ = f.GetString("listen")
+		c.Listen = o.Listen
 	}
-	learners, _ := f.GetStringArray("learner")
-	for _, l := range learners {
+	for _, l := range o.Learners {
 		raw, err := service.LearnerFlag(l)
 		if err != nil {
 			return fmt.Errorf("--learner %q: %w", l, err)
 		}
 		c.Learners = append(c.Learners, raw)
 	}
-	if err := kafkaFlags(cmd, &c); err != nil {
+	if err := kafkaFlags(o, &c); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -121,12 +148,8 @@ func runServe(cmd *cobra.Command, _ []string) error {
 }
 
 // kafkaFlags sets c.Kafka from the --kafka-* flags, if any.
-func kafkaFlags(cmd *cobra.Command, c *service.Config) error {
-	f := cmd.Flags()
-	brokers, _ := f.GetStringSlice("kafka-brokers")
-	topic, _ := f.GetString("kafka-topic")
-	learner, _ := f.GetString("kafka-learner")
-	group, _ := f.GetString("kafka-group")
+func kafkaFlags(o *serveOptions, c *service.Config) error {
+	brokers, topic, learner, group := o.KafkaBrokers, o.KafkaTopic, o.KafkaLearner, o.KafkaGroup
 	switch {
 	case len(brokers) == 0 && topic == "" && learner == "" && group == "":
 		return nil
@@ -137,10 +160,9 @@ func kafkaFlags(cmd *cobra.Command, c *service.Config) error {
 	return nil
 }
 
-// openTokenStore opens --store, which must exist: a token for a store
-// that a typo would create is useless.
-func openTokenStore(cmd *cobra.Command) (*service.Store, error) {
-	path, _ := cmd.Flags().GetString("store")
+// openTokenStore opens --store path, which must exist: a token for a
+// store that a typo would create is useless.
+func openTokenStore(path string) (*service.Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("--store: %w", err)
 	}
@@ -152,12 +174,11 @@ func openTokenStore(cmd *cobra.Command) (*service.Store, error) {
 }
 
 func runTokenCreate(cmd *cobra.Command, _ []string) error {
-	r, _ := cmd.Flags().GetString("role")
-	role, err := service.ParseRole(r)
+	role, err := service.ParseRole(tokenCreateOpts.Role)
 	if err != nil {
 		return fmt.Errorf("--role: %w", err)
 	}
-	st, err := openTokenStore(cmd)
+	st, err := openTokenStore(tokenCreateOpts.Store)
 	if err != nil {
 		return err
 	}
@@ -171,8 +192,8 @@ func runTokenCreate(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-func runTokenRevoke(cmd *cobra.Command, args []string) error {
-	st, err := openTokenStore(cmd)
+func runTokenRevoke(_ *cobra.Command, args []string) error {
+	st, err := openTokenStore(tokenRevokeOpts.Store)
 	if err != nil {
 		return err
 	}
@@ -181,15 +202,8 @@ func runTokenRevoke(cmd *cobra.Command, args []string) error {
 }
 
 func runServeBench(cmd *cobra.Command, _ []string) error {
-	f := cmd.Flags()
-	var c service.LoadSpec
-	c.Events, _ = f.GetInt("events")
-	c.Batch, _ = f.GetInt("batch")
-	c.Workers, _ = f.GetInt("workers")
-	c.Dim, _ = f.GetInt("dim")
-	c.Seed, _ = f.GetUint64("seed")
-	c.MaxOpen, _ = f.GetInt("max-open")
-	if cfg, _ := f.GetString("learner-config"); cfg != "" {
+	c := serveBenchOpts.Spec
+	if cfg := serveBenchOpts.LearnerConfig; cfg != "" {
 		c.LearnerConfig = json.RawMessage(cfg)
 	}
 	dir, err := os.MkdirTemp("", "dpal-serve-bench-")
