@@ -4,7 +4,8 @@
 // Count-Mean-Min sketch, distinct counts from HyperLogLog, package sketch),
 // rank the survivors by model uncertainty and send one copy of each chosen
 // query to annotators. Li, Qardaji & Su (2012, Thm 5) turn (β, k) into an
-// (ε, δ) guarantee, computed by dp/account (KAnonDelta and its inverses).
+// (ε, δ) guarantee, computed in account.go (Delta and its inverses
+// Epsilon, SmallestK and LargestBeta, each returning a Bound).
 //
 // Neighbouring relation: one query occurrence added to or removed from
 // the log. What leaves the trusted side is the set of released queries

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/kanon"
 )
@@ -25,7 +24,7 @@ func ExampleStage() {
 	if err != nil {
 		panic(err)
 	}
-	g, err := account.KAnonEpsilon(0.5, 3, 0.2)
+	g, err := kanon.Epsilon(0.5, 3, 0.2)
 	if err != nil {
 		panic(err)
 	}

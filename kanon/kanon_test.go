@@ -103,7 +103,7 @@ func TestRunCharges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := account.KAnonEpsilon(0.3, 8, cfg.Delta)
+	want, _ := Epsilon(0.3, 8, cfg.Delta)
 	if !res.Private || res.Epsilon != want.Epsilon || res.Delta != want.Delta || led.Len() != 1 {
 		t.Fatalf("result (%v, %v) private=%v, ledger entries %d; want (%v, %v) charged once", res.Epsilon, res.Delta, res.Private, led.Len(), want.Epsilon, want.Delta)
 	}

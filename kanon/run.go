@@ -91,7 +91,7 @@ func DefaultConfig() Config {
 
 // Validate checks c.
 func (c Config) Validate() error {
-	if err := account.ValidateKAnon(c.Beta, c.K); err != nil {
+	if err := ValidateSampling(c.Beta, c.K); err != nil {
 		return err
 	}
 	switch {
@@ -298,7 +298,7 @@ func release(cfg Config, pool []string, r *rng.Rand, led *ledger.Ledger, res *Re
 		loss = m.Loss()
 		keep = func() ([]string, error) { return m.Apply(r, countAll(sample)) }
 	default:
-		g, err := account.KAnonEpsilon(cfg.Beta, cfg.K, cfg.Delta)
+		g, err := Epsilon(cfg.Beta, cfg.K, cfg.Delta)
 		if err != nil {
 			return nil, fmt.Errorf("beta = %v, k = %d: %w (use the baseline for a non-private reference)", cfg.Beta, cfg.K, err)
 		}

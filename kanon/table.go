@@ -1,10 +1,6 @@
 package kanon
 
-import (
-	"errors"
-
-	"github.com/dpal-dev/dpal/dp/account"
-)
+import "errors"
 
 // Cell is one entry of the appendix grid: the smallest k that gives
 // (Epsilon, Delta)-DP at sampling rate Beta, or Feasible = false when
@@ -47,7 +43,7 @@ func Table(g Grid) ([]Cell, error) {
 	for _, d := range g.Deltas {
 		for _, e := range g.Epsilons {
 			for _, b := range g.Betas {
-				r, ok, err := feasible(account.KAnonK(b, e, d))
+				r, ok, err := feasible(SmallestK(b, e, d))
 				if err != nil {
 					return nil, err
 				}
@@ -74,7 +70,7 @@ func Guarantees(betas []float64, ks []int, delta float64) ([]Guarantee, error) {
 	var out []Guarantee
 	for _, b := range betas {
 		for _, k := range ks {
-			r, ok, err := feasible(account.KAnonEpsilon(b, k, delta))
+			r, ok, err := feasible(Epsilon(b, k, delta))
 			if err != nil {
 				return nil, err
 			}
@@ -85,10 +81,10 @@ func Guarantees(betas []float64, ks []int, delta float64) ([]Guarantee, error) {
 }
 
 // feasible turns ErrNoGuarantee into ok = false (and a zero result).
-func feasible(r account.KAnonResult, err error) (account.KAnonResult, bool, error) {
+func feasible(r Bound, err error) (Bound, bool, error) {
 	switch {
-	case errors.Is(err, account.ErrNoGuarantee):
-		return account.KAnonResult{}, false, nil
+	case errors.Is(err, ErrNoGuarantee):
+		return Bound{}, false, nil
 	case err != nil:
 		return r, false, err
 	}

@@ -40,7 +40,7 @@ func NewNoisyThreshold(eps float64, k int, beta float64) (*NoisyThreshold, error
 	if err := account.ValidateEpsilon(eps); err != nil {
 		return nil, fmt.Errorf("noisy threshold: %w", err)
 	}
-	if err := account.ValidateKAnon(beta, k); err != nil {
+	if err := ValidateSampling(beta, k); err != nil {
 		return nil, fmt.Errorf("noisy threshold: %w", err)
 	}
 	if k < 2 {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
-	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 )
 
@@ -30,7 +29,7 @@ func selectionLoss(name string, eps float64, acc Accounting) (account.Loss, erro
 
 // SelectionCharge is what one selection by a costs each record it scores
 // under accounting acc (see Config.SelectionLoss, its planned counterpart).
-func SelectionCharge(a *mech.Acquire, acc Accounting) (account.Loss, error) {
+func SelectionCharge(a *Acquire, acc Accounting) (account.Loss, error) {
 	l, err := selectionLoss(a.Loss().Mechanism, a.Epsilon(), acc)
 	if err != nil {
 		return account.Loss{}, err
@@ -53,9 +52,9 @@ func SelectionCharge(a *mech.Acquire, acc Accounting) (account.Loss, error) {
 // which refuses with account.ErrBudgetExceeded before any noise is drawn
 // if a record's budget would be exceeded; only then is the noisy top-k
 // drawn. Random acquisition reads no record: it is drawn without a charge.
-func Select(l *ledger.Ledger, r *rng.Rand, a *mech.Acquire, acc Accounting, ids []string, passes [][][]float64, note string) ([]string, error) {
+func Select(l *ledger.Ledger, r *rng.Rand, a *Acquire, acc Accounting, ids []string, passes [][][]float64, note string) ([]string, error) {
 	scores := make([]float64, len(ids))
-	if a.Kind() != mech.Random {
+	if a.Kind() != Random {
 		if len(passes) != len(ids) {
 			return nil, fmt.Errorf("select: %d ids but %d records scored", len(ids), len(passes))
 		}

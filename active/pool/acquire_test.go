@@ -10,7 +10,6 @@ import (
 
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
-	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 )
 
@@ -70,7 +69,7 @@ func TestLedgerMatchesPlan(t *testing.T) {
 				if e+1 < len(plan.Phases) && plan.Phases[e+1].Round == ph.Round || ph.Round > T {
 					continue
 				}
-				a, err := mech.NewAcquire(mech.Entropy, cfg.EpsilonSelect/float64(T), cfg.Queries[ph.Round-1], 3, mech.EntropyClip)
+				a, err := NewAcquire(Entropy, cfg.EpsilonSelect/float64(T), cfg.Queries[ph.Round-1], 3, EntropyClip)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -105,7 +104,7 @@ func TestLedgerMatchesPlan(t *testing.T) {
 func TestSelectRefuses(t *testing.T) {
 	l, _ := ledger.New(account.Budget{Epsilon: 1, Delta: 1e-5})
 	r := rng.Seeded(1)
-	a, _ := mech.NewAcquire(mech.LeastConfidence, 0.6, 2, 3, 0)
+	a, _ := NewAcquire(LeastConfidence, 0.6, 2, 3, 0)
 	pool := ids("x", 5)
 	t.Run("invalid record charges nothing", func(t *testing.T) {
 		passes := randomPasses(r, 5)
@@ -130,7 +129,7 @@ func TestSelectRefuses(t *testing.T) {
 		}
 	})
 	t.Run("random", func(t *testing.T) {
-		rnd, _ := mech.NewAcquire(mech.Random, 0, 3, 3, 0)
+		rnd, _ := NewAcquire(Random, 0, 3, 3, 0)
 		sel, err := Select(l, r, rnd, Basic, pool, nil, "")
 		if err != nil || len(sel) != 3 {
 			t.Errorf("random selection: %v %v", sel, err)
@@ -145,7 +144,7 @@ func BenchmarkSelect(b *testing.B) {
 	r := rng.Seeded(1)
 	pool := ids("x", 50000)
 	passes := randomPasses(r, len(pool))
-	a, err := mech.NewAcquire(mech.Entropy, 0.5, 1000, 3, mech.EntropyClip)
+	a, err := NewAcquire(Entropy, 0.5, 1000, 3, EntropyClip)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/audit"
 	"github.com/dpal-dev/dpal/dp/ledger"
-	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/dpsgd"
 	"github.com/dpal-dev/dpal/model/nn"
@@ -190,7 +189,7 @@ func auditPoisson(t *testing.T, s poissonAudit) {
 	labels[x] = 1
 	withX := slices.Clone(features)
 	withX[x] = []float64{10}
-	lr := Learner{Spec: auditSpec, Acquisition: mech.Entropy, Threshold: 0.5,
+	lr := Learner{Spec: auditSpec, Acquisition: Entropy, Threshold: 0.5,
 		Train: dpsgd.Config{Clip: 1, LR: auditLR}}
 
 	charged := map[float64]int{}
@@ -324,7 +323,7 @@ func testAuditTopK(t *testing.T) {
 	dLabels := make([]int, len(d))
 	withX, xLabels := append(slices.Clone(d), []float64{10}), append(slices.Clone(dLabels), 1)
 	x := len(d)
-	lr := Learner{Spec: auditSpec, Acquisition: mech.Random, Train: dpsgd.Config{Clip: 1, LR: auditLR}}
+	lr := Learner{Spec: auditSpec, Acquisition: Random, Train: dpsgd.Config{Clip: 1, LR: auditLR}}
 
 	u0, u1 := 10/math.Sqrt(101), 1/math.Sqrt(101)
 	charged := 0.0

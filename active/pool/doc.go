@@ -5,8 +5,9 @@
 // steps, noise multiplier and per-group Poisson sampling rates (naive DP-AL,
 // Fig. 2; step amplification, Fig. 5 and §3.3; the alternatives of App.
 // D.1), the joint accounting of selection and training (§3.5, eq. 6), the
-// select-and-charge step of the private acquisition (App. C, through
-// dp/mech and dp/ledger), and the loop (Run) that trains with package dpsgd
+// acquisition functions and their private top-k selection (App. C:
+// Acquisition, Acquire, on dp/mech's NoisyTopK), the select-and-charge step
+// (Select, through dp/ledger), and the loop (Run) that trains with package dpsgd
 // per the plan, selects through Select, asks a label Oracle and reports
 // every record's loss as the ledger holds it.
 //

@@ -6,7 +6,6 @@ import (
 	"github.com/dpal-dev/dpal/active/pool"
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
-	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/dpsgd"
 	"github.com/dpal-dev/dpal/model/nn"
@@ -48,7 +47,7 @@ func ExampleRun() {
 	}
 	led, _ := ledger.New(account.Budget{Epsilon: 4, Delta: 1e-4})
 	res, err := pool.Run(led, rng.Seeded(1), pool.Input{Plan: plan, Pool: x, Oracle: pool.DatasetOracle{Classes: y},
-		Learner: pool.Learner{Spec: nn.Spec{Arch: nn.LogReg, Inputs: 2, Classes: 2}, Acquisition: mech.Entropy,
+		Learner: pool.Learner{Spec: nn.Spec{Arch: nn.LogReg, Inputs: 2, Classes: 2}, Acquisition: pool.Entropy,
 			Train: dpsgd.Config{Clip: 1, LR: 0.5}}})
 	if err != nil {
 		panic(err)
@@ -84,7 +83,7 @@ func ExampleRun_poisson() {
 	fmt.Printf("η = %.4f: training ε %.3f amplified to %.3f\n", pp.EntryRate, pp.EpsilonTraining, pp.Epsilon)
 	led, _ := ledger.New(account.Budget{Epsilon: 4, Delta: 1e-5})
 	res, err := pool.Run(led, rng.Seeded(1), pool.Input{Plan: plan, Pool: x, Oracle: pool.DatasetOracle{Classes: y},
-		Learner: pool.Learner{Spec: nn.Spec{Arch: nn.LogReg, Inputs: 2, Classes: 2}, Acquisition: mech.Entropy, Threshold: 0.5,
+		Learner: pool.Learner{Spec: nn.Spec{Arch: nn.LogReg, Inputs: 2, Classes: 2}, Acquisition: pool.Entropy, Threshold: 0.5,
 			Train: dpsgd.Config{Clip: 1, LR: 0.5}}})
 	if err != nil {
 		panic(err)
@@ -94,4 +93,33 @@ func ExampleRun_poisson() {
 	// Output:
 	// η = 0.4667: training ε 4.654 amplified to 4.000
 	// all 600 records at ε 4.000…4.000
+}
+
+// One private entropy selection of 2 records out of 4 at ε = 0.5 (ε_Sel = 2
+// over T = 4 phases), with the paper's clipping to 0.8. The seed is for the
+// example only; production uses rng.Secure().
+func ExampleAcquire() {
+	a, err := pool.NewAcquire(pool.Entropy, 0.5, 2, 3, pool.EntropyClip)
+	if err != nil {
+		panic(err)
+	}
+	records := [][][]float64{
+		{{0.98, 0.01, 0.01}},
+		{{0.34, 0.33, 0.33}},
+		{{0.5, 0.5, 0}},
+		{{0.9, 0.05, 0.05}},
+	}
+	scores, err := a.Scores(records)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("scores %.3f, Δ = %v\n", scores, a.Sensitivity())
+	picked, err := a.Select(rng.Seeded(1), scores)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("selected", len(picked), "records; loss per scored record:", a.Loss().Epsilon)
+	// Output:
+	// scores [0.102 0.800 0.631 0.359], Δ = 0.8
+	// selected 2 records; loss per scored record: 0.5
 }

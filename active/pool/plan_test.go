@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/dpal-dev/dpal/dp/account"
-	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/model/nn"
 )
 
@@ -353,7 +352,7 @@ func TestTopKReplaceOne(t *testing.T) {
 			}
 		}
 		led := newLedger(t, p)
-		_, err = Run(led, nil, Input{Plan: p, Oracle: DatasetOracle{}, Learner: testLearner(mech.Entropy, nn.Spec{Arch: nn.LogReg, Inputs: 6, Classes: 3})})
+		_, err = Run(led, nil, Input{Plan: p, Oracle: DatasetOracle{}, Learner: testLearner(Entropy, nn.Spec{Arch: nn.LogReg, Inputs: 6, Classes: 3})})
 		if err == nil || !strings.Contains(err.Error(), "comparison only") {
 			t.Errorf("Run on the paper's plan: %v", err)
 		}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
-	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/model/nn"
 )
@@ -113,23 +112,23 @@ func TestPoissonRun(t *testing.T) {
 	logreg := nn.Spec{Arch: nn.LogReg, Inputs: 6, Classes: 3}
 	for _, tc := range []struct {
 		name      string
-		acq       mech.Acquisition
+		acq       Acquisition
 		threshold float64
 		check     func(t *testing.T, res *Result)
 	}{
-		{"entropy", mech.Entropy, 0.3, func(t *testing.T, res *Result) {
+		{"entropy", Entropy, 0.3, func(t *testing.T, res *Result) {
 			if res.TestAccuracy < 0.8 {
 				t.Errorf("accuracy %v", res.TestAccuracy)
 			}
 		}},
-		{"nobody above threshold 1", mech.Entropy, 1, func(t *testing.T, res *Result) {
+		{"nobody above threshold 1", Entropy, 1, func(t *testing.T, res *Result) {
 			for _, rd := range res.Rounds {
 				if rd.Selected != nil && rd.Selected.Records != 0 {
 					t.Errorf("round %d selected %d records above a threshold of 1", rd.Round, rd.Selected.Records)
 				}
 			}
 		}},
-		{"random", mech.Random, 0, func(t *testing.T, res *Result) {
+		{"random", Random, 0, func(t *testing.T, res *Result) {
 			// Expected labels 400; the count is a sum of 1 200 coins.
 			if res.Labels < 300 || res.Labels > 500 {
 				t.Errorf("random selection asked %d labels, expected about 400", res.Labels)
@@ -185,7 +184,7 @@ func TestPoissonRunRefusesOverBudget(t *testing.T) {
 	}
 	asked := 0
 	oracle := oracleFunc(func(idx []int) ([]int, error) { asked += len(idx); return make([]int, len(idx)), nil })
-	_, err = Run(led, rng.New(ptr(uint64(1))), Input{Plan: p, Learner: testLearner(mech.Entropy, nn.Spec{Arch: nn.LogReg, Inputs: 6, Classes: 3}),
+	_, err = Run(led, rng.New(ptr(uint64(1))), Input{Plan: p, Learner: testLearner(Entropy, nn.Spec{Arch: nn.LogReg, Inputs: 6, Classes: 3}),
 		Pool: poolData.X, Oracle: oracle})
 	if err == nil || !strings.Contains(err.Error(), account.ErrBudgetExceeded.Error()) || asked != 0 {
 		t.Errorf("error %v after %d labels, want the budget refused before any", err, asked)

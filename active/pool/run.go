@@ -27,8 +27,8 @@ type Learner struct {
 	// (θ_{i+1} = DP-SGD(θ_i, …), Fig. 2).
 	Train dpsgd.Config
 	// Acquisition scores the unlabelled pool (App. C).
-	Acquisition mech.Acquisition
-	// NotDP selects by the exact top-k of the scores (mech.TopKNotDP): NOT
+	Acquisition Acquisition
+	// NotDP selects by the exact top-k of the scores (TopKNotDP): NOT
 	// differentially private, for the paper's non-private upper bounds
 	// only. The plan must then give the selections nothing (ε_Sel = 0),
 	// and the result says DP: false.
@@ -36,13 +36,13 @@ type Learner struct {
 	// Passes is the number of MC-dropout forward passes for BALD (0: 10).
 	Passes int
 	// ScoreClip clips the scores (the clipping trick); 0 means
-	// mech.EntropyClip for entropy, mech.BALDClip for BALD, no clipping
+	// EntropyClip for entropy, BALDClip for BALD, no clipping
 	// otherwise.
 	ScoreClip float64
 	// Threshold and PMin shape Poisson selection's probability
 	// p_j(x) = p_max if score_j(x) ≥ Threshold, else PMin (PMin ≤ p_max):
 	// a fixed public function of the score (in [0, 1], see
-	// mech.Acquisition.Score) under the last released model. Random
+	// Acquisition.Score) under the last released model. Random
 	// acquisition selects every record at p_max.
 	Threshold float64
 	PMin      float64
@@ -256,11 +256,11 @@ func checkInput(led *ledger.Ledger, in Input) error {
 	}
 	a := in.Learner.Acquisition
 	switch {
-	case a < mech.Random || a > mech.BALD:
+	case a < Random || a > BALD:
 		return fmt.Errorf("pool: unknown acquisition %d", int(a))
-	case a == mech.Random && in.Learner.NotDP:
+	case a == Random && in.Learner.NotDP:
 		return errors.New("pool: random selection reads no record; it is DP as it is")
-	case (a == mech.Random || in.Learner.NotDP) && cfg.EpsilonSelect != 0:
+	case (a == Random || in.Learner.NotDP) && cfg.EpsilonSelect != 0:
 		return fmt.Errorf("pool: %s selection is charged nothing, so plan it with ε_Sel = 0 (got %v)", a, cfg.EpsilonSelect)
 	case cfg.Selection == Poisson && in.Learner.NotDP:
 		return errors.New("pool: not-DP selection is the exact top-k; Poisson selection is private as it is")
@@ -270,7 +270,7 @@ func checkInput(led *ledger.Ledger, in Input) error {
 		return fmt.Errorf("pool: p-min must satisfy 0 <= p_min <= p_max = %v, got %v", cfg.PMax, in.Learner.PMin)
 	case cfg.Selection == Poisson && !(in.Learner.Threshold >= 0 && in.Learner.Threshold <= 1):
 		return fmt.Errorf("pool: the selection threshold is a score in [0, 1], got %v", in.Learner.Threshold)
-	case cfg.Selection == TopK && a != mech.Random && !in.Learner.NotDP && cfg.EpsilonSelect == 0:
+	case cfg.Selection == TopK && a != Random && !in.Learner.NotDP && cfg.EpsilonSelect == 0:
 		return fmt.Errorf("pool: private %s selection needs ε_Sel > 0", a)
 	}
 	need := cfg.Initial
@@ -347,7 +347,7 @@ func (l *loop) chargePoisson() error {
 // (mech's random acquisition: it reads no record, so it costs nothing),
 // in draw order.
 func RandomSubset(r *rng.Rand, k, n int) ([]int, error) {
-	a, err := mech.NewAcquire(mech.Random, 0, k, 2, 0)
+	a, err := NewAcquire(Random, 0, k, 2, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -505,17 +505,17 @@ func (l *loop) selection(j int) (*GroupPrivacy, error) {
 	free := l.unlabelled()
 	clip := lr.ScoreClip
 	if clip == 0 {
-		clip = map[mech.Acquisition]float64{mech.Entropy: mech.EntropyClip, mech.BALD: mech.BALDClip}[lr.Acquisition]
+		clip = map[Acquisition]float64{Entropy: EntropyClip, BALD: BALDClip}[lr.Acquisition]
 	}
-	a, err := mech.NewAcquire(lr.Acquisition, cfg.EpsilonSelect/float64(len(cfg.Queries)), k, lr.Spec.Classes, clip)
+	a, err := NewAcquire(lr.Acquisition, cfg.EpsilonSelect/float64(len(cfg.Queries)), k, lr.Spec.Classes, clip)
 	if lr.NotDP && err != nil { // ε = 0 is refused, and not used: build the scorer at any ε
-		a, err = mech.NewAcquire(lr.Acquisition, 1, k, lr.Spec.Classes, clip)
+		a, err = NewAcquire(lr.Acquisition, 1, k, lr.Spec.Classes, clip)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pool: selection %d: %w", j, err)
 	}
 	var passes [][][]float64
-	if lr.Acquisition != mech.Random {
+	if lr.Acquisition != Random {
 		if passes, err = l.score(free); err != nil {
 			return nil, fmt.Errorf("pool: selection %d: %w", j, err)
 		}
@@ -556,12 +556,12 @@ func (l *loop) unlabelled() []int {
 // the trusted labeler.
 func (l *loop) poissonSelection(j int) (*GroupPrivacy, error) {
 	lr, pmax := l.in.Learner, l.in.Plan.Config.PMax
-	if lr.Acquisition == mech.Random {
+	if lr.Acquisition == Random {
 		pmax = min(pmax, l.in.Plan.Config.randomRate(j))
 	}
 	free := l.unlabelled()
 	var passes [][][]float64
-	if lr.Acquisition != mech.Random {
+	if lr.Acquisition != Random {
 		var err error
 		if passes, err = l.score(free); err != nil {
 			return nil, fmt.Errorf("pool: selection %d: %w", j, err)
@@ -592,13 +592,13 @@ func (l *loop) poissonSelection(j int) (*GroupPrivacy, error) {
 
 // choose draws the k records of selection j: privately through Select
 // (charged first), or by the exact top-k for NotDP.
-func (l *loop) choose(a *mech.Acquire, j, k int, free []int, passes [][][]float64) ([]int, error) {
+func (l *loop) choose(a *Acquire, j, k int, free []int, passes [][][]float64) ([]int, error) {
 	if l.in.Learner.NotDP {
 		scores, err := a.Scores(passes)
 		if err != nil {
 			return nil, fmt.Errorf("pool: selection %d: %w", j, err)
 		}
-		top, err := mech.TopKNotDP(scores, k)
+		top, err := TopKNotDP(scores, k)
 		if err != nil {
 			return nil, fmt.Errorf("pool: selection %d: %w", j, err)
 		}
@@ -634,7 +634,7 @@ func (l *loop) score(idx []int) ([][][]float64, error) {
 		rows[i] = l.in.Pool[j]
 	}
 	passes := 1
-	if l.in.Learner.Acquisition == mech.BALD {
+	if l.in.Learner.Acquisition == BALD {
 		passes = l.in.Learner.Passes
 		if passes == 0 {
 			passes = 10

@@ -10,7 +10,6 @@ import (
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
-	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/dpsgd"
 	"github.com/dpal-dev/dpal/model/nn"
@@ -51,7 +50,7 @@ func testPlanMode(t *testing.T, mode Mode, acc Accounting, epsSel float64) *Plan
 	return p
 }
 
-func testLearner(a mech.Acquisition, spec nn.Spec) Learner {
+func testLearner(a Acquisition, spec nn.Spec) Learner {
 	return Learner{Spec: spec, Acquisition: a, Passes: 4,
 		Train: dpsgd.Config{Clip: 1, Optimizer: dpsgd.Momentum, LR: 0.5, Momentum: 0.9}}
 }
@@ -81,13 +80,13 @@ func TestRunLedgerMatchesPlan(t *testing.T) {
 		epsSel float64
 		l      Learner
 	}{
-		{"entropy/basic", StepAmplification, Basic, 1, testLearner(mech.Entropy, logreg)},
-		{"margin/rdp", StepAmplification, RDP, 1, testLearner(mech.MinimumMargin, logreg)},
-		{"bald/basic", StepAmplification, Basic, 1, testLearner(mech.BALD, mlp)},
-		{"random", StepAmplification, Basic, 0, testLearner(mech.Random, logreg)},
-		{"lc not DP", StepAmplification, Basic, 0, Learner{Spec: logreg, Acquisition: mech.LeastConfidence, NotDP: true, Train: testLearner(0, logreg).Train}},
-		{"entropy/continual", Continual, Basic, 1, testLearner(mech.Entropy, logreg)},
-		{"entropy/naive/rdp", Naive, RDP, 1, testLearner(mech.Entropy, logreg)},
+		{"entropy/basic", StepAmplification, Basic, 1, testLearner(Entropy, logreg)},
+		{"margin/rdp", StepAmplification, RDP, 1, testLearner(MinimumMargin, logreg)},
+		{"bald/basic", StepAmplification, Basic, 1, testLearner(BALD, mlp)},
+		{"random", StepAmplification, Basic, 0, testLearner(Random, logreg)},
+		{"lc not DP", StepAmplification, Basic, 0, Learner{Spec: logreg, Acquisition: LeastConfidence, NotDP: true, Train: testLearner(0, logreg).Train}},
+		{"entropy/continual", Continual, Basic, 1, testLearner(Entropy, logreg)},
+		{"entropy/naive/rdp", Naive, RDP, 1, testLearner(Entropy, logreg)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := testPlanMode(t, tc.mode, tc.acc, tc.epsSel)
@@ -138,11 +137,11 @@ func TestRunRefuses(t *testing.T) {
 		pool [][]float64
 		want string
 	}{
-		{"random with ε_Sel", 1, testLearner(mech.Random, logreg), poolData.X, "ε_Sel = 0"},
-		{"private without ε_Sel", 0, testLearner(mech.Entropy, logreg), poolData.X, "needs ε_Sel > 0"},
-		{"pool too small", 1, testLearner(mech.Entropy, logreg), poolData.X[:300], "the plan labels 400"},
-		{"NaN feature", 1, testLearner(mech.Entropy, logreg), append([][]float64{{0, math.NaN(), 0, 0, 0, 0}}, poolData.X...), "record 0, feature 1 is NaN"},
-		{"wrong width", 1, testLearner(mech.Entropy, nn.Spec{Arch: nn.LogReg, Inputs: 5, Classes: 3}), poolData.X, "record 0 has 6 features"},
+		{"random with ε_Sel", 1, testLearner(Random, logreg), poolData.X, "ε_Sel = 0"},
+		{"private without ε_Sel", 0, testLearner(Entropy, logreg), poolData.X, "needs ε_Sel > 0"},
+		{"pool too small", 1, testLearner(Entropy, logreg), poolData.X[:300], "the plan labels 400"},
+		{"NaN feature", 1, testLearner(Entropy, logreg), append([][]float64{{0, math.NaN(), 0, 0, 0, 0}}, poolData.X...), "record 0, feature 1 is NaN"},
+		{"wrong width", 1, testLearner(Entropy, nn.Spec{Arch: nn.LogReg, Inputs: 5, Classes: 3}), poolData.X, "record 0 has 6 features"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := testPlan(t, Basic, tc.eps)
@@ -159,7 +158,7 @@ func TestRunRefuses(t *testing.T) {
 	t.Run("budget", func(t *testing.T) {
 		p := testPlan(t, Basic, 1)
 		led, _ := ledger.New(account.Budget{Epsilon: 2, Delta: p.Config.Delta})
-		_, err := Run(led, rng.Seeded(1), Input{Plan: p, Learner: testLearner(mech.Entropy, logreg), Pool: poolData.X, Oracle: DatasetOracle{Classes: poolData.Class}})
+		_, err := Run(led, rng.Seeded(1), Input{Plan: p, Learner: testLearner(Entropy, logreg), Pool: poolData.X, Oracle: DatasetOracle{Classes: poolData.Class}})
 		if !errors.Is(err, account.ErrBudgetExceeded) {
 			t.Errorf("error %v, want ErrBudgetExceeded", err)
 		}

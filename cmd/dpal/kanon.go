@@ -66,18 +66,18 @@ func runKAnonAccount(cmd *cobra.Command, _ []string) error {
 	}
 	beta, k, eps, delta := o.Beta, o.K, o.Epsilon, o.Delta
 	var (
-		res account.KAnonResult
+		res kanon.Bound
 		err error
 	)
 	switch has := f.Changed; {
 	case has("beta") && has("k") && has("epsilon"):
-		res, err = account.KAnonDelta(beta, k, eps)
+		res, err = kanon.Delta(beta, k, eps)
 	case has("beta") && has("k"):
-		res, err = account.KAnonEpsilon(beta, k, delta)
+		res, err = kanon.Epsilon(beta, k, delta)
 	case has("beta") && has("epsilon"):
-		res, err = account.KAnonK(beta, eps, delta)
+		res, err = kanon.SmallestK(beta, eps, delta)
 	case has("k") && has("epsilon"):
-		res, err = account.KAnonBeta(k, eps, delta)
+		res, err = kanon.LargestBeta(k, eps, delta)
 	default:
 		return fmt.Errorf("give two of --beta, --k, --epsilon (with --delta for a target), or --table")
 	}

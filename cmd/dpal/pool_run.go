@@ -15,7 +15,6 @@ import (
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
-	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/dpsgd"
 	"github.com/dpal-dev/dpal/progress"
@@ -180,11 +179,11 @@ func poolRunInput(cmd *cobra.Command, name string, train, test *data.Dataset, im
 		return pool.Input{}, err
 	}
 	acqName, _ := f.GetString("acquisition")
-	acq, err := mech.ParseAcquisition(acqName)
+	acq, err := pool.ParseAcquisition(acqName)
 	if err != nil {
 		return pool.Input{}, fmt.Errorf("--acquisition: %w", err)
 	}
-	if acq == mech.BALD && s.Model.Dropout == 0 {
+	if acq == pool.BALD && s.Model.Dropout == 0 {
 		return pool.Input{}, fmt.Errorf("--acquisition bald needs a model with dropout: BALD scores the disagreement of MC-dropout passes, " +
 			"which is 0 for every record without it; use --model mlp:W --dropout 0.5 (or another acquisition)")
 	}

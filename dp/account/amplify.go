@@ -102,7 +102,7 @@ const amplifyMaxOrder = 4096
 func poissonRDPBound(n int, gamma float64, eps []float64) float64 {
 	logG, log1mG := math.Log(gamma), math.Log1p(-gamma)
 	logW := func(k int) float64 {
-		v := logBinomInt(n, k) + float64(k)*logG
+		v := LogBinomial(n, k) + float64(k)*logG
 		if k < n { // (1−γ)^0 = 1 also at γ = 1
 			v += float64(n-k) * log1mG
 		}
@@ -115,4 +115,15 @@ func poissonRDPBound(n int, gamma float64, eps []float64) float64 {
 		bm1.add(logW(k) + y + math.Log(3-math.Exp(-y)))
 	}
 	return math.Max(logAdd(0, bm1.log()), 0) / float64(n-1)
+}
+
+// AmplifyRate returns the loss at sampling rate to of a mechanism whose
+// loss at rate from ≥ to is l: Li, Qardaji & Su 2012, Thm 1 (Feyisetan et
+// al. eq. 3), ε₂ = ln(1 + (β₂/β₁)(e^{ε₁} − 1)), δ₂ = (β₂/β₁)δ₁ — Poisson
+// amplification by the ratio of the rates (AmplifyPoisson).
+func AmplifyRate(l Loss, from, to float64) (Loss, error) {
+	if !(from > 0 && from <= 1) || !(to > 0 && to <= from) {
+		return Loss{}, fmt.Errorf("rates must satisfy 0 < to <= from <= 1, got from = %v, to = %v", from, to)
+	}
+	return AmplifyPoisson(l, to/from)
 }

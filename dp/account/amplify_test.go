@@ -254,3 +254,20 @@ func TestAmplifyPoissonRDPErrors(t *testing.T) {
 		t.Errorf("curve with a PLD part: %v", err)
 	}
 }
+
+func TestAmplifyRate(t *testing.T) {
+	l := Approx("m", 1, 1e-6)
+	got, err := AmplifyRate(l, 0.5, 0.1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantEps := math.Log(1 + 0.2*(math.E-1))
+	if math.Abs(got.Epsilon-wantEps) > 1e-15 || math.Abs(got.Delta-2e-7) > 1e-21 {
+		t.Fatalf("got (%v, %v), want (%v, 2e-7)", got.Epsilon, got.Delta, wantEps)
+	}
+	for _, r := range [][2]float64{{0.1, 0.5}, {0, 0}, {1.5, 0.1}, {0.5, -1}} {
+		if _, err := AmplifyRate(l, r[0], r[1]); err == nil {
+			t.Errorf("rates %v accepted", r)
+		}
+	}
+}

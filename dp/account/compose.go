@@ -105,11 +105,11 @@ func newKOV(eps float64, k int) kovTerms {
 }
 
 func (r kovTerms) logP(l int) float64 {
-	return logBinomInt(r.k, l) + float64(r.k-l)*r.eps - r.norm
+	return LogBinomial(r.k, l) + float64(r.k-l)*r.eps - r.norm
 }
 
 func (r kovTerms) logQ(l int) float64 {
-	return logBinomInt(r.k, l) + float64(l)*r.eps - r.norm
+	return LogBinomial(r.k, l) + float64(l)*r.eps - r.norm
 }
 
 func checkSteps(eps, delta float64, k int) error {

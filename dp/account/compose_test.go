@@ -76,7 +76,7 @@ func TestKOVAgainstBruteForce(t *testing.T) {
 			for i := 0; 2*i <= k; i++ {
 				var di float64
 				for l := 0; l < i; l++ {
-					di += math.Exp(logBinomInt(k, l)) * (math.Exp(float64(k-l)*eps) - math.Exp(float64(k-2*i+l)*eps))
+					di += math.Exp(LogBinomial(k, l)) * (math.Exp(float64(k-l)*eps) - math.Exp(float64(k-2*i+l)*eps))
 				}
 				di /= math.Pow(1+math.Exp(eps), float64(k))
 				got, _ := KOVDelta(eps, 0, k, float64(k-2*i)*eps)

@@ -69,8 +69,10 @@ func logFactorial(n int) float64 {
 	return v
 }
 
-// logBinomInt returns log C(n, k) for integers 0 ≤ k ≤ n.
-func logBinomInt(n, k int) float64 {
+// LogBinomial returns log C(n, k) for integers 0 ≤ k ≤ n, from a table of
+// log n! below 4096 and math.Lgamma above (exported for the binomial tails
+// computed outside this package, such as Li–Qardaji–Su's δ).
+func LogBinomial(n, k int) float64 {
 	return logFactorial(n) - logFactorial(k) - logFactorial(n-k)
 }
 

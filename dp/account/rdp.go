@@ -210,7 +210,7 @@ func (o *orderTerms) rdp(pt *phaseTerms) float64 {
 func logAInt(n int, pt *phaseTerms) float64 {
 	sum := newLogSum()
 	for i := 2; i <= n; i++ {
-		sum.add(logBinomInt(n, i) + float64(i)*pt.logQ + float64(n-i)*pt.log1mQ + pt.logExpm1At(i))
+		sum.add(LogBinomial(n, i) + float64(i)*pt.logQ + float64(n-i)*pt.log1mQ + pt.logExpm1At(i))
 	}
 	if sum.s == 0 {
 		return 0

@@ -3,74 +3,18 @@ package mech
 import (
 	"testing"
 
-	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/audit"
+	"github.com/dpal-dev/dpal/dp/audit/audittest"
 	"github.com/dpal-dev/dpal/dp/rng"
 )
 
-// Every mechanism is audited on a pair of neighbouring inputs that is
-// (close to) worst case: the audit's lower bound must not exceed the claimed
-// ε, and a mutant with half the noise scale must be caught (lower bound above
-// the claimed ε). The bound holds with probability ≥ auditConfidence, so a
-// correct mechanism fails with probability ≤ 1e-3 under a random seed; the
-// mutants' true ε is about twice the claim, far above what the trial counts
-// can miss.
-const (
-	auditTrials     = 200000
-	auditConfidence = 0.999
-)
-
-type auditCase struct {
-	name       string
-	eps, delta float64
-	genuine    func() (audit.Result, error)
-	mutant     func() (audit.Result, error)
-	// m is the audited mechanism: what its Loss charges the ledger,
-	// converted by the accountant at delta, must cover the audited ε.
-	m account.Mechanism
-}
-
-func runAudits(t *testing.T, cases []auditCase) {
-	t.Helper()
-	for _, c := range cases {
-		charged, err := c.m.Loss().EpsilonAt(c.delta, account.Balle2020)
-		if err != nil || charged < c.eps*(1-1e-12) {
-			t.Errorf("%s: the ledger would charge ε=%v (%v) at δ=%v, below the audited ε=%v", c.name, charged, err, c.delta, c.eps)
-		}
-		res, err := c.genuine()
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if res.Epsilon > c.eps {
-			t.Errorf("%s: audit lower bound %.3f exceeds claimed ε=%v (event %s, p0=%.4g p1=%.4g)",
-				c.name, res.Epsilon, c.eps, res.Event, res.P0, res.P1)
-		}
-		mut, err := c.mutant()
-		if err != nil {
-			t.Fatalf("%s mutant: %v", c.name, err)
-		}
-		if mut.Epsilon <= c.eps {
-			t.Errorf("%s: halved-noise mutant not caught: lower bound %.3f ≤ ε=%v (event %s)",
-				c.name, mut.Epsilon, c.eps, mut.Event)
-		}
-		t.Logf("%s: genuine ε_lb=%.3f, mutant ε_lb=%.3f (claimed %v)", c.name, res.Epsilon, mut.Epsilon, c.eps)
-	}
-}
-
-func cfg(delta float64) audit.Config {
-	trials := auditTrials
-	if delta > 0 {
-		// The Gaussian's distinguishing events sit further in the tail.
-		trials *= 3
-	}
-	return audit.Config{Trials: trials, Confidence: auditConfidence, Delta: delta}
-}
-
+// continuousAudit audits a real-valued release rel of the neighbouring
+// inputs x0 and x1 (audittest.Run checks the claim and the mutant).
 func continuousAudit(seed uint64, delta float64, rel func(*rng.Rand, float64) float64, x0, x1 float64) func() (audit.Result, error) {
 	return func() (audit.Result, error) {
 		return audit.Continuous(rng.Seeded(seed),
 			func(r *rng.Rand) float64 { return rel(r, x0) },
-			func(r *rng.Rand) float64 { return rel(r, x1) }, cfg(delta))
+			func(r *rng.Rand) float64 { return rel(r, x1) }, audittest.Config(delta))
 	}
 }
 
@@ -117,11 +61,11 @@ func TestAuditLaplaceGaussian(t *testing.T) {
 			return v[0]
 		}
 	}
-	runAudits(t, []auditCase{
-		{"gaussian-vector-bulk", 1, 1e-5, continuousAudit(9, 1e-5, bulkRelease(gvBulk), 0, 1), continuousAudit(10, 1e-5, bulkRelease(&gvBulkMut), 0, 1), gvBulk},
-		{"laplace", 1, 0, continuousAudit(1, 0, release(lap), 0, 1), continuousAudit(2, 0, release(&lapMut), 0, 1), lap},
-		{"gaussian", 1, 1e-5, continuousAudit(3, 1e-5, release(gau), 0, 1), continuousAudit(4, 1e-5, release(&gauMut), 0, 1), gau},
-		{"gaussian-vector", 1, 1e-5, continuousAudit(5, 1e-5, vecRelease(gv), 0, 1), continuousAudit(6, 1e-5, vecRelease(&gvMut), 0, 1), gv},
+	audittest.Run(t, []audittest.Case{
+		{Name: "gaussian-vector-bulk", Epsilon: 1, Delta: 1e-5, Genuine: continuousAudit(9, 1e-5, bulkRelease(gvBulk), 0, 1), Mutant: continuousAudit(10, 1e-5, bulkRelease(&gvBulkMut), 0, 1), Mechanism: gvBulk},
+		{Name: "laplace", Epsilon: 1, Genuine: continuousAudit(1, 0, release(lap), 0, 1), Mutant: continuousAudit(2, 0, release(&lapMut), 0, 1), Mechanism: lap},
+		{Name: "gaussian", Epsilon: 1, Delta: 1e-5, Genuine: continuousAudit(3, 1e-5, release(gau), 0, 1), Mutant: continuousAudit(4, 1e-5, release(&gauMut), 0, 1), Mechanism: gau},
+		{Name: "gaussian-vector", Epsilon: 1, Delta: 1e-5, Genuine: continuousAudit(5, 1e-5, vecRelease(gv), 0, 1), Mutant: continuousAudit(6, 1e-5, vecRelease(&gvMut), 0, 1), Mechanism: gv},
 	})
 }
 
@@ -138,8 +82,8 @@ func TestAuditGammaVector(t *testing.T) {
 			return v[0]
 		}
 	}
-	runAudits(t, []auditCase{
-		{"gamma-vector d=2", 1, 0, continuousAudit(7, 0, proj(m), 0, 1), continuousAudit(8, 0, proj(&mut), 0, 1), m},
+	audittest.Run(t, []audittest.Case{
+		{Name: "gamma-vector d=2", Epsilon: 1, Genuine: continuousAudit(7, 0, proj(m), 0, 1), Mutant: continuousAudit(8, 0, proj(&mut), 0, 1), Mechanism: m},
 	})
 }
 
@@ -150,10 +94,10 @@ func TestAuditRandomizedResponse(t *testing.T) {
 		return func() (audit.Result, error) {
 			return audit.Bool(rng.Seeded(seed),
 				func(r *rng.Rand) bool { return m.Release(r, false) },
-				func(r *rng.Rand) bool { return m.Release(r, true) }, cfg(0))
+				func(r *rng.Rand) bool { return m.Release(r, true) }, audittest.Config(0))
 		}
 	}
-	runAudits(t, []auditCase{{"randomized response", 1, 0, run(9, rr), run(10, mut), rr}})
+	audittest.Run(t, []audittest.Case{{Name: "randomized response", Epsilon: 1, Genuine: run(9, rr), Mutant: run(10, mut), Mechanism: rr}})
 }
 
 // selectAudit audits a selection on the neighbouring score vectors s0, s1.
@@ -161,7 +105,7 @@ func selectAudit(seed uint64, sel func(*rng.Rand, []float64) int, s0, s1 []float
 	return func() (audit.Result, error) {
 		return audit.Discrete(rng.Seeded(seed),
 			func(r *rng.Rand) int { return sel(r, s0) },
-			func(r *rng.Rand) int { return sel(r, s1) }, cfg(0))
+			func(r *rng.Rand) int { return sel(r, s1) }, audittest.Config(0))
 	}
 }
 
@@ -201,14 +145,14 @@ func TestAuditSelection(t *testing.T) {
 	}
 	top1, top1m := topk(1)
 	top2, _ := topk(2)
-	runAudits(t, []auditCase{
-		{"exponential", 1, 0, selectAudit(11, expSel(exp), e0, e1), selectAudit(12, expSel(&expMut), e0, e1), exp},
-		{"report noisy max", 1, 0, selectAudit(13, rnmSel(rnm), []float64{0, 6}, []float64{1, 5}),
-			selectAudit(14, rnmSel(&rnmMut), []float64{0, 6}, []float64{1, 5}), rnm},
-		{"report noisy max monotone", 1, 0, selectAudit(15, rnmSel(mono), []float64{0, 3}, []float64{1, 3}),
-			selectAudit(16, rnmSel(&monoMut), []float64{0, 3}, []float64{1, 3}), mono},
+	audittest.Run(t, []audittest.Case{
+		{Name: "exponential", Epsilon: 1, Genuine: selectAudit(11, expSel(exp), e0, e1), Mutant: selectAudit(12, expSel(&expMut), e0, e1), Mechanism: exp},
+		{Name: "report noisy max", Epsilon: 1, Genuine: selectAudit(13, rnmSel(rnm), []float64{0, 6}, []float64{1, 5}),
+			Mutant: selectAudit(14, rnmSel(&rnmMut), []float64{0, 6}, []float64{1, 5}), Mechanism: rnm},
+		{Name: "report noisy max monotone", Epsilon: 1, Genuine: selectAudit(15, rnmSel(mono), []float64{0, 3}, []float64{1, 3}),
+			Mutant: selectAudit(16, rnmSel(&monoMut), []float64{0, 3}, []float64{1, 3}), Mechanism: mono},
 		// The mutant doubles ε, i.e. halves the per-item noise scale.
-		{"noisy top-k", 1, 0, selectAudit(17, top1, []float64{0, 3}, []float64{1, 3}),
-			selectAudit(18, top2, []float64{0, 3}, []float64{1, 3}), top1m},
+		{Name: "noisy top-k", Epsilon: 1, Genuine: selectAudit(17, top1, []float64{0, 3}, []float64{1, 3}),
+			Mutant: selectAudit(18, top2, []float64{0, 3}, []float64{1, 3}), Mechanism: top1m},
 	})
 }

@@ -253,3 +253,24 @@ func (m *NoisyTopK) Loss() account.Loss {
 	l.Params["k"] = float64(m.k)
 	return l
 }
+
+// UniformSubset returns k distinct indices of [0, n) drawn uniformly
+// without replacement, in draw order (a partial Fisher–Yates shuffle, one
+// exact uniform integer per index). It reads no data, so it is 0-DP: the
+// "random selection" baseline of active learning. It errors unless
+// 0 ≤ k ≤ n.
+func UniformSubset(r *rng.Rand, n, k int) ([]int, error) {
+	if k < 0 || k > n {
+		return nil, fmt.Errorf("uniform subset: k = %d of n = %d", k, n)
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	b := bitbuf{r: r}
+	for i := range k {
+		j := i + int(b.uniform(uint64(n-i)))
+		idx[i], idx[j] = idx[j], idx[i]
+	}
+	return idx[:k:k], nil
+}

@@ -317,3 +317,40 @@ func TestSamplerZeroParams(t *testing.T) {
 		}
 	}
 }
+
+// TestUniformSubset checks that the k indices are distinct, that every
+// index is drawn about equally often, and that k outside [0, n] is refused.
+func TestUniformSubset(t *testing.T) {
+	r := rng.Seeded(3)
+	const n, k, trials = 5, 3, 20000
+	seen := make([]int, n)
+	for range trials {
+		idx, err := UniformSubset(r, n, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := map[int]bool{}
+		for _, i := range idx {
+			if i < 0 || i >= n || in[i] {
+				t.Fatalf("draw %v is not %d distinct indices of [0, %d)", idx, k, n)
+			}
+			in[i] = true
+			seen[i]++
+		}
+	}
+	p := float64(k) / n // each index is in the subset with probability k/n
+	mean, sd := trials*p, math.Sqrt(trials*p*(1-p))
+	for i, c := range seen {
+		if math.Abs(float64(c)-mean) > 5*sd {
+			t.Errorf("index %d drawn %d times of %d, want %.0f ± %.0f", i, c, trials, mean, 5*sd)
+		}
+	}
+	if idx, err := UniformSubset(r, n, 0); err != nil || len(idx) != 0 {
+		t.Errorf("k = 0: %v, %v", idx, err)
+	}
+	for _, bad := range []int{-1, n + 1} {
+		if _, err := UniformSubset(r, n, bad); err == nil {
+			t.Errorf("k = %d of n = %d accepted", bad, n)
+		}
+	}
+}

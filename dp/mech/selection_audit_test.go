@@ -4,12 +4,13 @@ import (
 	"testing"
 
 	"github.com/dpal-dev/dpal/dp/audit"
+	"github.com/dpal-dev/dpal/dp/audit/audittest"
 	"github.com/dpal-dev/dpal/dp/rng"
 )
 
 // boolAudit audits a selection bit on two neighbouring inputs.
 func boolAudit(seed uint64, m0, m1 func(*rng.Rand) bool) func() (audit.Result, error) {
-	return func() (audit.Result, error) { return audit.Bool(rng.Seeded(seed), m0, m1, cfg(0)) }
+	return func() (audit.Result, error) { return audit.Bool(rng.Seeded(seed), m0, m1, audittest.Config(0)) }
 }
 
 // TestAuditStreamSelectors audits the stream learner's selection rules on
@@ -47,11 +48,11 @@ func TestAuditStreamSelectors(t *testing.T) {
 	}
 	slab, slabMut := exp(CalibrateSlab)
 	paper, paperMut := exp(PaperScale)
-	runAudits(t, []auditCase{
-		{"slab randomized response", rr.Epsilon(), 0, rrCase(19, rr), rrCase(20, &rrMut), rr},
-		{"exponential selector (calibrated slab)", slab.Epsilon(), 0, expCase(21, slab), expCase(22, slabMut), slab},
+	audittest.Run(t, []audittest.Case{
+		{Name: "slab randomized response", Epsilon: rr.Epsilon(), Genuine: rrCase(19, rr), Mutant: rrCase(20, &rrMut), Mechanism: rr},
+		{Name: "exponential selector (calibrated slab)", Epsilon: slab.Epsilon(), Genuine: expCase(21, slab), Mutant: expCase(22, slabMut), Mechanism: slab},
 		// Charged its true ε_s ≈ 1.171 > the nominal 1 (Lemma 2 fails).
-		{"exponential selector (paper scale)", paper.Epsilon(), 0, expCase(23, paper), expCase(24, paperMut), paper},
+		{Name: "exponential selector (paper scale)", Epsilon: paper.Epsilon(), Genuine: expCase(23, paper), Mutant: expCase(24, paperMut), Mechanism: paper},
 	})
 
 	// The paper-scale selector leaks more than its nominal ε = 1 through

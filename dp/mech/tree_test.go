@@ -8,6 +8,7 @@ import (
 
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/audit"
+	"github.com/dpal-dev/dpal/dp/audit/audittest"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/vec"
 )
@@ -277,7 +278,7 @@ func TestAuditTree(t *testing.T) {
 			return stat
 		}
 	}
-	c := audit.Config{Trials: 300000, Confidence: auditConfidence, Delta: delta}
+	c := audit.Config{Trials: 300000, Confidence: audittest.Confidence, Delta: delta}
 	res, err := audit.Continuous(rng.Seeded(11), run(z, 1), run(z, -1), c)
 	if err != nil {
 		t.Fatal(err)

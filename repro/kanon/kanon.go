@@ -8,7 +8,7 @@
 //
 // Every cell that has an (ε, δ ≤ Delta) guarantee runs privately and is
 // charged to its own ledger; a cell with none (β^k > Delta: no ε reaches
-// Delta, account.KAnonEpsilon) still runs, as a non-private what-if, and is
+// Delta, kanon.Epsilon) still runs, as a non-private what-if, and is
 // marked so. Seeded randomness throughout: this is an experiment.
 //
 // Importers that also use the system package rename this one, kanonrepro.
@@ -166,7 +166,7 @@ func Cell(o Options, dataset, task string, log []kanon.Query, beta float64, k in
 	}
 	var led *ledger.Ledger
 	if !baseline {
-		if _, err := account.KAnonEpsilon(beta, k, o.Delta); errors.Is(err, account.ErrNoGuarantee) {
+		if _, err := kanon.Epsilon(beta, k, o.Delta); errors.Is(err, kanon.ErrNoGuarantee) {
 			cfg.Baseline = true // runs as a non-private what-if
 		} else if err != nil {
 			return row, err

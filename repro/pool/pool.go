@@ -33,7 +33,6 @@ import (
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
-	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/dpsgd"
 	"github.com/dpal-dev/dpal/model/nn"
@@ -610,12 +609,12 @@ func runOne(s Setting, name string, d Data, m Method, seed uint64) (Row, error) 
 	}
 	row := Row{Dataset: name, Method: m.Name, DP: !m.NotDP, Mode: m.Mode.String(), Accounting: m.Accounting.String(),
 		Epsilon: m.Epsilon, EpsSelect: m.EpsilonSelect, Delta: delta, Selection: m.Selection.String(), Scale: m.scale()}
-	acq, err := mech.ParseAcquisition(m.Acquisition)
+	acq, err := pool.ParseAcquisition(m.Acquisition)
 	if err != nil {
 		return row, err
 	}
 	model, dropout := s.Model, 0.0
-	if acq == mech.BALD {
+	if acq == pool.BALD {
 		model, dropout = s.BALDModel, s.BALDDropout
 	}
 	spec, err := nn.ParseArch(model)

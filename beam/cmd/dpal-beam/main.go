@@ -88,7 +88,7 @@ func runSketch(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	delta, _ := f.GetFloat64("delta")
-	guarantee, err := account.KAnonEpsilon(p.Beta, p.K, delta)
+	guarantee, err := kanon.Epsilon(p.Beta, p.K, delta)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package account
+package kanon
 
 import (
 	"errors"
@@ -80,10 +80,10 @@ func ceilInt(x *big.Float) int {
 	return i
 }
 
-// TestKAnonDeltaHighPrecision checks δ and the n where it peaks against
+// TestDeltaHighPrecision checks δ and the n where it peaks against
 // the independent 320-bit evaluation, to 1e-9 relative, from δ ≈ 0.1 down
 // past 1e-27 (and to 1e-92, where a float64 sum would underflow).
-func TestKAnonDeltaHighPrecision(t *testing.T) {
+func TestDeltaHighPrecision(t *testing.T) {
 	cases := []struct {
 		name   string
 		beta   float64
@@ -106,7 +106,7 @@ func TestKAnonDeltaHighPrecision(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := KAnonDelta(c.beta, c.k, c.eps)
+			got, err := Delta(c.beta, c.k, c.eps)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,10 +135,10 @@ func bigLog(x *big.Float) float64 {
 	return math.Log(f) + float64(exp)*math.Ln2
 }
 
-// TestKAnonPeakNotAtNMin pins the point of the issue: the maximum over
+// TestPeakNotAtNMin pins the point of the issue: the maximum over
 // n ≥ n_m is not always at n_m.
-func TestKAnonPeakNotAtNMin(t *testing.T) {
-	r, err := KAnonDelta(0.6, 100, 1.416290731874155)
+func TestPeakNotAtNMin(t *testing.T) {
+	r, err := Delta(0.6, 100, 1.416290731874155)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,22 +151,22 @@ func TestKAnonPeakNotAtNMin(t *testing.T) {
 	}
 }
 
-func TestKAnonInverses(t *testing.T) {
+func TestBoundInverses(t *testing.T) {
 	t.Run("epsilon", func(t *testing.T) {
 		for _, c := range []struct {
 			beta  float64
 			k     int
 			delta float64
 		}{{0.1, 20, 1e-6}, {0.3, 100, 1e-10}, {0.05, 5, 1e-3}, {0.6, 200, 1e-20}} {
-			r, err := KAnonEpsilon(c.beta, c.k, c.delta)
+			r, err := Epsilon(c.beta, c.k, c.delta)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if r.Delta > c.delta {
 				t.Errorf("%+v: delta %v above target", c, r.Delta)
 			}
-			if below := r.Epsilon * (1 - 1e-9); below >= KAnonMinEpsilon(c.beta) {
-				if s, _ := KAnonDelta(c.beta, c.k, below); s.Delta <= c.delta {
+			if below := r.Epsilon * (1 - 1e-9); below >= MinEpsilon(c.beta) {
+				if s, _ := Delta(c.beta, c.k, below); s.Delta <= c.delta {
 					t.Errorf("%+v: a smaller epsilon %v also meets the target (delta %v)", c, below, s.Delta)
 				}
 			}
@@ -174,7 +174,7 @@ func TestKAnonInverses(t *testing.T) {
 	})
 	t.Run("k", func(t *testing.T) {
 		for _, c := range []struct{ beta, eps, delta float64 }{{0.1, 1, 1e-6}, {0.3, 1, 1e-10}, {0.6, 2, 1e-30}, {0.01, 0.1, 1e-8}} {
-			r, err := KAnonK(c.beta, c.eps, c.delta)
+			r, err := SmallestK(c.beta, c.eps, c.delta)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,7 +182,7 @@ func TestKAnonInverses(t *testing.T) {
 				t.Errorf("%+v: delta %v above target", c, r.Delta)
 			}
 			if r.K > 1 {
-				if s, _ := KAnonDelta(c.beta, r.K-1, c.eps); s.Delta <= c.delta {
+				if s, _ := Delta(c.beta, r.K-1, c.eps); s.Delta <= c.delta {
 					t.Errorf("%+v: k = %d also meets the target", c, r.K-1)
 				}
 			}
@@ -193,7 +193,7 @@ func TestKAnonInverses(t *testing.T) {
 			k          int
 			eps, delta float64
 		}{{20, 1, 1e-6}, {100, 0.5, 1e-10}, {500, 1, 1e-30}} {
-			r, err := KAnonBeta(c.k, c.eps, c.delta)
+			r, err := LargestBeta(c.k, c.eps, c.delta)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -201,7 +201,7 @@ func TestKAnonInverses(t *testing.T) {
 				t.Errorf("%+v: got %+v", c, r)
 			}
 			if up := r.Beta * (1 + 1e-9); up < -math.Expm1(-c.eps) {
-				if s, _ := KAnonDelta(up, c.k, c.eps); s.Delta <= c.delta {
+				if s, _ := Delta(up, c.k, c.eps); s.Delta <= c.delta {
 					t.Errorf("%+v: a larger beta %v also meets the target", c, up)
 				}
 			}
@@ -209,13 +209,13 @@ func TestKAnonInverses(t *testing.T) {
 	})
 }
 
-// TestKAnonMonotone checks what the table's reading relies on: δ never
+// TestBoundMonotone checks what the table's reading relies on: δ never
 // grows with k, nor with ε at fixed (β, k).
-func TestKAnonMonotone(t *testing.T) {
+func TestBoundMonotone(t *testing.T) {
 	for _, beta := range []float64{0.05, 0.1, 0.3, 0.6} {
 		prev := 1.0
 		for k := 1; k <= 300; k += 7 {
-			r, err := KAnonDelta(beta, k, KAnonMinEpsilon(beta)+0.3)
+			r, err := Delta(beta, k, MinEpsilon(beta)+0.3)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,7 +226,7 @@ func TestKAnonMonotone(t *testing.T) {
 		}
 		prev = 1
 		for i := 0; i <= 300; i++ {
-			r, _ := KAnonDelta(beta, 50, KAnonMinEpsilon(beta)+float64(i)*0.005)
+			r, _ := Delta(beta, 50, MinEpsilon(beta)+float64(i)*0.005)
 			if r.Delta > prev*(1+1e-12) {
 				t.Fatalf("beta %v: delta grew from %v to %v at epsilon %v", beta, prev, r.Delta, r.Epsilon)
 			}
@@ -235,12 +235,12 @@ func TestKAnonMonotone(t *testing.T) {
 	}
 }
 
-// TestKAnonLargeEpsilon checks the limit ε → ∞, where 1 − γ underflows a
+// TestLargeEpsilon checks the limit ε → ∞, where 1 − γ underflows a
 // naive γ: δ tends to β^k (n_m falls to k, and the tail there is j = n), and a
 // target below it is refused at once.
-func TestKAnonLargeEpsilon(t *testing.T) {
+func TestLargeEpsilon(t *testing.T) {
 	for _, eps := range []float64{40, 200, 1e4} {
-		r, err := KAnonDelta(0.5, 5, eps)
+		r, err := Delta(0.5, 5, eps)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,30 +248,13 @@ func TestKAnonLargeEpsilon(t *testing.T) {
 			t.Errorf("epsilon %v: %+v, want n_m = 5 and delta = 0.5^5", eps, r)
 		}
 	}
-	_, err := KAnonEpsilon(0.6, 20, 1e-6)
+	_, err := Epsilon(0.6, 20, 1e-6)
 	if !errors.Is(err, ErrNoGuarantee) || !strings.Contains(err.Error(), "least any epsilon") || !strings.Contains(err.Error(), "beta^k") {
 		t.Fatalf("unreachable target: %v", err)
 	}
 }
 
-func TestAmplifyRate(t *testing.T) {
-	l := Approx("m", 1, 1e-6)
-	got, err := AmplifyRate(l, 0.5, 0.1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantEps := math.Log(1 + 0.2*(math.E-1))
-	if math.Abs(got.Epsilon-wantEps) > 1e-15 || math.Abs(got.Delta-2e-7) > 1e-21 {
-		t.Fatalf("got (%v, %v), want (%v, 2e-7)", got.Epsilon, got.Delta, wantEps)
-	}
-	for _, r := range [][2]float64{{0.1, 0.5}, {0, 0}, {1.5, 0.1}, {0.5, -1}} {
-		if _, err := AmplifyRate(l, r[0], r[1]); err == nil {
-			t.Errorf("rates %v accepted", r)
-		}
-	}
-}
-
-func TestKAnonErrors(t *testing.T) {
+func TestBoundErrors(t *testing.T) {
 	cases := []struct {
 		name     string
 		beta     float64
@@ -292,7 +275,7 @@ func TestKAnonErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := KAnonDelta(c.beta, c.k, c.eps)
+			_, err := Delta(c.beta, c.k, c.eps)
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -301,21 +284,21 @@ func TestKAnonErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := KAnonEpsilon(0.1, 5, 0); err == nil {
+	if _, err := Epsilon(0.1, 5, 0); err == nil {
 		t.Error("delta 0 accepted")
 	}
-	if _, err := KAnonK(0.1, 1, 1.5); err == nil {
+	if _, err := SmallestK(0.1, 1, 1.5); err == nil {
 		t.Error("delta 1.5 accepted")
 	}
-	if _, err := KAnonBeta(0, 1, 1e-6); err == nil {
+	if _, err := LargestBeta(0, 1, 1e-6); err == nil {
 		t.Error("k 0 accepted")
 	}
 }
 
-// FuzzKAnonDelta feeds arbitrary public inputs: every call either errors
+// FuzzDelta feeds arbitrary public inputs: every call either errors
 // or returns 0 ≤ δ ≤ 1 with n_max ≥ n_m. Rates below 1e-3 and k above 1e5
 // are folded in so that one call stays fast.
-func FuzzKAnonDelta(f *testing.F) {
+func FuzzDelta(f *testing.F) {
 	f.Add(0.1, 20, 1.0)
 	f.Add(0.6, 100, 1.4)
 	f.Add(1.0, 1, 5.0)
@@ -325,7 +308,7 @@ func FuzzKAnonDelta(f *testing.F) {
 			beta += 1e-3
 		}
 		k %= 100_000
-		r, err := KAnonDelta(beta, k, eps)
+		r, err := Delta(beta, k, eps)
 		if err != nil {
 			return
 		}

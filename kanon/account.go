@@ -1,9 +1,11 @@
-package account
+package kanon
 
 import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/dpal-dev/dpal/dp/account"
 )
 
 // This file is the Li–Qardaji–Su calculator: the (ε, δ) guarantee of
@@ -30,9 +32,10 @@ import (
 // below −ln(1 − β).
 var ErrNoGuarantee = errors.New("no (ε, δ) guarantee")
 
-// KAnonResult is the guarantee of sampling at rate Beta then keeping values
-// seen at least K times.
-type KAnonResult struct {
+// Bound is the Li–Qardaji–Su guarantee (Thm 5) of sampling at rate Beta
+// then keeping values seen at least K times: (Epsilon, Delta)-DP under
+// add/remove of one record.
+type Bound struct {
 	// Beta is the sampling rate β.
 	Beta float64 `json:"beta"`
 	// K is the frequency threshold.
@@ -50,8 +53,8 @@ type KAnonResult struct {
 }
 
 // Loss returns the result as an (ε, δ) Loss for the ledger.
-func (r KAnonResult) Loss() Loss {
-	l := Approx("sample-then-k-anonymise", r.Epsilon, r.Delta)
+func (r Bound) Loss() account.Loss {
+	l := account.Approx("sample-then-k-anonymise", r.Epsilon, r.Delta)
 	l.Params = map[string]float64{"beta": r.Beta, "k": float64(r.K)}
 	return l
 }
@@ -60,12 +63,12 @@ func (r KAnonResult) Loss() Loss {
 // for sampling rates so small that δ is useless anyway.
 const maxScan = 50_000_000
 
-// KAnonMinEpsilon returns −ln(1 − β), the smallest ε Theorem 5 covers.
-func KAnonMinEpsilon(beta float64) float64 { return -math.Log1p(-beta) }
+// MinEpsilon returns −ln(1 − β), the smallest ε Theorem 5 covers.
+func MinEpsilon(beta float64) float64 { return -math.Log1p(-beta) }
 
-// ValidateKAnon checks a sampling rate β ∈ (0, 1] and a threshold k ≥ 1.
-// β = 1 is a valid rate but has no guarantee (see KAnonDelta).
-func ValidateKAnon(beta float64, k int) error {
+// ValidateSampling checks a sampling rate β ∈ (0, 1] and a threshold k ≥ 1.
+// β = 1 is a valid rate but has no guarantee (see Delta).
+func ValidateSampling(beta float64, k int) error {
 	if !(beta > 0 && beta <= 1) {
 		return fmt.Errorf("sampling rate beta must satisfy 0 < beta <= 1, got %v", beta)
 	}
@@ -78,7 +81,7 @@ func ValidateKAnon(beta float64, k int) error {
 // checkSampled validates (β, k) and refuses β = 1, which the theorem does
 // not cover (every ε would have to be infinite).
 func checkSampled(beta float64, k int) error {
-	if err := ValidateKAnon(beta, k); err != nil {
+	if err := ValidateSampling(beta, k); err != nil {
 		return err
 	}
 	if beta == 1 {
@@ -87,37 +90,37 @@ func checkSampled(beta float64, k int) error {
 	return nil
 }
 
-// KAnonDelta returns δ (and where it peaks) of sampling at rate β then
+// Delta returns δ (and where it peaks) of sampling at rate β then
 // k-anonymising, at the given ε ≥ −ln(1 − β).
-func KAnonDelta(beta float64, k int, eps float64) (KAnonResult, error) {
+func Delta(beta float64, k int, eps float64) (Bound, error) {
 	if err := checkSampled(beta, k); err != nil {
-		return KAnonResult{}, err
+		return Bound{}, err
 	}
-	if err := ValidateEpsilon(eps); err != nil {
-		return KAnonResult{}, err
+	if err := account.ValidateEpsilon(eps); err != nil {
+		return Bound{}, err
 	}
-	if min := KAnonMinEpsilon(beta); eps < min {
-		return KAnonResult{}, fmt.Errorf("epsilon %v is below -ln(1 - beta) = %v for beta = %v: %w", eps, min, beta, ErrNoGuarantee)
+	if min := MinEpsilon(beta); eps < min {
+		return Bound{}, fmt.Errorf("epsilon %v is below -ln(1 - beta) = %v for beta = %v: %w", eps, min, beta, ErrNoGuarantee)
 	}
-	return kanonDelta(beta, k, eps)
+	return deltaAt(beta, k, eps)
 }
 
-// kanonDelta is KAnonDelta on checked arguments. It works with
+// deltaAt is Delta on checked arguments. It works with
 // 1 − γ = (1 − β)e^{−ε} in log space, so that γ close to 1 (large ε) keeps
 // its meaning: the smallest j > γn is n − ⌈(1−γ)n⌉ + 1, and
 // n_m = ⌈k/γ − 1⌉ = k − 1 + ⌈k(1−γ)/γ⌉.
-func kanonDelta(beta float64, k int, eps float64) (KAnonResult, error) {
+func deltaAt(beta float64, k int, eps float64) (Bound, error) {
 	logOmg := math.Log1p(-beta) - eps // ln(1 − γ)
 	gamma := -math.Expm1(logOmg)
 	nm := k - 1 + ceilExp(math.Log(float64(k))+logOmg-math.Log(gamma))
-	res := KAnonResult{Beta: beta, K: k, Epsilon: eps, NMin: nm, NMax: nm, LogDelta: math.Inf(-1)}
+	res := Bound{Beta: beta, K: k, Epsilon: eps, NMin: nm, NMax: nm, LogDelta: math.Inf(-1)}
 	// D(γ‖β), with ln(1−γ) − ln(1−β) = −ε exactly.
 	kl := gamma*math.Log(gamma/beta) - math.Exp(logOmg)*eps
 	lb, l1b := math.Log(beta), math.Log1p(-beta)
 	threshold := func(n int) int { return n - ceilExp(logOmg+math.Log(float64(n))) + 1 } // smallest j > γn
 	for n := max(nm, 1); ; n++ {
 		if n-nm > maxScan {
-			return KAnonResult{}, fmt.Errorf("delta search for beta = %v, k = %d, epsilon = %v did not settle within %d values of n", beta, k, eps, maxScan)
+			return Bound{}, fmt.Errorf("delta search for beta = %v, k = %d, epsilon = %v did not settle within %d values of n", beta, k, eps, maxScan)
 		}
 		// Every tail from n on is at most exp(−n·D(γ‖β)) (Chernoff), so
 		// once that is below the best found, the maximum is known.
@@ -152,7 +155,7 @@ func logUpperTail(n, j int, lb, l1b float64) float64 {
 	if j > n {
 		return math.Inf(-1)
 	}
-	first := logBinomInt(n, j) + float64(j)*lb + float64(n-j)*l1b
+	first := account.LogBinomial(n, j) + float64(j)*lb + float64(n-j)*l1b
 	odds := math.Exp(lb - l1b)
 	sum, term := 1.0, 1.0
 	for i := j; i < n; i++ {
@@ -166,23 +169,23 @@ func logUpperTail(n, j int, lb, l1b float64) float64 {
 	return first + math.Log(sum)
 }
 
-// KAnonEpsilon returns the smallest ε whose δ is at most delta, by
+// Epsilon returns the smallest ε whose δ is at most delta, by
 // bisection on ε ≥ −ln(1 − β). The result is checked: its δ ≤ delta.
-func KAnonEpsilon(beta float64, k int, delta float64) (KAnonResult, error) {
+func Epsilon(beta float64, k int, delta float64) (Bound, error) {
 	if err := checkSampled(beta, k); err != nil {
-		return KAnonResult{}, err
+		return Bound{}, err
 	}
 	if err := checkTargetDelta(delta); err != nil {
-		return KAnonResult{}, err
+		return Bound{}, err
 	}
 	// As ε → ∞, n_m falls to k (k/γ − 1 > k − 1) and the tail there to
 	// P(j = n = k) = β^k: δ never goes below β^k, so smaller targets are
 	// out of reach.
 	if floor := float64(k) * math.Log(beta); math.Log(delta) <= floor {
-		return KAnonResult{}, fmt.Errorf("delta %v is at or below beta^k = %v, the least any epsilon gives at beta = %v, k = %d: %w", delta, math.Exp(floor), beta, k, ErrNoGuarantee)
+		return Bound{}, fmt.Errorf("delta %v is at or below beta^k = %v, the least any epsilon gives at beta = %v, k = %d: %w", delta, math.Exp(floor), beta, k, ErrNoGuarantee)
 	}
-	lo := KAnonMinEpsilon(beta)
-	at := func(eps float64) (KAnonResult, error) { return kanonDelta(beta, k, eps) }
+	lo := MinEpsilon(beta)
+	at := func(eps float64) (Bound, error) { return deltaAt(beta, k, eps) }
 	best, err := at(lo)
 	if err != nil || best.Delta <= delta {
 		return best, err
@@ -190,13 +193,13 @@ func KAnonEpsilon(beta float64, k int, delta float64) (KAnonResult, error) {
 	hi := lo + 1
 	for {
 		if best, err = at(hi); err != nil {
-			return KAnonResult{}, err
+			return Bound{}, err
 		}
 		if best.Delta <= delta {
 			break
 		}
 		if hi > 1e4 {
-			return KAnonResult{}, fmt.Errorf("no epsilon up to %v reaches delta %v for beta = %v, k = %d: %w", hi, delta, beta, k, ErrNoGuarantee)
+			return Bound{}, fmt.Errorf("no epsilon up to %v reaches delta %v for beta = %v, k = %d: %w", hi, delta, beta, k, ErrNoGuarantee)
 		}
 		lo, hi = hi, 2*hi
 	}
@@ -206,12 +209,12 @@ func KAnonEpsilon(beta float64, k int, delta float64) (KAnonResult, error) {
 // bisect narrows the bracket between a point good (δ ≤ delta, result best)
 // and a point bad (δ > delta), in either order, to 1e-12 relative, and
 // returns the result at its good end.
-func bisect(good, bad float64, best KAnonResult, at func(float64) (KAnonResult, error), delta float64) (KAnonResult, error) {
+func bisect(good, bad float64, best Bound, at func(float64) (Bound, error), delta float64) (Bound, error) {
 	for math.Abs(good-bad) > 1e-12*math.Max(math.Abs(good), math.Abs(bad)) {
 		mid := bad + (good-bad)/2
 		r, err := at(mid)
 		if err != nil {
-			return KAnonResult{}, err
+			return Bound{}, err
 		}
 		if r.Delta <= delta {
 			good, best = mid, r
@@ -222,34 +225,34 @@ func bisect(good, bad float64, best KAnonResult, at func(float64) (KAnonResult, 
 	return best, nil
 }
 
-// KAnonK returns the smallest threshold k whose δ at (β, ε) is at most
+// SmallestK returns the smallest threshold k whose δ at (β, ε) is at most
 // delta. δ never grows with k (n_m grows, so the maximum runs over fewer n),
 // so the search is exact.
-func KAnonK(beta, eps, delta float64) (KAnonResult, error) {
-	if _, err := KAnonDelta(beta, 1, eps); err != nil {
-		return KAnonResult{}, err
+func SmallestK(beta, eps, delta float64) (Bound, error) {
+	if _, err := Delta(beta, 1, eps); err != nil {
+		return Bound{}, err
 	}
 	if err := checkTargetDelta(delta); err != nil {
-		return KAnonResult{}, err
+		return Bound{}, err
 	}
-	at := func(k int) (KAnonResult, error) { return kanonDelta(beta, k, eps) }
+	at := func(k int) (Bound, error) { return deltaAt(beta, k, eps) }
 	const maxK = 1 << 30
 	lo, hi := 0, 1 // δ(lo) > delta ≥ δ(hi) once found
 	best, err := at(hi)
 	for ; err == nil && best.Delta > delta; best, err = at(hi) {
 		if hi >= maxK {
-			return KAnonResult{}, fmt.Errorf("no k up to %d reaches delta %v for beta = %v, epsilon = %v: %w", maxK, delta, beta, eps, ErrNoGuarantee)
+			return Bound{}, fmt.Errorf("no k up to %d reaches delta %v for beta = %v, epsilon = %v: %w", maxK, delta, beta, eps, ErrNoGuarantee)
 		}
 		lo, hi = hi, 2*hi
 	}
 	if err != nil {
-		return KAnonResult{}, err
+		return Bound{}, err
 	}
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
 		r, err := at(mid)
 		if err != nil {
-			return KAnonResult{}, err
+			return Bound{}, err
 		}
 		if r.Delta <= delta {
 			hi, best = mid, r
@@ -260,22 +263,22 @@ func KAnonK(beta, eps, delta float64) (KAnonResult, error) {
 	return best, nil
 }
 
-// KAnonBeta returns the largest sampling rate β ≤ 1 − e^{−ε} (the range
+// LargestBeta returns the largest sampling rate β ≤ 1 − e^{−ε} (the range
 // Theorem 5 covers at this ε) whose δ at (k, ε) is at most delta, by
 // bisection; the result is checked: its δ ≤ delta.
-func KAnonBeta(k int, eps, delta float64) (KAnonResult, error) {
-	if err := ValidateEpsilon(eps); err != nil {
-		return KAnonResult{}, err
+func LargestBeta(k int, eps, delta float64) (Bound, error) {
+	if err := account.ValidateEpsilon(eps); err != nil {
+		return Bound{}, err
 	}
 	if k < 1 {
-		return KAnonResult{}, fmt.Errorf("threshold k must be >= 1, got %d", k)
+		return Bound{}, fmt.Errorf("threshold k must be >= 1, got %d", k)
 	}
 	if err := checkTargetDelta(delta); err != nil {
-		return KAnonResult{}, err
+		return Bound{}, err
 	}
 	hi := -math.Expm1(-eps)
-	at := func(beta float64) (KAnonResult, error) {
-		return kanonDelta(beta, k, math.Max(eps, KAnonMinEpsilon(beta)))
+	at := func(beta float64) (Bound, error) {
+		return deltaAt(beta, k, math.Max(eps, MinEpsilon(beta)))
 	}
 	best, err := at(hi)
 	if err != nil || best.Delta <= delta {
@@ -283,10 +286,10 @@ func KAnonBeta(k int, eps, delta float64) (KAnonResult, error) {
 	}
 	lo := hi * 1e-9
 	if best, err = at(lo); err != nil {
-		return KAnonResult{}, err
+		return Bound{}, err
 	}
 	if best.Delta > delta {
-		return KAnonResult{}, fmt.Errorf("even beta = %v gives delta %v > %v at k = %d, epsilon = %v: %w", lo, best.Delta, delta, k, eps, ErrNoGuarantee)
+		return Bound{}, fmt.Errorf("even beta = %v gives delta %v > %v at k = %d, epsilon = %v: %w", lo, best.Delta, delta, k, eps, ErrNoGuarantee)
 	}
 	return bisect(lo, hi, best, at, delta)
 }
@@ -297,15 +300,4 @@ func checkTargetDelta(delta float64) error {
 		return fmt.Errorf("target delta must satisfy 0 < delta < 1, got %v", delta)
 	}
 	return nil
-}
-
-// AmplifyRate returns the loss at sampling rate to of a mechanism whose
-// loss at rate from ≥ to is l: Li, Qardaji & Su 2012, Thm 1 (Feyisetan et
-// al. eq. 3), ε₂ = ln(1 + (β₂/β₁)(e^{ε₁} − 1)), δ₂ = (β₂/β₁)δ₁ — Poisson
-// amplification by the ratio of the rates (AmplifyPoisson).
-func AmplifyRate(l Loss, from, to float64) (Loss, error) {
-	if !(from > 0 && from <= 1) || !(to > 0 && to <= from) {
-		return Loss{}, fmt.Errorf("rates must satisfy 0 < to <= from <= 1, got from = %v, to = %v", from, to)
-	}
-	return AmplifyPoisson(l, to/from)
 }

@@ -1,4 +1,4 @@
-package mech
+package pool
 
 import (
 	"cmp"
@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 
 	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 )
 
@@ -49,12 +49,7 @@ const (
 var acquisitionNames = []string{"random", "lc", "margin", "entropy", "bald"}
 
 // String returns the name ParseAcquisition accepts.
-func (a Acquisition) String() string {
-	if a >= 0 && int(a) < len(acquisitionNames) {
-		return acquisitionNames[a]
-	}
-	return "Acquisition(" + strconv.Itoa(int(a)) + ")"
-}
+func (a Acquisition) String() string { return nameOf(acquisitionNames, int(a), "Acquisition") }
 
 // ParseAcquisition accepts random, lc, margin, entropy or bald.
 func ParseAcquisition(s string) (Acquisition, error) {
@@ -163,21 +158,21 @@ func (a Acquisition) Score(passes [][]float64) (float64, error) {
 //
 // Release: the indices of the k records with the largest noisy scores,
 // each score clipped to [0, Δ] and privatised by the Laplace mechanism on
-// a grid with scale Δ/ε (NoisyTopK: exact discrete Laplace noise, Mironov
-// 2012 safe). Random releases k uniformly drawn records and looks at no
-// score.
+// a grid with scale Δ/ε (mech.NoisyTopK: exact discrete Laplace noise, Mironov
+// 2012 safe). Random releases k uniformly drawn records
+// (mech.UniformSubset) and looks at no score.
 //
 // Guarantee: ε-DP for every scored record, by parallel composition over
 // the pool (each record touches only its own noisy score) and
 // post-processing (top-k); Random is 0-DP. A phase of the paper spends
 // ε = ε_Sel/T. The Loss is per record: charge it once per selection to
-// every scored record (active/pool.Select does, through dp/ledger).
+// every scored record (Select does, through dp/ledger).
 type Acquire struct {
 	kind Acquisition
 	eps  float64
 	sens float64
 	k    int
-	top  *NoisyTopK
+	top  *mech.NoisyTopK
 }
 
 // NewAcquire returns the ε-DP acquisition selecting k records with scores
@@ -204,7 +199,7 @@ func NewAcquire(kind Acquisition, eps float64, k, classes int, clip float64) (*A
 		}
 		a.sens = clip
 	}
-	top, err := NewNoisyTopK(eps, a.sens, k)
+	top, err := mech.NewNoisyTopK(eps, a.sens, k)
 	if err != nil {
 		return nil, fmt.Errorf("acquisition %s: %w", kind, err)
 	}
@@ -246,16 +241,7 @@ func (a *Acquire) Select(r *rng.Rand, scores []float64) ([]int, error) {
 	if a.kind != Random {
 		return a.top.Select(r, scores)
 	}
-	idx := make([]int, len(scores))
-	for i := range idx {
-		idx[i] = i
-	}
-	b := bitbuf{r: r}
-	for i := range a.k { // partial Fisher–Yates
-		j := i + int(b.uniform(uint64(len(idx)-i)))
-		idx[i], idx[j] = idx[j], idx[i]
-	}
-	return idx[:a.k:a.k], nil
+	return mech.UniformSubset(r, len(scores), a.k)
 }
 
 // Loss is the ledger entry of one selection for each scored record: pure

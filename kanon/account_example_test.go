@@ -1,15 +1,15 @@
-package account_test
+package kanon_test
 
 import (
 	"fmt"
 
-	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/kanon"
 )
 
 // Sampling 60% of the log and keeping queries seen at least 100 times in
 // the sample: δ at ε = −ln(1 − β) + 0.5 peaks past n_m.
-func ExampleKAnonDelta() {
-	r, err := account.KAnonDelta(0.6, 100, 1.416290731874155)
+func ExampleDelta() {
+	r, err := kanon.Delta(0.6, 100, 1.416290731874155)
 	if err != nil {
 		panic(err)
 	}
@@ -19,8 +19,8 @@ func ExampleKAnonDelta() {
 
 // The smallest threshold that gives (1, 1e-6)-DP when 10% of the log is
 // sampled.
-func ExampleKAnonK() {
-	r, err := account.KAnonK(0.1, 1, 1e-6)
+func ExampleSmallestK() {
+	r, err := kanon.SmallestK(0.1, 1, 1e-6)
 	if err != nil {
 		panic(err)
 	}

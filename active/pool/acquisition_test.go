@@ -1,4 +1,4 @@
-package mech
+package pool
 
 import (
 	"math"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/dpal-dev/dpal/dp/audit"
+	"github.com/dpal-dev/dpal/dp/audit/audittest"
+	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 )
 
@@ -175,14 +177,14 @@ func TestAuditAcquisitions(t *testing.T) {
 		{Entropy, EntropyClip, onePass(1, 0, 0), onePass(third, third, third)},
 		{BALD, BALDClip, [][]float64{{1, 0, 0}, {1, 0, 0}}, [][]float64{{1, 0, 0}, {0, 1, 0}}},
 	}
-	var audits []auditCase
+	var audits []audittest.Case
 	for i, c := range cases {
 		a, err := NewAcquire(c.kind, eps, 1, 3, c.clip)
 		if err != nil {
 			t.Fatal(err)
 		}
 		mut := *a
-		mut.top, _ = NewNoisyTopK(2*eps, a.sens, 1) // half the noise scale
+		mut.top, _ = mech.NewNoisyTopK(2*eps, a.sens, 1) // half the noise scale
 		run := func(seed uint64, m *Acquire) func() (audit.Result, error) {
 			sel := func(rec [][]float64) func(*rng.Rand) bool {
 				scores, err := m.Scores([][][]float64{rec, c.top})
@@ -191,10 +193,12 @@ func TestAuditAcquisitions(t *testing.T) {
 				}
 				return func(r *rng.Rand) bool { idx, _ := m.Select(r, scores); return idx[0] == 0 }
 			}
-			return func() (audit.Result, error) { return audit.Bool(rng.Seeded(seed), sel(c.top), sel(c.low), cfg(0)) }
+			return func() (audit.Result, error) {
+				return audit.Bool(rng.Seeded(seed), sel(c.top), sel(c.low), audittest.Config(0))
+			}
 		}
-		audits = append(audits, auditCase{"acquisition " + c.kind.String(), eps, 0,
-			run(uint64(100+2*i), a), run(uint64(101+2*i), &mut), a})
+		audits = append(audits, audittest.Case{Name: "acquisition " + c.kind.String(), Epsilon: eps,
+			Genuine: run(uint64(100+2*i), a), Mutant: run(uint64(101+2*i), &mut), Mechanism: a})
 	}
-	runAudits(t, audits)
+	audittest.Run(t, audits)
 }
