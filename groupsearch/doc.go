@@ -46,7 +46,7 @@
 // computed from the data (as in the paper's §6.1 experiments) void the
 // guarantee: t_ℓ = 0.9x_j + 0.1x* and t_h = 0.1x_j + 0.9x* reveal the
 // largest non-anomalous score x_j = (9t_ℓ − t_h)/8 exactly, so the true ε
-// for that individual is unbounded (repro/search reports the check).
+// for that individual is unbounded (repro/searchrepro reports the check).
 //
 // # Queries
 //

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/dpal-dev/dpal/dp/ledger"
 )
 
 // TestAuth: every endpoint but the health checks and the API document
@@ -273,11 +275,11 @@ func TestLabelNeedsClaim(t *testing.T) {
 	ts.mustDo(http.StatusOK, RoleAnnotator, "POST", fmt.Sprintf("/v1/learners/a/requests/%d/claim", id), "", nil)
 	if err := ts.store.db.Update(func(tx *bolt.Tx) error {
 		var r requestRecord
-		if _, err := getJSON(bucket(tx, "a", subRequests), u64Key(id), &r); err != nil {
+		if _, err := getJSON(bucket(tx, "a", subRequests), ledger.Uint64Key(id), &r); err != nil {
 			return err
 		}
 		r.ClaimedAt = r.ClaimedAt.Add(-claimTTL - time.Second)
-		return putJSON(bucket(tx, "a", subRequests), u64Key(id), r)
+		return putJSON(bucket(tx, "a", subRequests), ledger.Uint64Key(id), r)
 	}); err != nil {
 		t.Fatal(err)
 	}

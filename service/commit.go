@@ -6,6 +6,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/session"
 )
 
@@ -84,7 +85,7 @@ func (h *hosted) commitGroup(group []*commitJob) commitDone {
 		rb := bucket(tx, meta.Name, subReleases)
 		now := time.Now().UTC()
 		for _, r := range rels {
-			if err := putJSON(rb, u64Key(uint64(r.Update)), releaseRecord{r.Observation, r.Update, r.W, now}); err != nil {
+			if err := putJSON(rb, ledger.Uint64Key(uint64(r.Update)), releaseRecord{r.Observation, r.Update, r.W, now}); err != nil {
 				return err
 			}
 		}

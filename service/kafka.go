@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/dpal-dev/dpal/dp/ledger"
 )
 
 // KafkaConfig makes a learner consume a Kafka topic (franz-go): each
@@ -90,7 +92,7 @@ func (s *Server) consumeFetches(ctx context.Context, cl *kgo.Client, h *hosted, 
 		res, err := h.ingest(evs, "", nil, func(tx *bolt.Tx) error {
 			b := tx.Bucket(bucketKafka)
 			for p, off := range next {
-				if err := b.Put(kafkaKey(h.name, kc.Topic, p), u64Key(uint64(off))); err != nil {
+				if err := b.Put(kafkaKey(h.name, kc.Topic, p), ledger.Uint64Key(uint64(off))); err != nil {
 					return err
 				}
 			}
@@ -120,7 +122,7 @@ func kafkaKey(learner, topic string, p int32) []byte {
 func (s *Store) kafkaNext(learner, topic string, p int32) int64 {
 	var off int64
 	_ = s.db.View(func(tx *bolt.Tx) error {
-		off = int64(keyU64(tx.Bucket(bucketKafka).Get(kafkaKey(learner, topic, p))))
+		off = int64(ledger.KeyUint64(tx.Bucket(bucketKafka).Get(kafkaKey(learner, topic, p))))
 		return nil
 	})
 	return off

@@ -285,7 +285,7 @@ func (h *hosted) restore() error {
 			var r requestRecord
 			ok, err := getJSON(rq, k, &r)
 			if err != nil || !ok {
-				return cmpOr(err, fmt.Errorf("open request %d has no record", keyU64(k)))
+				return cmpOr(err, fmt.Errorf("open request %d has no record", ledger.KeyUint64(k)))
 			}
 			pend = append(pend, stream.PendingEvent{ID: r.ID, X: r.X})
 			if r.ClaimedBy != "" {
@@ -330,7 +330,7 @@ func (h *hosted) indexOpen() error {
 		rq, open := bucket(tx, meta.Name, subRequests), bucket(tx, meta.Name, subOpen)
 		for _, id := range ids {
 			var r requestRecord
-			if ok, err := getJSON(rq, u64Key(id), &r); err != nil || !ok {
+			if ok, err := getJSON(rq, ledger.Uint64Key(id), &r); err != nil || !ok {
 				return cmpOr(err, fmt.Errorf("open request %d has no record", id))
 			}
 			at := r.At
@@ -340,7 +340,7 @@ func (h *hosted) indexOpen() error {
 			if r.ClaimedBy != "" {
 				h.claims[id] = r.ClaimedAt
 			}
-			if err := open.Put(u64Key(id), u64Key(uint64(at.UnixNano()))); err != nil {
+			if err := open.Put(ledger.Uint64Key(id), ledger.Uint64Key(uint64(at.UnixNano()))); err != nil {
 				return err
 			}
 		}
@@ -433,10 +433,10 @@ func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx *bolt
 	rels, err := h.enqueue(func(tx *bolt.Tx) error {
 		rq, open := bucket(tx, h.name, subRequests), bucket(tx, h.name, subOpen)
 		for _, r := range reqs {
-			if err := putJSON(rq, u64Key(r.ID), r); err != nil {
+			if err := putJSON(rq, ledger.Uint64Key(r.ID), r); err != nil {
 				return err
 			}
-			if err := open.Put(u64Key(r.ID), u64Key(uint64(r.At.UnixNano()))); err != nil {
+			if err := open.Put(ledger.Uint64Key(r.ID), ledger.Uint64Key(uint64(r.At.UnixNano()))); err != nil {
 				return err
 			}
 		}
@@ -592,7 +592,7 @@ func (h *hosted) request(id uint64) (requestRecord, error) {
 	var ok bool
 	err := h.store.db.View(func(tx *bolt.Tx) error {
 		var err error
-		ok, err = getJSON(bucket(tx, h.name, subRequests), u64Key(id), &r)
+		ok, err = getJSON(bucket(tx, h.name, subRequests), ledger.Uint64Key(id), &r)
 		return err
 	})
 	if err == nil && !ok {
@@ -616,7 +616,7 @@ func (h *hosted) claim(id uint64, who string) (requestRecord, error) {
 	}
 	r.ClaimedBy, r.ClaimedAt = who, time.Now().UTC()
 	err = h.store.db.Update(func(tx *bolt.Tx) error {
-		return putJSON(bucket(tx, h.name, subRequests), u64Key(id), r)
+		return putJSON(bucket(tx, h.name, subRequests), ledger.Uint64Key(id), r)
 	})
 	if err == nil {
 		h.claims[id] = r.ClaimedAt
@@ -659,10 +659,10 @@ func (h *hosted) label(id uint64, y float64, who string, anyClaim bool) error {
 	h.inflightLabels[id] = true
 	h.meta.Open--
 	rels, err := h.enqueue(func(tx *bolt.Tx) error {
-		if err := bucket(tx, h.name, subOpen).Delete(u64Key(id)); err != nil {
+		if err := bucket(tx, h.name, subOpen).Delete(ledger.Uint64Key(id)); err != nil {
 			return err
 		}
-		return putJSON(bucket(tx, h.name, subRequests), u64Key(id), r)
+		return putJSON(bucket(tx, h.name, subRequests), ledger.Uint64Key(id), r)
 	}, func() { delete(h.inflightLabels, id); delete(h.claims, id) })
 	if err != nil {
 		return err
@@ -713,11 +713,11 @@ func (h *hosted) pending(after uint64, limit int) ([]pendingView, error) {
 	err := h.store.db.View(func(tx *bolt.Tx) error {
 		rq := bucket(tx, h.name, subRequests)
 		c := bucket(tx, h.name, subOpen).Cursor()
-		for k, _ := c.Seek(u64Key(after + 1)); k != nil && len(out) < limit; k, _ = c.Next() {
+		for k, _ := c.Seek(ledger.Uint64Key(after + 1)); k != nil && len(out) < limit; k, _ = c.Next() {
 			var r requestRecord
 			ok, err := getJSON(rq, k, &r)
 			if err != nil || !ok {
-				return cmpOr(err, fmt.Errorf("open request %d has no record", keyU64(k)))
+				return cmpOr(err, fmt.Errorf("open request %d has no record", ledger.KeyUint64(k)))
 			}
 			out = append(out, pendingView{ID: r.ID, Claimed: r.ClaimedBy != "" && time.Since(r.ClaimedAt) < claimTTL})
 		}
@@ -743,7 +743,7 @@ func (h *hosted) queueState() (queueView, int, error) {
 	h.mu.Unlock()
 	err := h.store.db.View(func(tx *bolt.Tx) error {
 		if k, v := bucket(tx, h.name, subOpen).Cursor().First(); k != nil {
-			q.OldestAgeSeconds = max(0, time.Since(time.Unix(0, int64(keyU64(v)))).Seconds())
+			q.OldestAgeSeconds = max(0, time.Since(time.Unix(0, int64(ledger.KeyUint64(v)))).Seconds())
 		}
 		return nil
 	})
@@ -755,7 +755,7 @@ func (h *hosted) releases(after uint64, limit int) ([]releaseRecord, error) {
 	out := []releaseRecord{}
 	err := h.store.db.View(func(tx *bolt.Tx) error {
 		c := bucket(tx, h.name, subReleases).Cursor()
-		for k, v := c.Seek(u64Key(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+		for k, v := c.Seek(ledger.Uint64Key(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
 			var r releaseRecord
 			if err := jsonUnmarshal(v, &r); err != nil {
 				return err

@@ -230,7 +230,7 @@ func (p *searchPop) addScores(body []byte) ([]scoreResult, error) {
 			}
 			var val [8]byte
 			binary.BigEndian.PutUint64(val[:], math.Float64bits(v))
-			if err := b.Put(u64Key(uint64(idx)), val[:]); err != nil {
+			if err := b.Put(ledger.Uint64Key(uint64(idx)), val[:]); err != nil {
 				return err
 			}
 			next++
@@ -253,7 +253,7 @@ func (p *searchPop) run() (searchRun, error) {
 	err := p.store.db.View(func(tx *bolt.Tx) error {
 		n = tx.Bucket([]byte(searchPrefix(p.meta.Name) + subResults)).Stats().KeyN
 		return tx.Bucket([]byte(searchPrefix(p.meta.Name) + subScores)).ForEach(func(k, v []byte) error {
-			labels = append(labels, int(keyU64(k)))
+			labels = append(labels, int(ledger.KeyUint64(k)))
 			scores = append(scores, math.Float64frombits(binary.BigEndian.Uint64(v)))
 			return nil
 		})
@@ -293,7 +293,7 @@ func (p *searchPop) run() (searchRun, error) {
 	}
 	run := searchRun{Run: n + 1, Time: time.Now().UTC(), Size: len(scores), Res: res}
 	err = p.store.db.Update(func(tx *bolt.Tx) error {
-		return putJSON(tx.Bucket([]byte(searchPrefix(p.meta.Name)+subResults)), u64Key(uint64(run.Run)), run)
+		return putJSON(tx.Bucket([]byte(searchPrefix(p.meta.Name)+subResults)), ledger.Uint64Key(uint64(run.Run)), run)
 	})
 	return run, err
 }

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,19 +119,6 @@ func dropLearnerBuckets(tx *bolt.Tx, name string) error {
 }
 
 func bucket(tx *bolt.Tx, name, sub string) *bolt.Bucket { return tx.Bucket([]byte(name + sub)) }
-
-func u64Key(v uint64) []byte {
-	var k [8]byte
-	binary.BigEndian.PutUint64(k[:], v)
-	return k[:]
-}
-
-func keyU64(k []byte) uint64 {
-	if len(k) != 8 {
-		return 0
-	}
-	return binary.BigEndian.Uint64(k)
-}
 
 func putJSON(b *bolt.Bucket, k []byte, v any) error {
 	raw, err := json.Marshal(v)

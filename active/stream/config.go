@@ -6,7 +6,6 @@ import (
 	"math"
 
 	"github.com/dpal-dev/dpal/dp/account"
-	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/model"
 )
 
@@ -69,24 +68,6 @@ const (
 	// tree's horizon (Config.TreeSteps), and cannot be saved (SaveState
 	// refuses it).
 	Tree
-)
-
-// Calibration says how the exponential selector's scale is set (see
-// mech.Calibration). Lemma 2 assumes exp(−bε/Δ) ≤ 1/2, which the paper's
-// own §5 settings (b = 0.2, ε = 1, M = 1) violate; then the non-selection
-// event leaks more than ε.
-type Calibration = mech.Calibration
-
-// The calibrations of the exponential selector.
-const (
-	// PaperScale uses eq. 7 as written and charges the selector's true ε_s,
-	// which may exceed EpsSelect.
-	PaperScale = mech.PaperScale
-	// CalibrateScale solves for the scale so that the true ε_s equals
-	// EpsSelect with b fixed.
-	CalibrateScale = mech.CalibrateScale
-	// CalibrateSlab widens the slab so that the true ε_s equals EpsSelect.
-	CalibrateSlab = mech.CalibrateSlab
 )
 
 // Config holds a learner's parameters. DefaultConfig gives the paper's §5
@@ -490,9 +471,6 @@ func ParsePolicy(s string) (PolicyKind, error) {
 	v, err := enumParse("policy", policyNames, s)
 	return PolicyKind(v), err
 }
-
-// ParseCalibration parses "paper", "scale" or "slab".
-func ParseCalibration(s string) (Calibration, error) { return mech.ParseCalibration(s) }
 
 // MarshalText encodes the mode by name.
 func (m NormMode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }

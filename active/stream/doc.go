@@ -13,11 +13,11 @@
 // informativeness c = exp(−d) (eq. 5–6; d = 0 while w = 0) and selects it
 // for labelling privately:
 //
-//   - Bernoulli (randomized response, Lemma 1): with probability 1 − p
+//   - Bernoulli (SlabRR, randomized response, Lemma 1): with probability 1 − p
 //     inside the slab c ≥ τ and p outside, p = 1/(1 + e^ε_s) rounded up
 //     to a multiple of 2^−53, so that the float64 probabilities sampled
 //     satisfy (1 − p)/p ≤ e^ε_s exactly and ε_s is a true upper bound.
-//   - Exponential (eq. 7, Lemma 2): with probability exp(−κ·max{b, d}),
+//   - Exponential (ExpSelector, eq. 7, Lemma 2): with probability exp(−κ·max{b, d}),
 //     κ = ε/(M − b) in the paper. Lemma 2 needs exp(−bε/Δ) ≤ 1/2, which the
 //     paper's own b = 0.2, ε = 1, M = 1 violate; the learner computes the
 //     selector's true ε_s (SelectionEpsilon) and charges it, or calibrates

@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/dpal-dev/dpal/dp/account"
-	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 )
 
@@ -24,14 +23,14 @@ func Distance(score, wNorm float64) float64 {
 func Informativeness(d float64) float64 { return math.Exp(-d) }
 
 // selector is the resolved selection rule: one of the two mechanisms of
-// dp/mech (mech.SlabRR, Lemma 1; mech.ExpSelector, Lemma 2), built from
+// selectors.go (SlabRR, Lemma 1; ExpSelector, Lemma 2), built from
 // Config once, so that the per-event path is a comparison and one exact
 // Bernoulli draw. Both mechanisms document their neighbouring relation
 // and guarantee; eps is the true ε_s charged per record.
 type selector struct {
 	kind SelectorKind
-	rr   *mech.SlabRR
-	exp  *mech.ExpSelector
+	rr   *SlabRR
+	exp  *ExpSelector
 	eps  float64
 }
 
@@ -45,12 +44,12 @@ func newSelector(cfg Config) (selector, error) {
 	var err error
 	switch cfg.Selector {
 	case Bernoulli:
-		s.rr, err = mech.NewSlabRR(cfg.EpsSelect)
+		s.rr, err = NewSlabRR(cfg.EpsSelect)
 		if err == nil {
 			s.eps = s.rr.Epsilon()
 		}
 	case Exponential:
-		s.exp, err = mech.NewExpSelector(cfg.EpsSelect, cfg.B, cfg.M, cfg.Calibration)
+		s.exp, err = NewExpSelector(cfg.EpsSelect, cfg.B, cfg.M, cfg.Calibration)
 		if err == nil {
 			s.eps = s.exp.Epsilon()
 		}

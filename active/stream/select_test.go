@@ -94,7 +94,7 @@ func TestSelectionProbabilities(t *testing.T) {
 
 // rangeEpsilon is the ε of a selector from the range of the selection
 // probabilities q(d) it actually uses over a fine grid of d ∈ [0, M] (and
-// the slab's edge): mech.SelectionEpsilon of the smallest and largest.
+// the slab's edge): SelectionEpsilon of the smallest and largest.
 func rangeEpsilon(q func(d float64) float64, m, slab float64) float64 {
 	const steps = 20000
 	lo, hi := q(slab), q(slab)
@@ -102,7 +102,7 @@ func rangeEpsilon(q func(d float64) float64, m, slab float64) float64 {
 		v := q(m * float64(i) / steps)
 		lo, hi = math.Min(lo, v), math.Max(hi, v)
 	}
-	return mech.SelectionEpsilon(math.Log(lo), math.Log(hi))
+	return SelectionEpsilon(math.Log(lo), math.Log(hi))
 }
 
 // TestSelectionChargeCoversBruteForce: the ε the ledger records for the

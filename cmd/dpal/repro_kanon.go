@@ -11,7 +11,7 @@ import (
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/outfile"
 	"github.com/dpal-dev/dpal/progress"
-	kanonrepro "github.com/dpal-dev/dpal/repro/kanon"
+	"github.com/dpal-dev/dpal/repro/kanonrepro"
 )
 
 var reproKAnonCmd = &cobra.Command{

@@ -9,7 +9,7 @@ import (
 
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/outfile"
-	ocprepro "github.com/dpal-dev/dpal/repro/ocp"
+	"github.com/dpal-dev/dpal/repro/ocprepro"
 )
 
 var reproOCPCmd = &cobra.Command{

@@ -11,7 +11,7 @@ import (
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/outfile"
 	"github.com/dpal-dev/dpal/progress"
-	poolrepro "github.com/dpal-dev/dpal/repro/pool"
+	"github.com/dpal-dev/dpal/repro/poolrepro"
 )
 
 var reproPoolCmd = &cobra.Command{

@@ -9,7 +9,7 @@ import (
 
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/outfile"
-	searchrepro "github.com/dpal-dev/dpal/repro/search"
+	"github.com/dpal-dev/dpal/repro/searchrepro"
 )
 
 var reproSearchCmd = &cobra.Command{

@@ -14,7 +14,7 @@ import (
 
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/outfile"
-	streamrepro "github.com/dpal-dev/dpal/repro/stream"
+	"github.com/dpal-dev/dpal/repro/streamrepro"
 )
 
 var reproStreamCmd = &cobra.Command{

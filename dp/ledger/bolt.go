@@ -285,14 +285,14 @@ func InitMeta(b *bolt.Bucket, m Meta) error {
 // AppendEntry stores e in the entries bucket b, refusing an entry whose
 // sequence number does not follow the last stored one.
 func AppendEntry(b *bolt.Bucket, e Entry) error {
-	if k, _ := b.Cursor().Last(); seqOf(k) != e.Seq-1 {
-		return fmt.Errorf("entry %d does not follow the last stored entry %d", e.Seq, seqOf(k))
+	if k, _ := b.Cursor().Last(); KeyUint64(k) != e.Seq-1 {
+		return fmt.Errorf("entry %d does not follow the last stored entry %d", e.Seq, KeyUint64(k))
 	}
 	raw, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
-	return b.Put(seqKey(e.Seq), raw)
+	return b.Put(Uint64Key(e.Seq), raw)
 }
 
 // StoredEntry decodes and validates the entry v stored under key k of an
@@ -302,20 +302,25 @@ func StoredEntry(k, v []byte) (Entry, error) {
 	if err := DecodeEntry(v, &e); err != nil {
 		return Entry{}, fmt.Errorf("key %x: %w", k, err)
 	}
-	if e.Seq != seqOf(k) {
-		return Entry{}, fmt.Errorf("entry %d stored under key %d", e.Seq, seqOf(k))
+	if e.Seq != KeyUint64(k) {
+		return Entry{}, fmt.Errorf("entry %d stored under key %d", e.Seq, KeyUint64(k))
 	}
 	return e, nil
 }
 
-func seqKey(seq uint64) []byte {
+// Uint64Key encodes v as an 8-byte big-endian bbolt key, so that keys sort
+// (and cursors walk) in numeric order: the ledger stores each entry under
+// its sequence number, and package service its ids and offsets the same
+// way. KeyUint64 decodes it.
+func Uint64Key(v uint64) []byte {
 	var k [8]byte
-	binary.BigEndian.PutUint64(k[:], seq)
+	binary.BigEndian.PutUint64(k[:], v)
 	return k[:]
 }
 
-// seqOf decodes a key (0 for none or a malformed key).
-func seqOf(k []byte) uint64 {
+// KeyUint64 decodes a key written by Uint64Key (0 for none or a malformed
+// key).
+func KeyUint64(k []byte) uint64 {
 	if len(k) != 8 {
 		return 0
 	}

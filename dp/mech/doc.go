@@ -76,17 +76,6 @@
 // and NewGammaVector refuses d·max(1, 1/ε) > MaxGammaLoad, where that bound
 // passes 1/16 grid step (see its doc for why this cap rather than a proof).
 //
-// # Selection rules of stream active learning
-//
-// SlabRR and ExpSelector are the two private label-request rules of
-// Ghassemi, Sarwate and Wright (AISec 2016, §3.1, Lemmas 1–2): randomized
-// response on the slab test, and the exponential selector of eq. 7. Both
-// release one bit through an exact float64 Bernoulli draw, and both round
-// on the safe side so that the ε they report bounds the probabilities
-// actually sampled: SlabRR rounds its flip probability up, ExpSelector
-// clamps the distance to [0, M] and rounds its true ε_s up (which can
-// exceed the paper's nominal ε: see Calibration).
-//
 // Randomness comes from a *rng.Rand: rng.Secure() in production, rng.Seeded
 // only in tests and experiments.
 package mech

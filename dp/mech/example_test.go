@@ -2,7 +2,6 @@ package mech_test
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
@@ -122,43 +121,6 @@ func ExampleGaussianVector() {
 	}
 	fmt.Printf("sigma >= z*C: %v, on grid: %v\n", m.Sigma() >= 1.1, sum[0]/m.Granularity() == float64(int64(sum[0]/m.Granularity())))
 	// Output: sigma >= z*C: true, on grid: true
-}
-
-func ExampleSlabRR() {
-	// Stream active learning, Bernoulli selection (Lemma 1): ask for the
-	// label with probability 1 − p inside the slab c = exp(−d) ≥ τ, p outside.
-	s, err := mech.NewSlabRR(1)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	d, tau := 0.1, math.Exp(-0.2) // distance to the hyperplane, threshold
-	inside := math.Exp(-d) >= tau
-	_ = s.Select(rng.Seeded(5), inside)
-	fmt.Printf("p_in %.4f p_out %.4f %s eps %v\n", s.PIn(), s.POut(), s.Loss().Mechanism, s.Loss().Epsilon)
-	// Output: p_in 0.7311 p_out 0.2689 slab-randomized-response eps 1
-}
-
-func ExampleExpSelector() {
-	// Eq. 7 as written, with the paper's §5 settings, leaks more than ε = 1
-	// through the non-selection event; the selector charges the true ε_s.
-	paper, err := mech.NewExpSelector(1, 0.2, 1, mech.PaperScale)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	// Widening the slab brings the true ε_s down to the target.
-	slab, err := mech.NewExpSelector(1, 0.2, 1, mech.CalibrateSlab)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	_ = slab.Select(rng.Seeded(6), 0.7) // a point at distance 0.7
-	fmt.Printf("paper: kappa %.4f eps_s %.4f\n", paper.Kappa(), paper.Epsilon())
-	fmt.Printf("slab:  b %.4f kappa %.4f eps_s %.4f q(0.7) %.4f\n", slab.B(), slab.Kappa(), slab.Epsilon(), slab.Prob(0.7))
-	// Output:
-	// paper: kappa 1.2500 eps_s 1.1711
-	// slab:  b 0.2385 kappa 1.3133 eps_s 1.0000 q(0.7) 0.3988
 }
 
 // A tree mechanism releases a noisy running sum after every atom; its whole

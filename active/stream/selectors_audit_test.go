@@ -1,4 +1,4 @@
-package mech
+package stream
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package stream
+package streamrepro
 
 import "github.com/dpal-dev/dpal/dp/mech"
 

@@ -1,4 +1,4 @@
-// Package kanon owns the reproduction of Feyisetan, Drake, Balle & Diethe
+// Package kanonrepro owns the reproduction of Feyisetan, Drake, Balle & Diethe
 // (PAL 2019), "Privacy-preserving active learning on sensitive data for
 // user intent classification": Figures 2–4 (accuracy and annotation budget
 // over the sampling rate β × threshold k grid, accuracy against budget),
@@ -12,7 +12,7 @@
 // marked so. Seeded randomness throughout: this is an experiment.
 //
 // Importers that also use the system package rename this one, kanonrepro.
-package kanon
+package kanonrepro
 
 import (
 	"errors"

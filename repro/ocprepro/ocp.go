@@ -1,4 +1,4 @@
-// Package ocp owns the reproduction of Jain, Kothari and Thakurta (COLT
+// Package ocprepro owns the reproduction of Jain, Kothari and Thakurta (COLT
 // 2012), App. G: Figure 2(a) (private FTL on synthetic regression),
 // Figure 2(b) (on real data: Beijing air quality standing in for
 // YearPredictionMSD, which is not available), the Figure 2(c) analogue
@@ -7,7 +7,7 @@
 // fitted slopes, and the nominal against the exact ε of every run. It is
 // data (Options) → rows → CSV/JSON + PNG (repro/figure); `dpal repro ocp`
 // drives it and docs/repro-ocp.md reads its numbers.
-package ocp
+package ocprepro
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package mech
+package stream
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"math/big"
 
 	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 )
 
@@ -108,11 +109,11 @@ func CalibrateExpSlab(target, b, m float64) (float64, error) {
 }
 
 // rrFlipProbUp returns the flip probability p = 1/(1 + e^ε) of randomized
-// response rounded up to a multiple of 2^−53. BernoulliFloat samples the
+// response rounded up to a multiple of 2^−53. mech.BernoulliFloat samples the
 // float64 probabilities exactly, so what matters is the ratio of the two
 // floats used, 1 − p (inside the slab) and p (outside). For p < 1/2, 1 − p
 // lies in [1/2, 1), where float64 spacing is 2^−53: a multiple of 2^−53
-// makes 1 − p exact. RRFlipProb is within a relative 4·2^−53 of the
+// makes 1 − p exact. mech.RRFlipProb is within a relative 4·2^−53 of the
 // true p (math.Exp is within 1 ulp, then one addition and one division),
 // an absolute error below 2·2^−53 since p < 1/2; rounding up and adding
 // three more steps of 2^−53 gives p ≥ 1/(1 + e^ε), that is
@@ -121,7 +122,7 @@ func CalibrateExpSlab(target, b, m float64) (float64, error) {
 // sampler reads the same random bits, so a seeded run draws the same
 // selections as with the unrounded p, bar a chance below 2^−50 per draw.
 func rrFlipProbUp(eps float64) float64 {
-	return math.Ldexp(math.Ceil(math.Ldexp(RRFlipProb(eps), 53))+3, -53)
+	return math.Ldexp(math.Ceil(math.Ldexp(mech.RRFlipProb(eps), 53))+3, -53)
 }
 
 // SlabRR is the Bernoulli selection rule of stream active learning:
@@ -137,7 +138,7 @@ func rrFlipProbUp(eps float64) float64 {
 // s ~ Bern(p) outside, with p the flip probability 1/(1 + e^ε) rounded up
 // to a multiple of 2^−53 (a few ulps), so that the two float64
 // probabilities sum to exactly 1 and (1 − p)/p ≤ e^ε holds exactly. Each
-// is sampled exactly by BernoulliFloat.
+// is sampled exactly by mech.BernoulliFloat.
 //
 // Guarantee: ε-DP exactly: both outcomes' probability ratios are at most
 // (1 − p)/p ≤ e^ε (Lemma 1; the paper's statement has p > 1/2 and
@@ -170,9 +171,9 @@ func (s *SlabRR) Prob(inside bool) float64 {
 }
 
 // Select draws the selection bit with probability Prob(inside), exactly,
-// by one BernoulliFloat draw.
+// by one mech.BernoulliFloat draw.
 func (s *SlabRR) Select(r *rng.Rand, inside bool) bool {
-	return BernoulliFloat(r, s.Prob(inside))
+	return mech.BernoulliFloat(r, s.Prob(inside))
 }
 
 // Epsilon is the ε of one selection.
@@ -244,7 +245,7 @@ func (c *Calibration) UnmarshalText(b []byte) (err error) {
 //
 //	q = exp(−κ·max{b, d})                       (eq. 7)
 //
-// sampled exactly by BernoulliExpFloat at the float64 γ = κ·max{b, d}. The
+// sampled exactly by mech.BernoulliExpFloat at the float64 γ = κ·max{b, d}. The
 // paper's scale is κ = ε/Δ with Δ = (1 − b/M)·M = M − b (PaperScale);
 // CalibrateScale and CalibrateSlab choose κ or b so that the true ε_s is
 // the target (see Calibration). A distance above M (it can only be float
@@ -319,10 +320,10 @@ func (s *ExpSelector) gamma(d float64) float64 {
 func (s *ExpSelector) Prob(d float64) float64 { return math.Exp(-s.gamma(d)) }
 
 // Select draws the selection bit for a point at distance d: true with
-// probability exactly exp(−γ), γ = κ·max{b, d}, by one BernoulliExpFloat
+// probability exactly exp(−γ), γ = κ·max{b, d}, by one mech.BernoulliExpFloat
 // draw.
 func (s *ExpSelector) Select(r *rng.Rand, d float64) bool {
-	return BernoulliExpFloat(r, s.gamma(d))
+	return mech.BernoulliExpFloat(r, s.gamma(d))
 }
 
 // Epsilon is the true ε_s of one selection, rounded up (see ExpSelector):

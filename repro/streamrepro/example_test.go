@@ -1,11 +1,11 @@
-package stream_test
+package streamrepro_test
 
 import (
 	"fmt"
 	"os"
 
 	"github.com/dpal-dev/dpal/data"
-	"github.com/dpal-dev/dpal/repro/stream"
+	"github.com/dpal-dev/dpal/repro/streamrepro"
 )
 
 // Example runs the smoke configuration on the bundled KDD sample and
@@ -22,9 +22,9 @@ func Example() {
 		return
 	}
 	defer os.RemoveAll(dir)
-	opt := stream.QuickOptions()
+	opt := streamrepro.QuickOptions()
 	opt.Seed, opt.OutDir, opt.Perms, opt.Figures = 1, dir, 1, []int{3}
-	sum, err := stream.Run(opt, []stream.Dataset{{
+	sum, err := streamrepro.Run(opt, []streamrepro.Dataset{{
 		Name: "demo", Train: train, Test: test, Updates: 20, Labels: 50, Fig4Labels: 20,
 	}})
 	if err != nil {

@@ -1,4 +1,4 @@
-// Package stream owns the reproduction of the experiments of
+// Package streamrepro owns the reproduction of the experiments of
 // Ghassemi, Sarwate and Wright (2016), "Differentially private online active
 // learning with applications to anomaly detection", §5 and Figs. 2–5: it
 // drives the private stream learner (active/stream) over permuted training
@@ -23,4 +23,4 @@
 // Its name matches its folder; it uses the learner package of the same
 // name (active/stream), and importers that need both rename this one,
 // conventionally streamrepro.
-package stream
+package streamrepro

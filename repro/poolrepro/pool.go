@@ -1,4 +1,4 @@
-// Package pool owns the reproduction of Schwethelm et al. 2024,
+// Package poolrepro owns the reproduction of Schwethelm et al. 2024,
 // "Differentially Private Active Learning: Balancing Effective Data
 // Selection and Privacy" (paper 001): the Table 1 analogue (random
 // baseline, random AL with naive and step-amplified training, the
@@ -16,7 +16,7 @@
 // this is an experiment, and the seeds are recorded.
 //
 // Importers that also use the system package rename this one, poolrepro.
-package pool
+package poolrepro
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package mech
+package stream
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestSelectionEpsilonRandomizedResponse(t *testing.T) {
 	for _, eps := range []float64{1e-6, 0.1, 0.7, 1, 3, 20} {
 		t.Run(fmt.Sprint(eps), func(t *testing.T) {
-			p := RRFlipProb(eps)
+			p := mech.RRFlipProb(eps)
 			if e := SelectionEpsilon(math.Log(p), math.Log1p(-p)); math.Abs(e-eps) > 1e-12*max(1, eps) {
 				t.Errorf("SelectionEpsilon(RR %v) = %v", eps, e)
 			}
@@ -173,9 +174,9 @@ func TestCalibrateExpSlab(t *testing.T) {
 }
 
 // TestSelectorsBitIdentical pins the probabilities, scales and slabs to the
-// bits that active/stream's selector produced before the move (computed by
-// its select.go at commit 826ca9d), so seeded runs and the reproduction
-// CSVs stay byte for byte the same.
+// bits that this package's selector produced at commit 826ca9d (select.go,
+// before the selectors spent a while in dp/mech), so seeded runs and the
+// reproduction CSVs stay byte for byte the same.
 func TestSelectorsBitIdentical(t *testing.T) {
 	for _, tc := range []struct {
 		eps  float64
@@ -269,7 +270,7 @@ func TestSlabRRRatioExact(t *testing.T) {
 		if in.Cmp(bound) > 0 {
 			t.Errorf("ε = %v: (1−p)/p > e^ε with p = %v", e, s.POut())
 		}
-		if p := RRFlipProb(e); p > 0x1p-50 {
+		if p := mech.RRFlipProb(e); p > 0x1p-50 {
 			_, e1 := math.Frexp(p)
 			_, e2 := math.Frexp(s.POut())
 			if s.POut() < p || s.POut()-p > 5*0x1p-53 || (e1 != e2 && e != math.Log(3)) {
@@ -396,11 +397,11 @@ func TestSelectorsRandomness(t *testing.T) {
 		sel  func(*rng.Rand) bool
 		ref  func(*rng.Rand) bool
 	}{
-		{"rr inside", func(r *rng.Rand) bool { return rr.Select(r, true) }, func(r *rng.Rand) bool { return BernoulliFloat(r, 1-rrFlipProbUp(1)) }},
-		{"rr outside", func(r *rng.Rand) bool { return rr.Select(r, false) }, func(r *rng.Rand) bool { return BernoulliFloat(r, rrFlipProbUp(1)) }},
-		{"exp in slab", func(r *rng.Rand) bool { return ex.Select(r, 0.1) }, func(r *rng.Rand) bool { return BernoulliExpFloat(r, 1.25*0.2) }},
-		{"exp outside", func(r *rng.Rand) bool { return ex.Select(r, 0.7) }, func(r *rng.Rand) bool { return BernoulliExpFloat(r, 1.25*0.7) }},
-		{"exp far", func(r *rng.Rand) bool { return ex.Select(r, 1) }, func(r *rng.Rand) bool { return BernoulliExpFloat(r, 1.25) }},
+		{"rr inside", func(r *rng.Rand) bool { return rr.Select(r, true) }, func(r *rng.Rand) bool { return mech.BernoulliFloat(r, 1-rrFlipProbUp(1)) }},
+		{"rr outside", func(r *rng.Rand) bool { return rr.Select(r, false) }, func(r *rng.Rand) bool { return mech.BernoulliFloat(r, rrFlipProbUp(1)) }},
+		{"exp in slab", func(r *rng.Rand) bool { return ex.Select(r, 0.1) }, func(r *rng.Rand) bool { return mech.BernoulliExpFloat(r, 1.25*0.2) }},
+		{"exp outside", func(r *rng.Rand) bool { return ex.Select(r, 0.7) }, func(r *rng.Rand) bool { return mech.BernoulliExpFloat(r, 1.25*0.7) }},
+		{"exp far", func(r *rng.Rand) bool { return ex.Select(r, 1) }, func(r *rng.Rand) bool { return mech.BernoulliExpFloat(r, 1.25) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r0, r1 := rng.Seeded(11), rng.Seeded(11)
@@ -419,7 +420,7 @@ func TestSelectorsRandomness(t *testing.T) {
 // TestSelectorsFrequencies checks Prob against eq. 7 and Lemma 1 and that
 // Select follows it (5-sigma binomial bound at a fixed seed).
 func TestSelectorsFrequencies(t *testing.T) {
-	p := RRFlipProb(1)
+	p := mech.RRFlipProb(1)
 	expQ := func(d float64) float64 { return math.Exp(-math.Max(0.2, d) / 0.8) }
 	rr, _ := NewSlabRR(1)
 	ex, _ := NewExpSelector(1, 0.2, 1, PaperScale)

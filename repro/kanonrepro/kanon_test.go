@@ -1,4 +1,4 @@
-package kanon
+package kanonrepro
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-// Package search reproduces the experiments of Bittner, Sarwate and
+// Package searchrepro reproduces the experiments of Bittner, Sarwate and
 // Wright (2018), §6, with dpal's groupsearch: Figs. 1–4 and the expected
 // number of queries against Prop. 3's bound (eq. 26), on the NAB series
 // (Yahoo A1 cannot be redistributed) and a synthetic generator with the two
@@ -7,7 +7,7 @@
 //
 // Its name matches its folder; the CLI, whose search command is the
 // private search itself, imports it as searchrepro.
-package search
+package searchrepro
 
 import (
 	"cmp"

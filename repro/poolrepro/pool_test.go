@@ -1,4 +1,4 @@
-package pool
+package poolrepro
 
 import (
 	"math/rand/v2"
