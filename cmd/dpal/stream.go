@@ -13,13 +13,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/dp/ledger"
-	"github.com/dpal-dev/dpal/dpsgd"
-	"github.com/dpal-dev/dpal/model/nn"
 	"github.com/dpal-dev/dpal/outfile"
 	"github.com/dpal-dev/dpal/session"
 )
@@ -545,102 +542,4 @@ func checkEventPaths(cmd *cobra.Command, input string) error {
 		return err
 	}
 	return probeOutputs(cmd, outs)
-}
-
-// checkPaths refuses an output flag's file that is an input flag's file or
-// another output's, and probes the outputs, before anything is read: a
-// run fails at once, not after its work.
-func checkPaths(cmd *cobra.Command, outputs, inputs []string) error {
-	p := pathFlags(cmd, append(append([]string{}, outputs...), inputs...)...)
-	outs, ins := make([]outfile.Path, len(outputs)), make([]outfile.Path, len(inputs))
-	for i, n := range outputs {
-		outs[i] = p[n]
-	}
-	for i, n := range inputs {
-		ins[i] = p[n]
-	}
-	if err := outfile.CheckDistinct(outs, ins); err != nil {
-		return err
-	}
-	return probeOutputs(cmd, outs)
-}
-
-// pathFlags reads the named string flags as outfile paths.
-func pathFlags(cmd *cobra.Command, names ...string) map[string]outfile.Path {
-	m := make(map[string]outfile.Path, len(names))
-	for _, n := range names {
-		v, _ := cmd.Flags().GetString(n)
-		m[n] = outfile.Path{Flag: "--" + n, Path: v}
-	}
-	return m
-}
-
-// probeOutputs checks that each output of cmd can be written and may
-// replace what is there (checkReplace); those written by
-// outfile.WriteFile (--save-state, --posterior-out) need a directory
-// that takes a temporary file.
-func probeOutputs(cmd *cobra.Command, outs []outfile.Path) error {
-	for _, o := range outs {
-		probe := outfile.Probe
-		if o.Flag == "--save-state" || o.Flag == "--posterior-out" {
-			probe = outfile.ProbeReplace
-		}
-		if err := probe(o.Path); err != nil {
-			return fmt.Errorf("%s %s: %w", o.Flag, o.Path, err)
-		}
-		if err := checkReplace(cmd, o); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// outputKinds are the formats (outfile.Sniff's names) that outputs write,
-// by command and flag; the others write plain text, CSV or JSON lines.
-var outputKinds = map[string]string{"train --out": nn.FileFormat, "train --checkpoint": dpsgd.CheckpointFormat,
-	"stream --save-state": session.StateFormat}
-
-// checkReplace is outfile.CheckReplace for cmd's output o, the one place
-// the runs decide whether an output may replace an existing file: with
-// --force one of its own kind or a plain one, never a ledger, a store or
-// a dpal file of another kind. The --ledger file is opened, not replaced.
-// Stream's documented replacements need no --force: --save-state over
-// the state it resumes, and --out that a resumed run completes
-// (openOutput checks it once the state says which output it wrote); nor
-// do train --resume's: the checkpoint it continues and the model it
-// completes (of their own kinds only).
-func checkReplace(cmd *cobra.Command, o outfile.Path) error {
-	if o.Flag == "--ledger" {
-		return nil
-	}
-	f := cmd.Flags()
-	force := forced(cmd)
-	if r := f.Lookup("resume"); r != nil && r.Value.Type() == "bool" {
-		if resume, _ := f.GetBool("resume"); resume && (o.Flag == "--out" || o.Flag == "--checkpoint") {
-			force = true
-		}
-	} else if r != nil {
-		switch resume, _ := f.GetString("resume"); {
-		case resume == "":
-		case o.Flag == "--out":
-			return nil
-		case o.Flag == "--save-state" && outfile.Same(o.Path, resume):
-			force = true
-		}
-	}
-	return outfile.CheckReplace(o, outputKinds[cmd.Name()+" "+o.Flag], force)
-}
-
-// forced reports whether cmd was given --force.
-func forced(cmd *cobra.Command) bool {
-	if cmd.Flags().Lookup("force") == nil {
-		return false
-	}
-	force, _ := cmd.Flags().GetBool("force")
-	return force
-}
-
-// forceFlag declares --force for a command with outputs.
-func forceFlag(f *pflag.FlagSet) {
-	f.Bool("force", false, "replace existing output files (never a ledger, a store, or a state or model file of another kind)")
 }
