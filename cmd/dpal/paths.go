@@ -34,12 +34,18 @@ func checkPaths(cmd *cobra.Command, outputs, inputs []string) error {
 	return probeOutputs(cmd, outs)
 }
 
-// pathFlags reads the named string flags as outfile paths.
+// pathFlags reads the named string flags as outfile paths: each flag's
+// value is its path (a flag cmd does not declare is none). It reads the
+// flags by name, whatever the command binds them to, as every command
+// calls it.
 func pathFlags(cmd *cobra.Command, names ...string) map[string]outfile.Path {
 	m := make(map[string]outfile.Path, len(names))
 	for _, n := range names {
-		v, _ := cmd.Flags().GetString(n)
-		m[n] = outfile.Path{Flag: "--" + n, Path: v}
+		p := outfile.Path{Flag: "--" + n}
+		if fl := cmd.Flags().Lookup(n); fl != nil {
+			p.Path = fl.Value.String()
+		}
+		m[n] = p
 	}
 	return m
 }
@@ -82,31 +88,27 @@ func checkReplace(cmd *cobra.Command, o outfile.Path) error {
 	if o.Flag == "--ledger" {
 		return nil
 	}
-	f := cmd.Flags()
 	force := forced(cmd)
-	if r := f.Lookup("resume"); r != nil && r.Value.Type() == "bool" {
-		if resume, _ := f.GetBool("resume"); resume && (o.Flag == "--out" || o.Flag == "--checkpoint") {
+	switch r := cmd.Flags().Lookup("resume"); {
+	case r == nil:
+	case r.Value.Type() == "bool": // train's: --resume continues --checkpoint and completes --out
+		if r.Value.String() == "true" && (o.Flag == "--out" || o.Flag == "--checkpoint") {
 			force = true
 		}
-	} else if r != nil {
-		switch resume, _ := f.GetString("resume"); {
-		case resume == "":
-		case o.Flag == "--out":
-			return nil
-		case o.Flag == "--save-state" && outfile.Same(o.Path, resume):
-			force = true
-		}
+	case r.Value.String() == "": // stream's --resume FILE, not given
+	case o.Flag == "--out":
+		return nil
+	case o.Flag == "--save-state" && outfile.Same(o.Path, r.Value.String()):
+		force = true
 	}
 	return outfile.CheckReplace(o, outputKinds[cmd.Name()+" "+o.Flag], force)
 }
 
-// forced reports whether cmd was given --force.
+// forced reports whether cmd was given --force (a command without the
+// flag never is).
 func forced(cmd *cobra.Command) bool {
-	if cmd.Flags().Lookup("force") == nil {
-		return false
-	}
-	force, _ := cmd.Flags().GetBool("force")
-	return force
+	fl := cmd.Flags().Lookup("force")
+	return fl != nil && fl.Value.String() == "true"
 }
 
 // forceFlag declares --force for a command with outputs.
