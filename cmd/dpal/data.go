@@ -34,21 +34,42 @@ dimension and class balance.
 }
 
 func init() {
-	f := dataDescribeCmd.Flags()
-	f.String("dataset", "", "kdd99|mnist|fashion-mnist|nab|csv|libsvm|demo (required)")
-	f.String("data-dir", data.DefaultDir, "data root holding kddcup99/, mnist/, fashion_mnist/, nab/")
-	f.String("file", "", "input file for --dataset csv or libsvm")
-	f.Bool("header", false, "csv: the first line names the columns")
-	f.Int("label-column", -1, "csv: 1-based label column, 0 = none, -1 = last")
-	f.Bool("zero-is-negative", false, "csv: read label 0 as -1 (0/1-labelled files); otherwise label 0 is an error")
-	f.Int("dim", 0, "libsvm: feature dimension (0 = largest index)")
-	f.String("pair", "0,9", "mnist/fashion-mnist: the two labels, first = -1, second = +1")
-	f.Int("pool", data.IDXPairBlock, "mnist/fashion-mnist: side of the pixel blocks averaged into one feature (1 = raw pixels)")
-	f.Bool("kdd-paper-encoding", false, "kdd99/demo: one-hot binary features and test-file vocabularies (the paper's 120 dimensions)")
-	f.Bool("json", false, "print one JSON object")
+	o, f := &describeOpts, dataDescribeCmd.Flags()
+	f.StringVar(&o.Dataset, "dataset", "", "kdd99|mnist|fashion-mnist|nab|csv|libsvm|demo (required)")
+	f.StringVar(&o.Dir, "data-dir", data.DefaultDir, "data root holding kddcup99/, mnist/, fashion_mnist/, nab/")
+	f.StringVar(&o.File, "file", "", "input file for --dataset csv or libsvm")
+	f.BoolVar(&o.CSV.Header, "header", false, "csv: the first line names the columns")
+	f.IntVar(&o.CSV.LabelColumn, "label-column", -1, "csv: 1-based label column, 0 = none, -1 = last")
+	f.BoolVar(&o.CSV.ZeroIsNegative, "zero-is-negative", false, "csv: read label 0 as -1 (0/1-labelled files); otherwise label 0 is an error")
+	f.IntVar(&o.Dim, "dim", 0, "libsvm: feature dimension (0 = largest index)")
+	f.StringVar(&o.Pair, "pair", "0,9", "mnist/fashion-mnist: the two labels, first = -1, second = +1")
+	f.IntVar(&o.Block, "pool", data.IDXPairBlock, "mnist/fashion-mnist: side of the pixel blocks averaged into one feature (1 = raw pixels)")
+	f.BoolVar(&o.KDDPaper, "kdd-paper-encoding", false, "kdd99/demo: one-hot binary features and test-file vocabularies (the paper's 120 dimensions)")
+	f.BoolVar(&o.JSON, "json", false, "print one JSON object")
 	dataCmd.AddCommand(dataDescribeCmd)
 	rootCmd.AddCommand(dataCmd)
 }
+
+// describeOptions are data describe's flags, bound in its init.
+type describeOptions struct {
+	Dataset string
+	// Dir is the data root, File a csv or libsvm file.
+	Dir, File string
+	// CSV holds --header, --label-column and --zero-is-negative (its Name
+	// is the file's).
+	CSV data.CSVOptions
+	// Dim is a libsvm file's dimension (0: its largest index).
+	Dim int
+	// Pair and Block are an IDX pair's labels and pixel block side
+	// (--pool).
+	Pair  string
+	Block int
+	// KDDPaper is --kdd-paper-encoding.
+	KDDPaper bool
+	JSON     bool
+}
+
+var describeOpts describeOptions
 
 // describeResult is what `dpal data describe` prints.
 type describeResult struct {
@@ -69,30 +90,27 @@ type nabSummary struct {
 }
 
 func runDataDescribe(cmd *cobra.Command, _ []string) error {
-	f := cmd.Flags()
-	name, _ := f.GetString("dataset")
-	dir, _ := f.GetString("data-dir")
-	asJSON, _ := f.GetBool("json")
+	o := &describeOpts
 	start := time.Now()
-	res, err := describeDataset(cmd, name, dir)
+	res, err := describeDataset(o)
 	if err != nil {
 		return err
 	}
 	res.LoadSeconds = time.Since(start).Seconds()
-	if asJSON {
+	if o.JSON {
 		return printJSON(cmd.OutOrStdout(), res)
 	}
 	printDescribe(cmd.OutOrStdout(), res)
 	return nil
 }
 
-func describeDataset(cmd *cobra.Command, name, dir string) (*describeResult, error) {
-	f := cmd.Flags()
+// describeDataset loads and describes the dataset o names.
+func describeDataset(o *describeOptions) (*describeResult, error) {
+	name, dir := o.Dataset, o.Dir
 	res := &describeResult{Dataset: name, Source: dir}
 	var train, test *data.Dataset
 	var err error
-	paper, _ := f.GetBool("kdd-paper-encoding")
-	kddOpt := data.KDDOptions{OneHotBinary: paper, VocabFromTest: paper}
+	kddOpt := data.KDDOptions{OneHotBinary: o.KDDPaper, VocabFromTest: o.KDDPaper}
 	switch name {
 	case "":
 		return nil, fmt.Errorf("--dataset is required (kdd99|mnist|fashion-mnist|nab|csv|libsvm|demo)")
@@ -102,11 +120,11 @@ func describeDataset(cmd *cobra.Command, name, dir string) (*describeResult, err
 		res.Source = "embedded"
 		train, test, err = data.DemoOptions(kddOpt)
 	case "mnist", "fashion-mnist":
-		train, test, err = describeIDX(cmd, name, dir, res)
+		train, test, err = describeIDX(o, res)
 	case "nab":
 		res.NAB, err = describeNAB(dir)
 	case "csv", "libsvm":
-		train, err = describeFile(cmd, name, res)
+		train, err = describeFile(o, res)
 	default:
 		return nil, fmt.Errorf("--dataset %q: want kdd99, mnist, fashion-mnist, nab, csv, libsvm or demo", name)
 	}
@@ -125,19 +143,20 @@ func describeDataset(cmd *cobra.Command, name, dir string) (*describeResult, err
 	return res, nil
 }
 
-func describeIDX(cmd *cobra.Command, name, dir string, res *describeResult) (train, test *data.Dataset, err error) {
-	pair, _ := cmd.Flags().GetString("pair")
-	block, _ := cmd.Flags().GetInt("pool")
-	a, b, err := parsePair(pair)
+// describeIDX loads the --pair of MNIST or Fashion-MNIST, from its folder
+// under --data-dir if there is one, else from --data-dir itself.
+func describeIDX(o *describeOptions, res *describeResult) (train, test *data.Dataset, err error) {
+	a, b, err := parsePair(o.Pair)
 	if err != nil {
 		return nil, nil, err
 	}
-	sub := map[string]string{"mnist": data.MNISTFolder, "fashion-mnist": data.FashionMNISTFolder}[name]
+	dir := o.Dir
+	sub := map[string]string{"mnist": data.MNISTFolder, "fashion-mnist": data.FashionMNISTFolder}[o.Dataset]
 	if _, err := os.Stat(filepath.Join(dir, sub, data.IDXTrainImages)); err == nil {
 		dir = filepath.Join(dir, sub)
 	}
 	res.Source = dir
-	return data.LoadIDXPair(dir, a, b, block)
+	return data.LoadIDXPair(dir, a, b, o.Block)
 }
 
 func parsePair(s string) (a, b int, err error) {
@@ -176,11 +195,11 @@ func describeNAB(dir string) (*nabSummary, error) {
 	return s, nil
 }
 
-func describeFile(cmd *cobra.Command, name string, res *describeResult) (*data.Dataset, error) {
-	f := cmd.Flags()
-	path, _ := f.GetString("file")
+// describeFile loads the csv or libsvm --file.
+func describeFile(o *describeOptions, res *describeResult) (*data.Dataset, error) {
+	path := o.File
 	if path == "" {
-		return nil, fmt.Errorf("--dataset %s needs --file", name)
+		return nil, fmt.Errorf("--dataset %s needs --file", o.Dataset)
 	}
 	res.Source = path
 	in, err := os.Open(path)
@@ -188,14 +207,12 @@ func describeFile(cmd *cobra.Command, name string, res *describeResult) (*data.D
 		return nil, err
 	}
 	defer in.Close()
-	if name == "libsvm" {
-		dim, _ := f.GetInt("dim")
-		return data.LoadLibSVM(in, dim)
+	if o.Dataset == "libsvm" {
+		return data.LoadLibSVM(in, o.Dim)
 	}
-	header, _ := f.GetBool("header")
-	label, _ := f.GetInt("label-column")
-	zeroNeg, _ := f.GetBool("zero-is-negative")
-	return data.LoadCSV(in, data.CSVOptions{Name: filepath.Base(path), Header: header, LabelColumn: label, ZeroIsNegative: zeroNeg})
+	opt := o.CSV
+	opt.Name = filepath.Base(path)
+	return data.LoadCSV(in, opt)
 }
 
 func printDescribe(w io.Writer, r *describeResult) {

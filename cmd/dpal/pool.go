@@ -33,39 +33,58 @@ selections' RDP with DP-SGD's and converts once instead of adding ε's.`,
 }
 
 func init() {
-	f := poolPlanCmd.Flags()
-	f.Float64("epsilon", 0, "total ε of every record (> 0, required)")
-	f.Float64("epsilon-select", 0, "ε_Sel, the budget of all selections together (0 ≤ ε_Sel < ε)")
-	f.Float64("delta", 0, "δ (0 < δ < 1, required)")
-	f.Int("batch", 0, "expected batch size b (required)")
-	f.Int("epochs", 0, "epochs per phase of the naive schedule (required)")
-	f.Int("initial", 0, "size of the initial labelled set (≥ batch, required)")
-	f.String("queries", "", "sizes of the T queries, comma-separated (required)")
-	f.String("mode", "step-amplification", "naive, step-amplification, noise-reduction or continual")
-	f.String("accounting", "basic", "how selection and training compose: basic or rdp")
-	f.Bool("scores-labelled", false, "the acquisition scores labelled records too (§3.5): everyone pays ε_Sel")
-	f.String("conversion", "balle2020", "RDP to (ε, δ) conversion: balle2020 or classic")
-	selectionFlags(f, "topk")
-	f.Int("pool-size", 0, "poisson: the number of pool records n (the initial rate is --initial/n; required)")
-	f.Bool("paper-accounting", false, "topk: calibrate σ the paper's way, training charged add/remove, to show what that plan "+
+	o, f := &poolPlanOpts, poolPlanCmd.Flags()
+	c := &o.Config
+	f.Float64Var(&c.Epsilon, "epsilon", 0, "total ε of every record (> 0, required)")
+	f.Float64Var(&c.EpsilonSelect, "epsilon-select", 0, "ε_Sel, the budget of all selections together (0 ≤ ε_Sel < ε)")
+	f.Float64Var(&c.Delta, "delta", 0, "δ (0 < δ < 1, required)")
+	f.IntVar(&c.Batch, "batch", 0, "expected batch size b (required)")
+	f.IntVar(&c.Epochs, "epochs", 0, "epochs per phase of the naive schedule (required)")
+	f.IntVar(&c.Initial, "initial", 0, "size of the initial labelled set (≥ batch, required)")
+	f.StringVar(&o.Queries, "queries", "", "sizes of the T queries, comma-separated (required)")
+	f.StringVar(&o.Mode, "mode", "step-amplification", "naive, step-amplification, noise-reduction or continual")
+	f.StringVar(&o.Accounting, "accounting", "basic", "how selection and training compose: basic or rdp")
+	f.BoolVar(&c.ScoresLabelled, "scores-labelled", false, "the acquisition scores labelled records too (§3.5): everyone pays ε_Sel")
+	f.StringVar(&o.Conversion, "conversion", "balle2020", "RDP to (ε, δ) conversion: balle2020 or classic")
+	selectionFlags(f, &o.poolOptions, "topk")
+	f.IntVar(&o.PoolSize, "pool-size", 0, "poisson: the number of pool records n (the initial rate is --initial/n; required)")
+	f.BoolVar(&c.PaperTopK, "paper-accounting", false, "topk: calibrate σ the paper's way, training charged add/remove, to show what that plan "+
 		"really costs (epsilon_replace); for comparison only, pool run refuses such a plan")
-	f.Bool("json", false, "print one JSON object")
+	f.BoolVar(&o.JSON, "json", false, "print one JSON object")
 	poolCmd.AddCommand(poolPlanCmd)
 	rootCmd.AddCommand(poolCmd)
 }
 
-// selectionFlags are the selection scheme's flags, shared by pool plan and
-// pool run.
-func selectionFlags(f *pflag.FlagSet, def string) {
-	f.String("selection", def, "poisson (independent coins, the sound scheme: docs/pool.md) or topk (the paper's fixed sizes, "+
+// poolOptions are the plan's flags, which pool plan and pool run both
+// declare: the numbers and switches bound straight into Config, the names
+// that poolConfig parses into it.
+type poolOptions struct {
+	Config                                                    pool.Config
+	Queries, Mode, Accounting, Conversion, Selection, Labeler string
+}
+
+// poolPlanOptions are pool plan's flags, bound in its init.
+type poolPlanOptions struct {
+	poolOptions
+	// PoolSize is the pool's n (Poisson selection).
+	PoolSize int
+	JSON     bool
+}
+
+var poolPlanOpts poolPlanOptions
+
+// selectionFlags are the selection scheme's flags of o, shared by pool
+// plan and pool run.
+func selectionFlags(f *pflag.FlagSet, o *poolOptions, def string) {
+	f.StringVar(&o.Selection, "selection", def, "poisson (independent coins, the sound scheme: docs/pool.md) or topk (the paper's fixed sizes, "+
 		"training charged under replace-one)")
-	f.String("labeler", "trusted", "trusted (sees the selections, paper 001 §3.1) or untrusted (selections are releases: topk only)")
-	f.Float64("p-max", 0.2, "poisson: the largest probability with which a selection chooses a record")
+	f.StringVar(&o.Labeler, "labeler", "trusted", "trusted (sees the selections, paper 001 §3.1) or untrusted (selections are releases: topk only)")
+	f.Float64Var(&o.Config.PMax, "p-max", 0.2, "poisson: the largest probability with which a selection chooses a record")
 }
 
 func runPoolPlan(cmd *cobra.Command, _ []string) error {
-	n, _ := cmd.Flags().GetInt("pool-size")
-	cfg, err := poolConfig(cmd, n)
+	o := &poolPlanOpts
+	cfg, err := poolConfig(cmd, &o.poolOptions, o.PoolSize)
 	if err != nil {
 		return err
 	}
@@ -73,58 +92,43 @@ func runPoolPlan(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+	if o.JSON {
 		return printJSON(cmd.OutOrStdout(), p)
 	}
 	return poolTable(cmd.OutOrStdout(), p)
 }
 
-// poolConfig reads the plan's flags; poolSize is the pool's n.
-func poolConfig(cmd *cobra.Command, poolSize int) (pool.Config, error) {
+// poolConfig is the plan o's flags give, checked; poolSize is the pool's
+// n. pool run declares no --scores-labelled or --paper-accounting: its
+// plans have neither.
+func poolConfig(cmd *cobra.Command, o *poolOptions, poolSize int) (pool.Config, error) {
 	f := cmd.Flags()
 	for _, name := range []string{"epsilon", "delta", "batch", "epochs", "initial", "queries"} {
 		if !f.Changed(name) {
 			return pool.Config{}, fmt.Errorf("--%s is required", name)
 		}
 	}
-	var cfg pool.Config
-	cfg.Epsilon, _ = f.GetFloat64("epsilon")
-	cfg.EpsilonSelect, _ = f.GetFloat64("epsilon-select")
-	cfg.Delta, _ = f.GetFloat64("delta")
-	cfg.Batch, _ = f.GetInt("batch")
-	cfg.Epochs, _ = f.GetInt("epochs")
-	cfg.Initial, _ = f.GetInt("initial")
-	cfg.ScoresLabelled, _ = f.GetBool("scores-labelled")
+	cfg := o.Config
 	var err error
-	s, _ := f.GetString("queries")
-	if cfg.Queries, err = parseQueries(s); err != nil {
+	if cfg.Queries, err = parseQueries(o.Queries); err != nil {
 		return cfg, fmt.Errorf("--queries: %w", err)
 	}
-	s, _ = f.GetString("mode")
-	if cfg.Mode, err = pool.ParseMode(s); err != nil {
+	if cfg.Mode, err = pool.ParseMode(o.Mode); err != nil {
 		return cfg, fmt.Errorf("--mode: %w", err)
 	}
-	s, _ = f.GetString("accounting")
-	if cfg.Accounting, err = pool.ParseAccounting(s); err != nil {
+	if cfg.Accounting, err = pool.ParseAccounting(o.Accounting); err != nil {
 		return cfg, fmt.Errorf("--accounting: %w", err)
 	}
-	s, _ = f.GetString("conversion")
-	if cfg.Conversion, err = account.ParseConversion(s); err != nil {
+	if cfg.Conversion, err = account.ParseConversion(o.Conversion); err != nil {
 		return cfg, fmt.Errorf("--conversion: %w", err)
 	}
-	s, _ = f.GetString("selection")
-	if cfg.Selection, err = pool.ParseSelection(s); err != nil {
+	if cfg.Selection, err = pool.ParseSelection(o.Selection); err != nil {
 		return cfg, fmt.Errorf("--selection: %w", err)
 	}
-	s, _ = f.GetString("labeler")
-	if cfg.Labeler, err = pool.ParseLabeler(s); err != nil {
+	if cfg.Labeler, err = pool.ParseLabeler(o.Labeler); err != nil {
 		return cfg, fmt.Errorf("--labeler: %w", err)
 	}
-	cfg.PMax, _ = f.GetFloat64("p-max")
 	cfg.PoolSize = poolSize
-	if f.Lookup("paper-accounting") != nil {
-		cfg.PaperTopK, _ = f.GetBool("paper-accounting")
-	}
 	return cfg, cfg.Validate()
 }
 

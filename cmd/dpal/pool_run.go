@@ -41,35 +41,58 @@ comparison only, planned with ε_Sel = 0 and labelled "not DP" in the output.`,
 }
 
 func init() {
-	f := poolRunCmd.Flags()
-	dataModelFlags(f, "pool file (the pool is the dataset's training part)")
-	f.Int("pool-size", 0, "use a uniform random subset of this many training records as the pool (0: all; "+
+	o, f := &poolRunOpts, poolRunCmd.Flags()
+	c := &o.plan.Config
+	dataModelFlags(f, &o.presetOptions, "pool file (the pool is the dataset's training part)")
+	f.IntVar(&o.PoolSize, "pool-size", 0, "use a uniform random subset of this many training records as the pool (0: all; "+
 		"default 50000 for kdd99-5class, 20000 for mnist and fashion-mnist, all for csv and libsvm: the scaled setting of docs/repro-pool.md)")
-	f.String("acquisition", "entropy", "random|lc|margin|entropy|bald")
-	f.Bool("not-dp", false, "select by the exact top-k: NOT differentially private (upper bound only)")
-	f.Int("passes", 10, "bald: MC-dropout forward passes")
-	f.Float64("epsilon", 0, "total ε of every record, selection and training (required)")
-	f.Float64("epsilon-select", 0, "ε_Sel of all selections together (required > 0 unless --acquisition random or --not-dp)")
-	f.Float64("delta", 0, "δ (default min(1e-5, 1/(10 n)) for a pool of n records: the guarantee covers every pool record)")
-	f.Int("initial", 2000, "size of the initial labelled set (poisson: its expected size)")
-	f.String("queries", "2000,600,200,200", "sizes of the T selections, comma-separated (poisson: their expected sizes, which set the plan's rates)")
-	f.Int("batch", 0, "expected batch size b (default: the dataset's dpal train batch, at most 2/5 of --initial, as App. B's 4096 of 10 000)")
-	f.Int("epochs", 0, "epochs per phase of the naive schedule (default 10, as docs/repro-pool.md)")
-	f.String("mode", "step-amplification", "naive, step-amplification, noise-reduction or continual")
-	f.String("accounting", "basic", "how selection and training compose: basic or rdp")
-	f.String("conversion", "balle2020", "RDP to (ε, δ) conversion: balle2020 or classic")
-	optimizerFlags(f)
+	f.StringVar(&o.Acquisition, "acquisition", "entropy", "random|lc|margin|entropy|bald")
+	f.BoolVar(&o.NotDP, "not-dp", false, "select by the exact top-k: NOT differentially private (upper bound only)")
+	f.IntVar(&o.Passes, "passes", 10, "bald: MC-dropout forward passes")
+	f.Float64Var(&c.Epsilon, "epsilon", 0, "total ε of every record, selection and training (required)")
+	f.Float64Var(&c.EpsilonSelect, "epsilon-select", 0, "ε_Sel of all selections together (required > 0 unless --acquisition random or --not-dp)")
+	f.Float64Var(&c.Delta, "delta", 0, "δ (default min(1e-5, 1/(10 n)) for a pool of n records: the guarantee covers every pool record)")
+	f.IntVar(&c.Initial, "initial", 2000, "size of the initial labelled set (poisson: its expected size)")
+	f.StringVar(&o.plan.Queries, "queries", "2000,600,200,200", "sizes of the T selections, comma-separated (poisson: their expected sizes, which set the plan's rates)")
+	f.IntVar(&c.Batch, "batch", 0, "expected batch size b (default: the dataset's dpal train batch, at most 2/5 of --initial, as App. B's 4096 of 10 000)")
+	f.IntVar(&c.Epochs, "epochs", 0, "epochs per phase of the naive schedule (default 10, as docs/repro-pool.md)")
+	f.StringVar(&o.plan.Mode, "mode", "step-amplification", "naive, step-amplification, noise-reduction or continual")
+	f.StringVar(&o.plan.Accounting, "accounting", "basic", "how selection and training compose: basic or rdp")
+	f.StringVar(&o.plan.Conversion, "conversion", "balle2020", "RDP to (ε, δ) conversion: balle2020 or classic")
+	optimizerFlags(f, &o.presetOptions)
 	f.String("ledger", "", "durable ledger file: the run's ε is charged to it; a new one gets --budget-epsilon/--budget-delta, later runs keep its budget")
 	budgetFlags(f)
-	f.String("labels-from", "", "ask labels from FILE, or - for stdin (default: the dataset's labels)")
+	f.StringVar(&o.LabelsFrom, "labels-from", "", "ask labels from FILE, or - for stdin (default: the dataset's labels)")
 	f.Uint64("seed", 0, "seed for reproducible sampling, noise and selection (experiments only; default: secure randomness)")
-	selectionFlags(f, "poisson")
-	f.Float64("threshold", 0.25, "poisson: the acquisition score (in [0, 1]) from which a record is chosen with probability --p-max")
-	f.Float64("p-min", 0, "poisson: the probability of choosing a record scored below --threshold")
-	f.Bool("json", false, "print one JSON object")
+	selectionFlags(f, &o.plan, "poisson")
+	f.Float64Var(&o.Threshold, "threshold", 0.25, "poisson: the acquisition score (in [0, 1]) from which a record is chosen with probability --p-max")
+	f.Float64Var(&o.PMin, "p-min", 0, "poisson: the probability of choosing a record scored below --threshold")
+	f.BoolVar(&o.JSON, "json", false, "print one JSON object")
 	f.Bool("no-progress", false, "draw no progress bar")
 	poolCmd.AddCommand(poolRunCmd)
 }
+
+// poolRunOptions are pool run's flags, bound in its init: the dataset,
+// model and optimiser (as train's), the plan (as pool plan's), and the
+// loop's own. poolSizeDefault and poolRunDefaults set the defaults that
+// depend on the dataset through the flags, so that they count as given.
+type poolRunOptions struct {
+	presetOptions
+	plan poolOptions
+	// PoolSize is the size of the random subset used as the pool (0:
+	// the whole training part).
+	PoolSize    int
+	Acquisition string
+	// NotDP selects by the exact top-k (not private).
+	NotDP      bool
+	Passes     int
+	Threshold  float64
+	PMin       float64
+	LabelsFrom string
+	JSON       bool
+}
+
+var poolRunOpts poolRunOptions
 
 // poolRunOutput is what `dpal pool run` prints.
 type poolRunOutput struct {
@@ -99,14 +122,13 @@ type poolRunOutput struct {
 }
 
 func runPoolRun(cmd *cobra.Command, _ []string) error {
-	f := cmd.Flags()
-	name, err := trainDataFlag(cmd)
-	if err != nil {
+	o := &poolRunOpts
+	name := o.Data
+	if err := checkTrainData(name); err != nil {
 		return err
 	}
-	labelsFrom, _ := f.GetString("labels-from")
 	inputs := []string{"file", "test-file"}
-	if labelsFrom != "-" {
+	if o.LabelsFrom != "-" {
 		inputs = append(inputs, "labels-from")
 	}
 	if err := checkPaths(cmd, []string{"ledger"}, inputs); err != nil {
@@ -116,7 +138,7 @@ func runPoolRun(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	train, test, image, err := loadTrainData(cmd, name)
+	train, test, image, err := loadTrainData(o.Source, name)
 	if err != nil {
 		return err
 	}
@@ -124,7 +146,7 @@ func runPoolRun(cmd *cobra.Command, _ []string) error {
 	if err := poolSizeDefault(cmd, name); err != nil {
 		return err
 	}
-	if train, err = poolSubset(cmd, r.Split(), train); err != nil {
+	if train, err = poolSubset(o.PoolSize, r.Split(), train); err != nil {
 		return err
 	}
 	in, err := poolRunInput(cmd, name, train, test, image)
@@ -140,7 +162,7 @@ func runPoolRun(cmd *cobra.Command, _ []string) error {
 	out := &poolRunOutput{Dataset: name, Model: in.Learner.Spec.String(), Pool: train.Len(), Labels: "dataset",
 		Seed: seed, Plan: in.Plan, Classes: train.ClassNames, Epsilon: cfg.Epsilon, EpsilonSelect: cfg.EpsilonSelect,
 		Delta: cfg.Delta, Batch: cfg.Batch, Epochs: cfg.Epochs}
-	if in.Oracle, out.Labels, err = poolOracle(cmd, train); err != nil {
+	if in.Oracle, out.Labels, err = poolOracle(cmd, o.LabelsFrom, train); err != nil {
 		return err
 	}
 	bar := progress.New(progressOut(cmd), in.Plan.TotalSteps(), "DP-AL steps")
@@ -153,7 +175,7 @@ func runPoolRun(cmd *cobra.Command, _ []string) error {
 	res := out.Result
 	out.TestAccuracy, out.BalancedAccuracy, out.LabelsAsked, out.Selection = res.TestAccuracy, res.BalancedAccuracy, res.Labels, res.Selection
 	out.EpsilonMax, out.EpsilonMin = res.Privacy.All.Max, res.Privacy.All.Min
-	if asJSON, _ := f.GetBool("json"); asJSON {
+	if o.JSON {
 		return printJSON(cmd.OutOrStdout(), out)
 	}
 	return printPoolRun(cmd.OutOrStdout(), out)
@@ -161,25 +183,22 @@ func runPoolRun(cmd *cobra.Command, _ []string) error {
 
 // poolRunInput resolves the flags into the loop's input (without oracle).
 func poolRunInput(cmd *cobra.Command, name string, train, test *data.Dataset, image [3]int) (pool.Input, error) {
-	f := cmd.Flags()
-	for _, req := range []string{"epsilon"} {
-		if !f.Changed(req) {
-			return pool.Input{}, fmt.Errorf("--%s is required", req)
-		}
+	o := &poolRunOpts
+	if !cmd.Flags().Changed("epsilon") {
+		return pool.Input{}, fmt.Errorf("--epsilon is required")
 	}
 	if err := poolRunDefaults(cmd, name, train.Len()); err != nil {
 		return pool.Input{}, err
 	}
-	s, err := trainFlags(cmd, name, train, image)
+	s, err := o.settings(cmd, o.plan.Config.Epsilon, name, train, image)
 	if err != nil {
 		return pool.Input{}, err
 	}
-	cfg, err := poolConfig(cmd, train.Len())
+	cfg, err := poolConfig(cmd, &o.plan, train.Len())
 	if err != nil {
 		return pool.Input{}, err
 	}
-	acqName, _ := f.GetString("acquisition")
-	acq, err := pool.ParseAcquisition(acqName)
+	acq, err := pool.ParseAcquisition(o.Acquisition)
 	if err != nil {
 		return pool.Input{}, fmt.Errorf("--acquisition: %w", err)
 	}
@@ -187,11 +206,7 @@ func poolRunInput(cmd *cobra.Command, name string, train, test *data.Dataset, im
 		return pool.Input{}, fmt.Errorf("--acquisition bald needs a model with dropout: BALD scores the disagreement of MC-dropout passes, " +
 			"which is 0 for every record without it; use --model mlp:W --dropout 0.5 (or another acquisition)")
 	}
-	lr := pool.Learner{Spec: s.Model, Train: s.Config, Acquisition: acq}
-	lr.NotDP, _ = f.GetBool("not-dp")
-	lr.Passes, _ = f.GetInt("passes")
-	lr.Threshold, _ = f.GetFloat64("threshold")
-	lr.PMin, _ = f.GetFloat64("p-min")
+	lr := pool.Learner{Spec: s.Model, Train: s.Config, Acquisition: acq, NotDP: o.NotDP, Passes: o.Passes, Threshold: o.Threshold, PMin: o.PMin}
 	if lr.Passes < 1 || lr.Passes > 1000 {
 		return pool.Input{}, fmt.Errorf("--passes must be in [1, 1000], got %d", lr.Passes)
 	}
@@ -216,7 +231,7 @@ func poolSizeDefault(cmd *cobra.Command, name string) error {
 
 // poolRunDefaults fills --delta (from the pool's n records), --batch and
 // --epochs from the labelling budget and the dataset when not given, so
-// that poolConfig reads them.
+// that poolConfig reads them (setting a flag sets its bound field).
 func poolRunDefaults(cmd *cobra.Command, name string, n int) error {
 	f := cmd.Flags()
 	for _, flag := range []string{"initial", "queries"} { // the scaled setting: poolConfig reads them as given
@@ -226,11 +241,10 @@ func poolRunDefaults(cmd *cobra.Command, name string, n int) error {
 			}
 		}
 	}
-	qs, _ := f.GetString("queries")
-	if _, err := parseQueries(qs); err != nil {
+	if _, err := parseQueries(poolRunOpts.plan.Queries); err != nil {
 		return fmt.Errorf("--queries: %w", err)
 	}
-	initial, _ := f.GetInt("initial")
+	initial := poolRunOpts.plan.Config.Initial
 	def, err := dpsgd.Preset(name, "", dpsgd.LowEpsilon) // the default model's batch at ε ≥ 2, whatever --model and --epsilon
 	if err != nil {
 		return err
@@ -254,10 +268,10 @@ func poolRunDefaults(cmd *cobra.Command, name string, n int) error {
 	return nil
 }
 
-// poolSubset draws --pool-size training records uniformly (reading none
-// of them, so it costs nothing), or returns train.
-func poolSubset(cmd *cobra.Command, r *rng.Rand, train *data.Dataset) (*data.Dataset, error) {
-	n, _ := cmd.Flags().GetInt("pool-size")
+// poolSubset draws n (--pool-size) training records uniformly (reading
+// none of them, so it costs nothing), or returns train when n is 0 or at
+// least its size.
+func poolSubset(n int, r *rng.Rand, train *data.Dataset) (*data.Dataset, error) {
 	switch {
 	case n < 0:
 		return nil, fmt.Errorf("--pool-size must be >= 0, got %d", n)
@@ -280,9 +294,9 @@ func poolLedger(cmd *cobra.Command, cfg pool.Config) (*ledger.Ledger, error) {
 }
 
 // poolOracle returns the label oracle: the dataset's labels, or answers
-// read from --labels-from FILE or stdin ("-", prompted on stderr).
-func poolOracle(cmd *cobra.Command, train *data.Dataset) (pool.Oracle, string, error) {
-	path, _ := cmd.Flags().GetString("labels-from")
+// read from --labels-from path, a FILE or stdin ("-", prompted on
+// stderr).
+func poolOracle(cmd *cobra.Command, path string, train *data.Dataset) (pool.Oracle, string, error) {
 	switch path {
 	case "":
 		return pool.DatasetOracle{Classes: train.Class}, "dataset", nil

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dpal-dev/dpal/active/pool"
+	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/model/nn"
 )
 
@@ -24,15 +25,28 @@ further privacy.`,
 		Args: cobra.NoArgs,
 		RunE: runPredict,
 	}
-	f := cmd.Flags()
-	f.String("model", "", "model file written by dpal train --out (required)")
-	f.String("data", "", "mnist|fashion-mnist|kdd99-5class|csv|libsvm (required)")
-	dataSourceFlags(f, "the file the model was trained on (its 20 % test split is used)", "test file")
-	f.String("probs", "", "write class probabilities per test row to this CSV file; an existing file needs --force")
+	o, f := &predictOpts, cmd.Flags()
+	f.StringVar(&o.Model, "model", "", "model file written by dpal train --out (required)")
+	f.StringVar(&o.Data, "data", "", "mnist|fashion-mnist|kdd99-5class|csv|libsvm (required)")
+	dataSourceFlags(f, &o.Source, "the file the model was trained on (its 20 % test split is used)", "test file")
+	f.StringVar(&o.Probs, "probs", "", "write class probabilities per test row to this CSV file; an existing file needs --force")
 	forceFlag(f)
-	f.Bool("json", false, "print one JSON object")
+	f.BoolVar(&o.JSON, "json", false, "print one JSON object")
 	rootCmd.AddCommand(cmd)
 }
+
+// predictOptions are predict's flags, bound in its init.
+type predictOptions struct {
+	// Model is the model file's path.
+	Model  string
+	Data   string
+	Source data.Source
+	// Probs is where the class probabilities go (empty: nowhere).
+	Probs string
+	JSON  bool
+}
+
+var predictOpts predictOptions
 
 type predictOutput struct {
 	Model      string    `json:"model"`
@@ -45,13 +59,12 @@ type predictOutput struct {
 }
 
 func runPredict(cmd *cobra.Command, _ []string) error {
-	f := cmd.Flags()
-	path, _ := f.GetString("model")
+	o := &predictOpts
+	path, name := o.Model, o.Data
 	if path == "" {
 		return fmt.Errorf("--model is required")
 	}
-	name, err := trainDataFlag(cmd)
-	if err != nil {
+	if err := checkTrainData(name); err != nil {
 		return err
 	}
 	if err := checkPaths(cmd, []string{"probs"}, []string{"model", "file", "test-file"}); err != nil {
@@ -66,7 +79,7 @@ func runPredict(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return fmt.Errorf("--model %s: %w", path, err)
 	}
-	_, test, _, err := loadTrainData(cmd, name)
+	_, test, _, err := loadTrainData(o.Source, name)
 	if err != nil {
 		return err
 	}
@@ -84,13 +97,13 @@ func runPredict(cmd *cobra.Command, _ []string) error {
 	}
 	out := predictOutput{Model: path, Dataset: name, Rows: test.Len(), ClassNames: meta.ClassNames}
 	out.Accuracy, out.Recall, _ = pool.Scores(pred, test.Class, spec.Classes)
-	if p, _ := f.GetString("probs"); p != "" {
+	if p := o.Probs; p != "" {
 		if err := writeProbs(p, probs, pred); err != nil {
 			return fmt.Errorf("--probs: %w", err)
 		}
 		out.Probs = p
 	}
-	if asJSON, _ := f.GetBool("json"); asJSON {
+	if o.JSON {
 		return printJSON(cmd.OutOrStdout(), out)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "%s on %s test (%d rows): accuracy %.4f\n", path, name, out.Rows, out.Accuracy)

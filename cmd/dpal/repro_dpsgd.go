@@ -31,32 +31,44 @@ smoke tests and slow machines; the docs must say when it was below 1.`,
 }
 
 func init() {
-	f := reproDPSGDCmd.Flags()
+	o, f := &reproDPSGDOpts, reproDPSGDCmd.Flags()
 	d := dpsgdrepro.DefaultOptions()
 	eps := make([]string, len(d.Epsilons))
 	for i, e := range d.Epsilons {
 		eps[i] = strconv.FormatFloat(e, 'g', -1, 64)
 	}
-	f.String("data", strings.Join(d.Datasets, ","), "comma-separated: mnist, fashion-mnist, kdd99-5class, csv, libsvm")
-	dataSourceFlags(f, "training file", "test file (default: 20 % of --file)")
-	f.String("epsilons", strings.Join(eps, ","), "comma-separated target ε values")
-	f.Float64("delta", d.Delta, "target δ")
-	f.Int("seeds", d.Seeds, "runs per (data, ε)")
-	f.String("model", "", "logreg|mlp:W1[,W2[,W3]]|cnn (default per dataset)")
-	f.Bool("non-private", d.NonPrivate, "also train the non-private reference (NOT DP) of the same shape, one run per seed")
-	f.Float64("epochs-scale", d.EpochsScale, "multiply every default epoch count by this (≤ 1 for quick runs)")
-	f.String("out", "repro-dpsgd", "output directory")
+	f.StringVar(&o.Data, "data", strings.Join(d.Datasets, ","), "comma-separated: mnist, fashion-mnist, kdd99-5class, csv, libsvm")
+	dataSourceFlags(f, &o.Run.Source, "training file", "test file (default: 20 % of --file)")
+	f.StringVar(&o.Epsilons, "epsilons", strings.Join(eps, ","), "comma-separated target ε values")
+	f.Float64Var(&o.Run.Delta, "delta", d.Delta, "target δ")
+	f.IntVar(&o.Run.Seeds, "seeds", d.Seeds, "runs per (data, ε)")
+	f.StringVar(&o.Run.Model, "model", "", "logreg|mlp:W1[,W2[,W3]]|cnn (default per dataset)")
+	f.BoolVar(&o.Run.NonPrivate, "non-private", d.NonPrivate, "also train the non-private reference (NOT DP) of the same shape, one run per seed")
+	f.Float64Var(&o.Run.EpochsScale, "epochs-scale", d.EpochsScale, "multiply every default epoch count by this (≤ 1 for quick runs)")
+	f.StringVar(&o.Out, "out", "repro-dpsgd", "output directory")
 	f.Uint64("seed", 0, "base seed; run k uses seed+k (default: drawn at random and reported)")
 	f.Bool("no-progress", false, "do not draw the progress bar")
 	reproCmd.AddCommand(reproDPSGDCmd)
 }
 
+// reproDPSGDOptions are repro dpsgd's flags, bound in its init: Run's
+// fields straight, its datasets and ε values as the comma lists Data and
+// Epsilons (--seed is experimentSeed's).
+type reproDPSGDOptions struct {
+	Run            dpsgdrepro.Options
+	Data, Epsilons string
+	// Out is the output directory.
+	Out string
+}
+
+var reproDPSGDOpts reproDPSGDOptions
+
 func runReproDPSGD(cmd *cobra.Command, _ []string) error {
-	o, err := reproDPSGDOptions(cmd)
+	o, err := reproDPSGDOpts.options()
 	if err != nil {
 		return err
 	}
-	out, _ := cmd.Flags().GetString("out")
+	out := reproDPSGDOpts.Out
 	if err := outfile.ProbeDir(out); err != nil { // before hours of training, as the other repro commands
 		return fmt.Errorf("--out: %w", err)
 	}
@@ -74,27 +86,19 @@ func runReproDPSGD(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-// reproDPSGDOptions maps the flags to the reproduction's options.
-func reproDPSGDOptions(cmd *cobra.Command) (dpsgdrepro.Options, error) {
-	f := cmd.Flags()
-	o := dpsgdrepro.Options{Source: dataSource(cmd)}
-	names, _ := f.GetString("data")
-	o.Datasets = strings.Split(names, ",")
+// options are the reproduction's options the flags give, checked.
+func (r *reproDPSGDOptions) options() (dpsgdrepro.Options, error) {
+	o := r.Run
+	o.Datasets = strings.Split(r.Data, ",")
 	for _, name := range o.Datasets {
 		if err := checkTrainData(name); err != nil {
 			return o, err
 		}
 	}
-	epsText, _ := f.GetString("epsilons")
 	var err error
-	if o.Epsilons, err = parseFloats(epsText); err != nil {
+	if o.Epsilons, err = parseFloats(r.Epsilons); err != nil {
 		return o, fmt.Errorf("--epsilons: %w", err)
 	}
-	o.Delta, _ = f.GetFloat64("delta")
-	o.Seeds, _ = f.GetInt("seeds")
-	o.Model, _ = f.GetString("model")
-	o.NonPrivate, _ = f.GetBool("non-private")
-	o.EpochsScale, _ = f.GetFloat64("epochs-scale")
 	return o, o.Validate()
 }
 

@@ -47,40 +47,53 @@ smoke run (tiny budget, table 1, one run).`,
 }
 
 func init() {
-	f := reproPoolCmd.Flags()
-	f.String("data", "kdd99-5class,mnist,fashion-mnist", "comma-separated: kdd99-5class, mnist, fashion-mnist, csv, libsvm")
-	f.String("data-dir", data.DefaultDir, "data root holding mnist/, fashion_mnist/, kddcup99/")
-	f.String("file", "", "csv/libsvm: training file")
-	f.String("test-file", "", "csv/libsvm: test file (default: 20 % of --file)")
-	f.String("experiments", "table1,table2,fig7,table4,accounting", "comma-separated experiments")
-	f.Int("runs", 0, "runs per configuration in every experiment (default: 5 for table1, 3 for the others)")
-	f.Bool("quick", false, "smoke run: tiny budget, table 1, one run")
-	f.Bool("cnn", false, "train the Tramèr–Boneh CNN on mnist and fashion-mnist instead of logistic regression")
-	f.String("out", "repro-pool", "output directory")
-	f.Uint64("seed", 1, "base seed (run k of dataset d uses seed + 1000·d + k)")
+	r, f := &reproPoolOpts, reproPoolCmd.Flags()
+	f.StringVar(&r.Data, "data", "kdd99-5class,mnist,fashion-mnist", "comma-separated: kdd99-5class, mnist, fashion-mnist, csv, libsvm")
+	dataSourceFlags(f, &r.Source, "training file", "test file (default: 20 % of --file)")
+	f.StringVar(&r.Experiments, "experiments", "table1,table2,fig7,table4,accounting", "comma-separated experiments")
+	f.IntVar(&r.Runs, "runs", 0, "runs per configuration in every experiment (default: 5 for table1, 3 for the others)")
+	f.BoolVar(&r.Quick, "quick", false, "smoke run: tiny budget, table 1, one run")
+	f.BoolVar(&r.CNN, "cnn", false, "train the Tramèr–Boneh CNN on mnist and fashion-mnist instead of logistic regression")
+	f.StringVar(&r.Out, "out", "repro-pool", "output directory")
+	f.Uint64Var(&r.Seed, "seed", 1, "base seed (run k of dataset d uses seed + 1000·d + k)")
 	f.Bool("no-progress", false, "do not draw the progress bar")
 	reproCmd.AddCommand(reproPoolCmd)
 }
 
+// reproPoolOptions are repro pool's flags, bound in its init. They
+// adjust poolrepro's default (or, with Quick, quick) options: the
+// experiments only when given.
+type reproPoolOptions struct {
+	// Data and Experiments are comma lists.
+	Data, Experiments string
+	Source            data.Source
+	// Runs, when not 0, is every experiment's number of runs.
+	Runs       int
+	Quick, CNN bool
+	// Out is the output directory.
+	Out  string
+	Seed uint64
+}
+
+var reproPoolOpts reproPoolOptions
+
 func runReproPool(cmd *cobra.Command, _ []string) error {
-	f := cmd.Flags()
+	r := &reproPoolOpts
 	o := poolrepro.DefaultOptions()
-	if quick, _ := f.GetBool("quick"); quick {
+	if r.Quick {
 		o = poolrepro.QuickOptions()
 	}
-	if cnn, _ := f.GetBool("cnn"); cnn {
+	if r.CNN {
 		o = o.WithCNN()
 	}
-	o.Seed, _ = f.GetUint64("seed")
-	names, _ := f.GetString("data")
-	o.Datasets = splitList(names)
-	if f.Changed("experiments") {
-		s, _ := f.GetString("experiments")
-		o.Experiments = splitList(s)
+	o.Seed = r.Seed
+	o.Datasets = splitList(r.Data)
+	if cmd.Flags().Changed("experiments") {
+		o.Experiments = splitList(r.Experiments)
 	}
-	if n, _ := f.GetInt("runs"); n != 0 {
+	if r.Runs != 0 {
 		for e := range o.Runs {
-			o.Runs[e] = n
+			o.Runs[e] = r.Runs
 		}
 	}
 	for _, d := range o.Datasets {
@@ -94,13 +107,13 @@ func runReproPool(cmd *cobra.Command, _ []string) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	out, _ := f.GetString("out")
+	out := r.Out
 	if err := outfile.ProbeDir(out); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	sets := map[string]poolrepro.Data{}
 	for _, d := range o.Datasets {
-		train, test, image, err := loadTrainData(cmd, d)
+		train, test, image, err := loadTrainData(r.Source, d)
 		if err != nil {
 			return err
 		}

@@ -18,8 +18,6 @@ import (
 	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/dp/ledger"
-	"github.com/dpal-dev/dpal/dpsgd"
-	"github.com/dpal-dev/dpal/model/nn"
 	"github.com/dpal-dev/dpal/outfile"
 	"github.com/dpal-dev/dpal/session"
 )
@@ -88,54 +86,55 @@ experiments and is recorded in every output it affects.`,
 }
 
 func init() {
-	f := streamCmd.Flags()
-	f.String("dataset", "demo", "dataset: demo (bundled KDD sample), kdd99, mnist09 or csv")
-	f.String("data-dir", data.DefaultDir, "data root holding kddcup99/ and mnist/")
-	f.String("train", "", "csv dataset: training file (label in the last column)")
-	f.String("test", "", "csv dataset: test file (label in the last column)")
-	f.Bool("header", false, "csv dataset: the files start with a header line")
-	f.Bool("zero-is-negative", false, "csv dataset: read label 0 as -1 (0/1-labelled files); otherwise label 0 is an error")
-	f.Bool("kdd-paper-encoding", false, "demo/kdd99: one-hot binary features and test-file vocabularies (the paper's 120 dimensions)")
-	f.Int("events", 0, "dataset mode: stop after this many training events (0 = the whole split)")
-	f.Uint64("shuffle", 0, "dataset mode: permute the training stream with this seed (default: --seed if given, else file order)")
-	f.String("input", "", "event mode: read events from FILE (CSV or JSON lines; - for stdin)")
-	f.Int("dim", 0, "event mode: the events' dimension (default: that of the first valid event)")
-	f.String("labels", "", "event mode: oracle labels, one per event line (CSV or JSON lines)")
-	f.String("out", "-", "event mode: write label requests and releases as JSON lines here (an existing file needs --force, unless a resumed run completes it)")
-	f.String("answers", "", "late labels for pending requests of a resumed state: lines id,y or {\"id\": N, \"y\": 1}")
-	f.Bool("paper", false, "the paper's §5 settings (gamma update, window 5, eta/t, unit ball); without it, dpal's detector (gaussian update, see docs/repro-stream.md)")
-	f.String("update", "gaussian", "noisy update: gaussian (clipped gradients, Gaussian noise, (eps_g, delta)), tree (DP-FTRL on the tree mechanism; needs --label-budget, no --save-state) or gamma (the paper's eq. 8; default with --paper)")
-	f.Float64("delta", 0, "gaussian and tree updates: delta of the (eps_g, delta) guarantee and of the ledger (default min(1e-5, 1/(10n)), n the dataset-mode events streamed; 1e-5 in event mode)")
-	f.Float64("clip", 1, "gaussian update: per-example gradient clipping norm C")
-	f.String("selector", "bernoulli", "selection: bernoulli or exponential")
-	f.String("policy", "flmb", "update policy: flsw or flmb")
-	f.Int("window", 0, "N for flsw, L for flmb (default: the gaussian update's batch rule, 200 at d = 116 and eps_g = 1; 5 with --paper)")
-	f.Float64("epsilon-select", 1, "privacy of one selection decision (eps_s, at most 50)")
-	f.Float64("epsilon-grad", 1, "privacy of one mini-batch update (eps_g, at most 50)")
+	o, f := &streamOpts, streamCmd.Flags()
+	l := &o.learner
+	f.StringVar(&o.Dataset, "dataset", "demo", "dataset: demo (bundled KDD sample), kdd99, mnist09 or csv")
+	f.StringVar(&o.DataDir, "data-dir", data.DefaultDir, "data root holding kddcup99/ and mnist/")
+	f.StringVar(&o.Train, "train", "", "csv dataset: training file (label in the last column)")
+	f.StringVar(&o.Test, "test", "", "csv dataset: test file (label in the last column)")
+	f.BoolVar(&o.Header, "header", false, "csv dataset: the files start with a header line")
+	f.BoolVar(&o.ZeroIsNegative, "zero-is-negative", false, "csv dataset: read label 0 as -1 (0/1-labelled files); otherwise label 0 is an error")
+	f.BoolVar(&o.KDDPaper, "kdd-paper-encoding", false, "demo/kdd99: one-hot binary features and test-file vocabularies (the paper's 120 dimensions)")
+	f.IntVar(&o.Events, "events", 0, "dataset mode: stop after this many training events (0 = the whole split)")
+	f.Uint64Var(&o.Shuffle, "shuffle", 0, "dataset mode: permute the training stream with this seed (default: --seed if given, else file order)")
+	f.StringVar(&o.Input, "input", "", "event mode: read events from FILE (CSV or JSON lines; - for stdin)")
+	f.IntVar(&o.Dim, "dim", 0, "event mode: the events' dimension (default: that of the first valid event)")
+	f.StringVar(&o.Labels, "labels", "", "event mode: oracle labels, one per event line (CSV or JSON lines)")
+	f.StringVar(&o.Out, "out", "-", "event mode: write label requests and releases as JSON lines here (an existing file needs --force, unless a resumed run completes it)")
+	f.StringVar(&o.Answers, "answers", "", "late labels for pending requests of a resumed state: lines id,y or {\"id\": N, \"y\": 1}")
+	f.BoolVar(&l.Paper, "paper", false, "the paper's §5 settings (gamma update, window 5, eta/t, unit ball); without it, dpal's detector (gaussian update, see docs/repro-stream.md)")
+	f.StringVar(&l.Update, "update", "gaussian", "noisy update: gaussian (clipped gradients, Gaussian noise, (eps_g, delta)), tree (DP-FTRL on the tree mechanism; needs --label-budget, no --save-state) or gamma (the paper's eq. 8; default with --paper)")
+	f.Float64Var(&l.Delta, "delta", 0, "gaussian and tree updates: delta of the (eps_g, delta) guarantee and of the ledger (default min(1e-5, 1/(10n)), n the dataset-mode events streamed; 1e-5 in event mode)")
+	f.Float64Var(&l.Clip, "clip", 1, "gaussian update: per-example gradient clipping norm C")
+	f.StringVar(&l.Selector, "selector", "bernoulli", "selection: bernoulli or exponential")
+	f.StringVar(&l.Policy, "policy", "flmb", "update policy: flsw or flmb")
+	f.IntVar(&l.Window, "window", 0, "N for flsw, L for flmb (default: the gaussian update's batch rule, 200 at d = 116 and eps_g = 1; 5 with --paper)")
+	f.Float64Var(&l.EpsSelect, "epsilon-select", 1, "privacy of one selection decision (eps_s, at most 50)")
+	f.Float64Var(&l.EpsGrad, "epsilon-grad", 1, "privacy of one mini-batch update (eps_g, at most 50)")
 	deprecate(f, "eps-select", "epsilon-select")
 	deprecate(f, "eps-grad", "epsilon-grad")
-	f.Int("label-budget", 0, "stop requesting labels after this many (0 = unlimited)")
-	f.Float64("final-share", 0, "dataset mode, gaussian update with --label-budget: share of eps_g's zCDP budget for one final model by output perturbation (an SVM on every label, reported as the test error; docs/repro-stream.md)")
-	f.Float64("b", 0.2, "exponential selector: slab half-width b of eq. 7")
-	f.String("calibration", "paper", "exponential selector: paper (charge the true eps_s), scale or slab (true eps_s = epsilon-select)")
-	f.Float64("tau", math.Exp(-0.2), "Bernoulli slab threshold on c = exp(-d)")
-	f.Bool("shrinking-slab", false, "use tau = exp(-1/t), t the update counter")
-	f.Float64("eta", 1, "step size scale: eta·R/(G·sqrt(t)) for gaussian, eta/t for gamma")
-	f.Float64("lambda", 0, "regulariser lambda (default M^2/d for the gaussian update, 0.01 with --paper)")
-	f.String("loss", "hinge", "loss: hinge or logistic")
-	f.Float64("radius", 0, "projection radius of the model (default 1/sqrt(lambda) for the gaussian update, sqrt(d)/M unless --lambda is set; 1 with --paper)")
-	f.Float64("m", 1, "norm bound M of the events")
-	f.String("norm-mode", "clip", "events with norm > M: clip or reject")
-	f.Bool("non-private", false, "deterministic Tong-Koller baseline without noise (NOT private)")
-	f.Bool("no-baseline", false, "dataset mode: skip the non-private batch SVM")
+	f.IntVar(&l.LabelBudget, "label-budget", 0, "stop requesting labels after this many (0 = unlimited)")
+	f.Float64Var(&l.FinalShare, "final-share", 0, "dataset mode, gaussian update with --label-budget: share of eps_g's zCDP budget for one final model by output perturbation (an SVM on every label, reported as the test error; docs/repro-stream.md)")
+	f.Float64Var(&l.B, "b", 0.2, "exponential selector: slab half-width b of eq. 7")
+	f.StringVar(&l.Calibration, "calibration", "paper", "exponential selector: paper (charge the true eps_s), scale or slab (true eps_s = epsilon-select)")
+	f.Float64Var(&l.Tau, "tau", math.Exp(-0.2), "Bernoulli slab threshold on c = exp(-d)")
+	f.BoolVar(&l.ShrinkingSlab, "shrinking-slab", false, "use tau = exp(-1/t), t the update counter")
+	f.Float64Var(&l.Eta, "eta", 1, "step size scale: eta·R/(G·sqrt(t)) for gaussian, eta/t for gamma")
+	f.Float64Var(&l.Lambda, "lambda", 0, "regulariser lambda (default M^2/d for the gaussian update, 0.01 with --paper)")
+	f.StringVar(&l.Loss, "loss", "hinge", "loss: hinge or logistic")
+	f.Float64Var(&l.Radius, "radius", 0, "projection radius of the model (default 1/sqrt(lambda) for the gaussian update, sqrt(d)/M unless --lambda is set; 1 with --paper)")
+	f.Float64Var(&l.M, "m", 1, "norm bound M of the events")
+	f.StringVar(&l.NormMode, "norm-mode", "clip", "events with norm > M: clip or reject")
+	f.BoolVar(&l.NonPrivate, "non-private", false, "deterministic Tong-Koller baseline without noise (NOT private)")
+	f.BoolVar(&o.NoBaseline, "no-baseline", false, "dataset mode: skip the non-private batch SVM")
 	forceFlag(f)
-	f.String("save-state", "", "write the learner's state here, atomically and authenticated (contains private data); event mode checkpoints it every --checkpoint-every events, before their lines leave")
+	f.StringVar(&o.SaveState, "save-state", "", "write the learner's state here, atomically and authenticated (contains private data); event mode checkpoints it every --checkpoint-every events, before their lines leave")
 	f.Float64("max-rejected", 0.5, "event mode: fail (after the summary) when more than this fraction of the events is rejected, from a file or stdin")
-	f.Int("checkpoint-every", 256, "event mode with --save-state: event lines between checkpoints (each line waits for one before it is written)")
-	f.Bool("replay", false, "event mode with --resume: feed an input the state has already consumed again from its start, charging its records again (default: skip the consumed events)")
-	f.String("resume", "", "resume from a state written by --save-state (its settings apply: no configuration flags)")
+	f.IntVar(&o.CheckpointEvery, "checkpoint-every", 256, "event mode with --save-state: event lines between checkpoints (each line waits for one before it is written)")
+	f.BoolVar(&o.Replay, "replay", false, "event mode with --resume: feed an input the state has already consumed again from its start, charging its records again (default: skip the consumed events)")
+	f.StringVar(&o.Resume, "resume", "", "resume from a state written by --save-state (its settings apply: no configuration flags)")
 	f.Uint64("seed", 0, "seed for reproducible experiments (default: secure randomness)")
-	f.Bool("json", false, "print one JSON summary object")
+	f.BoolVar(&o.JSON, "json", false, "print one JSON summary object")
 	f.Bool("no-progress", false, "never draw a progress bar")
 	maxMemoryFlag(f)
 	f.String("ledger", "", "durable ledger file (see 'dpal ledger show'): charges are committed to it before each release; later runs continue it and stop when its budget is spent (default: in memory, saved with --save-state)")
@@ -144,12 +143,52 @@ func init() {
 	rootCmd.AddCommand(streamCmd)
 }
 
+// streamOptions are dpal stream's flags, bound in its init. The flags
+// that shared helpers read by name (--seed, --max-rejected, --ledger and
+// the budget flags, --force, --no-progress, --max-memory) are declared
+// unbound.
+type streamOptions struct {
+	// Dataset mode: the dataset, where it is, how it is read and
+	// streamed.
+	Dataset, DataDir, Train, Test    string
+	Header, ZeroIsNegative, KDDPaper bool
+	Events                           int
+	Shuffle                          uint64
+	NoBaseline                       bool
+	// Event mode: the events, labels and output lines.
+	Input                string
+	Dim                  int
+	Labels, Out, Answers string
+	CheckpointEvery      int
+	Replay               bool
+	// learner is the learner's configuration (streamConfigFlags).
+	learner streamLearnerOptions
+	// SaveState and Resume are the state files.
+	SaveState, Resume string
+	JSON              bool
+}
+
+// streamLearnerOptions are the flags of the learner's configuration,
+// which streamConfig applies, each when given, over the preset the
+// dimension and --paper choose (so they are not bound into a
+// stream.Config: their defaults are the preset's, not the flags').
+type streamLearnerOptions struct {
+	Paper                                                 bool
+	Update, Selector, Policy, Calibration, NormMode, Loss string
+	Delta, Clip, EpsSelect, EpsGrad, FinalShare           float64
+	B, Tau, Eta, Lambda, Radius, M                        float64
+	Window, LabelBudget                                   int
+	ShrinkingSlab, NonPrivate                             bool
+}
+
+var streamOpts streamOptions
+
 func runStream(cmd *cobra.Command, _ []string) error {
 	seed, err := seedFlag(cmd)
 	if err != nil {
 		return err
 	}
-	if in, _ := cmd.Flags().GetString("input"); in != "" {
+	if in := streamOpts.Input; in != "" {
 		return runStreamEvents(cmd, in, seed)
 	}
 	return runStreamDataset(cmd, seed)
@@ -161,35 +200,29 @@ func runStream(cmd *cobra.Command, _ []string) error {
 // rule (Config.NoiseWindow) unless --window is set, and its radius 1/√λ
 // unless --radius is.
 func streamConfig(cmd *cobra.Command, dim, records int) (stream.Config, error) {
-	f := cmd.Flags()
+	f, o := cmd.Flags(), &streamOpts.learner
 	cfg := stream.DetectorConfig(dim)
-	if paper, _ := f.GetBool("paper"); paper {
+	if o.Paper {
 		cfg = stream.DefaultConfig(dim)
 	}
 	if err := checkTargetFlags(cmd, "epsilon-select", "epsilon-grad"); err != nil {
 		return cfg, err
 	}
-	str := func(name string) string { s, _ := f.GetString(name); return s }
-	num := func(name string, v *float64) {
-		if f.Changed(name) {
-			*v, _ = f.GetFloat64(name)
-		}
-	}
 	enums := []struct {
-		flag  string
-		parse func(string) error
+		flag, value string
+		parse       func(string) error
 	}{
-		{"update", func(s string) (err error) { cfg.Update, err = stream.ParseUpdate(s); return }},
-		{"selector", func(s string) (err error) { cfg.Selector, err = stream.ParseSelector(s); return }},
-		{"policy", func(s string) (err error) { cfg.Policy, err = stream.ParsePolicy(s); return }},
-		{"calibration", func(s string) (err error) { cfg.Calibration, err = stream.ParseCalibration(s); return }},
-		{"norm-mode", func(s string) (err error) { cfg.NormMode, err = stream.ParseNormMode(s); return }},
+		{"update", o.Update, func(s string) (err error) { cfg.Update, err = stream.ParseUpdate(s); return }},
+		{"selector", o.Selector, func(s string) (err error) { cfg.Selector, err = stream.ParseSelector(s); return }},
+		{"policy", o.Policy, func(s string) (err error) { cfg.Policy, err = stream.ParsePolicy(s); return }},
+		{"calibration", o.Calibration, func(s string) (err error) { cfg.Calibration, err = stream.ParseCalibration(s); return }},
+		{"norm-mode", o.NormMode, func(s string) (err error) { cfg.NormMode, err = stream.ParseNormMode(s); return }},
 	}
 	for _, e := range enums {
 		if !f.Changed(e.flag) {
 			continue
 		}
-		if err := e.parse(str(e.flag)); err != nil {
+		if err := e.parse(e.value); err != nil {
 			return cfg, fmt.Errorf("--%s: %w", e.flag, err)
 		}
 	}
@@ -207,32 +240,37 @@ func streamConfig(cmd *cobra.Command, dim, records int) (stream.Config, error) {
 			return cfg, err
 		}
 	} else {
-		num("delta", &cfg.Delta)
+		given(f, "delta", &cfg.Delta, o.Delta)
 	}
-	if f.Changed("window") {
-		cfg.Window, _ = f.GetInt("window")
+	given(f, "window", &cfg.Window, o.Window)
+	cfg.LabelBudget, cfg.FinalShare, cfg.ShrinkingSlab, cfg.NonPrivate = o.LabelBudget, o.FinalShare, o.ShrinkingSlab, o.NonPrivate
+	for _, p := range []struct {
+		flag string
+		dst  *float64
+		v    float64
+	}{{"epsilon-select", &cfg.EpsSelect, o.EpsSelect}, {"epsilon-grad", &cfg.EpsGrad, o.EpsGrad}, {"b", &cfg.B, o.B},
+		{"tau", &cfg.Tau, o.Tau}, {"eta", &cfg.Eta, o.Eta}, {"lambda", &cfg.Lambda, o.Lambda}, {"m", &cfg.M, o.M}, {"clip", &cfg.Clip, o.Clip}} {
+		given(f, p.flag, p.dst, p.v)
 	}
-	cfg.LabelBudget, _ = f.GetInt("label-budget")
-	cfg.FinalShare, _ = f.GetFloat64("final-share")
-	cfg.ShrinkingSlab, _ = f.GetBool("shrinking-slab")
-	cfg.NonPrivate, _ = f.GetBool("non-private")
-	for name, v := range map[string]*float64{"epsilon-select": &cfg.EpsSelect, "epsilon-grad": &cfg.EpsGrad, "b": &cfg.B,
-		"tau": &cfg.Tau, "eta": &cfg.Eta, "lambda": &cfg.Lambda, "m": &cfg.M, "clip": &cfg.Clip} {
-		num(name, v)
-	}
-	if f.Changed("loss") {
-		cfg.Loss = str("loss")
-	}
+	given(f, "loss", &cfg.Loss, o.Loss)
 	if gaussian && !f.Changed("radius") && cfg.Lambda > 0 {
 		cfg.Radius = 1 / math.Sqrt(cfg.Lambda)
 	}
-	num("radius", &cfg.Radius)
+	given(f, "radius", &cfg.Radius, o.Radius)
 	if gaussian && !f.Changed("window") {
 		if w, err := cfg.NoiseWindow(); err == nil {
 			cfg.Window = w
 		}
 	}
 	return cfg, nil
+}
+
+// given sets *dst to v, the value of flag name of f, when the user gave
+// the flag: the configuration keeps its preset's value otherwise.
+func given[T any](f *pflag.FlagSet, name string, dst *T, v T) {
+	if f.Changed(name) {
+		*dst = v
+	}
 }
 
 // streamConfigFlags are the flags streamConfig reads. A resumed learner
@@ -260,9 +298,7 @@ func streamLedger(cmd *cobra.Command, cfg stream.Config) (*ledger.Ledger, error)
 // stateKeyFor returns the key of state files when --save-state or
 // --resume is given (session.StateKey), else nil.
 func stateKeyFor(cmd *cobra.Command) ([]byte, error) {
-	save, _ := cmd.Flags().GetString("save-state")
-	resume, _ := cmd.Flags().GetString("resume")
-	if save == "" && resume == "" {
+	if streamOpts.SaveState == "" && streamOpts.Resume == "" {
 		return nil, nil
 	}
 	return session.StateKey()
@@ -283,11 +319,9 @@ func checkDatasetPaths(cmd *cobra.Command) error {
 }
 
 // loadStreamDataset returns the training and test splits of --dataset.
-func loadStreamDataset(cmd *cobra.Command) (train, test *data.Dataset, err error) {
-	f := cmd.Flags()
-	name, _ := f.GetString("dataset")
-	dir, _ := f.GetString("data-dir")
-	paper, _ := f.GetBool("kdd-paper-encoding")
+func loadStreamDataset() (train, test *data.Dataset, err error) {
+	o := &streamOpts
+	name, dir, paper := o.Dataset, o.DataDir, o.KDDPaper
 	if paper && name != "demo" && name != "kdd99" {
 		return nil, nil, fmt.Errorf("--kdd-paper-encoding applies to --dataset demo or kdd99, not %q", name)
 	}
@@ -300,10 +334,7 @@ func loadStreamDataset(cmd *cobra.Command) (train, test *data.Dataset, err error
 	case "mnist09":
 		return data.LoadIDXPair(filepath.Join(dir, "mnist"), 0, 9, data.IDXPairBlock)
 	case "csv":
-		header, _ := f.GetBool("header")
-		zeroNeg, _ := f.GetBool("zero-is-negative")
-		load := func(flag string) (*data.Dataset, error) {
-			path, _ := f.GetString(flag)
+		load := func(flag, path string) (*data.Dataset, error) {
 			if path == "" {
 				return nil, fmt.Errorf("--dataset csv needs --%s FILE", flag)
 			}
@@ -312,12 +343,12 @@ func loadStreamDataset(cmd *cobra.Command) (train, test *data.Dataset, err error
 				return nil, fmt.Errorf("--%s: %w", flag, err)
 			}
 			defer fh.Close()
-			return data.LoadCSV(bufio.NewReader(fh), data.CSVOptions{Name: path, Header: header, LabelColumn: -1, ZeroIsNegative: zeroNeg})
+			return data.LoadCSV(bufio.NewReader(fh), data.CSVOptions{Name: path, Header: o.Header, LabelColumn: -1, ZeroIsNegative: o.ZeroIsNegative})
 		}
-		if train, err = load("train"); err != nil {
+		if train, err = load("train", o.Train); err != nil {
 			return nil, nil, err
 		}
-		if test, err = load("test"); err != nil {
+		if test, err = load("test", o.Test); err != nil {
 			return nil, nil, err
 		}
 		if train.Dim() != test.Dim() {
@@ -330,8 +361,8 @@ func loadStreamDataset(cmd *cobra.Command) (train, test *data.Dataset, err error
 
 func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 	start := time.Now()
-	f := cmd.Flags()
-	if n, _ := f.GetInt("events"); n < 0 {
+	o := &streamOpts
+	if n := o.Events; n < 0 {
 		return fmt.Errorf("--events must be >= 0 (0 = the whole split), got %d", n)
 	}
 	if _, err := maxRejected(cmd, false); err != nil {
@@ -344,16 +375,12 @@ func runStreamDataset(cmd *cobra.Command, seed *uint64) error {
 	if err != nil {
 		return err
 	}
-	train, test, err := loadStreamDataset(cmd)
+	train, test, err := loadStreamDataset()
 	if err != nil {
 		return err
 	}
 	run := session.DatasetRun{Train: train, Test: test, Shuffle: streamShuffle(cmd, seed),
-		Progress: progressOut(cmd), Notice: cmd.ErrOrStderr()}
-	run.Name, _ = f.GetString("dataset")
-	run.Events, _ = f.GetInt("events")
-	noBaseline, _ := f.GetBool("no-baseline")
-	run.Baseline = !noBaseline
+		Progress: progressOut(cmd), Notice: cmd.ErrOrStderr(), Name: o.Dataset, Events: o.Events, Baseline: !o.NoBaseline}
 	sum, err := streamSpec(cmd, seed, key).StreamDataset(run)
 	if err != nil {
 		return err
@@ -372,10 +399,8 @@ func streamSpec(cmd *cobra.Command, seed *uint64, key []byte) *session.Spec {
 		Check:  func(cfg stream.Config) error { return checkStreamMemory(cmd, cfg) },
 		Ledger: func(cfg stream.Config) (*ledger.Ledger, error) { return streamLedger(cmd, cfg) },
 		Seed:   seed, Key: key,
+		Resume: streamOpts.Resume, Answers: streamOpts.Answers, SaveState: streamOpts.SaveState,
 	}
-	s.Resume, _ = f.GetString("resume")
-	s.Answers, _ = f.GetString("answers")
-	s.SaveState, _ = f.GetString("save-state")
 	for _, name := range streamConfigFlags {
 		if f.Changed(name) {
 			s.Overrides = append(s.Overrides, "--"+name)
@@ -388,7 +413,7 @@ func streamSpec(cmd *cobra.Command, seed *uint64, key []byte) *session.Spec {
 // --shuffle, else --seed, else nil (the file order).
 func streamShuffle(cmd *cobra.Command, seed *uint64) *uint64 {
 	if cmd.Flags().Changed("shuffle") {
-		v, _ := cmd.Flags().GetUint64("shuffle")
+		v := streamOpts.Shuffle
 		return &v
 	}
 	if seed != nil {
@@ -399,7 +424,7 @@ func streamShuffle(cmd *cobra.Command, seed *uint64) *uint64 {
 }
 
 func printStreamSummary(cmd *cobra.Command, sum *session.Summary) error {
-	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+	if streamOpts.JSON {
 		return printJSON(cmd.OutOrStdout(), sum)
 	}
 	w := cmd.OutOrStdout()
@@ -467,7 +492,7 @@ func printStreamPrivacy(w io.Writer, sum *session.Summary) {
 
 func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 	start := time.Now()
-	f := cmd.Flags()
+	f, o := cmd.Flags(), &streamOpts
 	if f.Changed("final-share") {
 		return errors.New("--final-share: the final model is released in dataset mode only")
 	}
@@ -477,8 +502,9 @@ func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 	}
 	run := session.EventRun{Input: input, Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Force: forced(cmd),
 		WindowSet: f.Changed("window"), Progress: progressOut(cmd),
-		Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if run.Dim, _ = f.GetInt("dim"); run.Dim < 0 {
+		Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Dim: o.Dim, Labels: o.Labels, Out: o.Out, Every: o.CheckpointEvery, Replay: o.Replay}
+	if run.Dim < 0 {
 		return fmt.Errorf("--dim must be >= 1 (or 0: that of the first valid event), got %d", run.Dim)
 	}
 	// Everything is checked before the first line is written: the flags,
@@ -486,15 +512,10 @@ func runStreamEvents(cmd *cobra.Command, input string, seed *uint64) error {
 	if err := checkEventPaths(cmd, input); err != nil {
 		return err
 	}
-	run.Labels, _ = f.GetString("labels")
-	run.Out, _ = f.GetString("out")
-	run.Every, _ = f.GetInt("checkpoint-every")
-	run.Replay, _ = f.GetBool("replay")
-	resume, _ := f.GetString("resume")
 	switch {
 	case run.Every < 1:
 		return fmt.Errorf("--checkpoint-every must be >= 1, got %d", run.Every)
-	case run.Replay && resume == "":
+	case run.Replay && o.Resume == "":
 		return errors.New("--replay feeds a resumed state an input it has consumed: use it with --resume")
 	}
 	key, err := stateKeyFor(cmd)
@@ -521,7 +542,7 @@ func printEventSummary(cmd *cobra.Command, sum *session.Summary, out string) err
 	if out != "-" {
 		return printStreamSummary(cmd, sum)
 	}
-	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+	if streamOpts.JSON {
 		return json.NewEncoder(cmd.OutOrStdout()).Encode(struct {
 			Type string `json:"type"`
 			*session.Summary
@@ -545,102 +566,4 @@ func checkEventPaths(cmd *cobra.Command, input string) error {
 		return err
 	}
 	return probeOutputs(cmd, outs)
-}
-
-// checkPaths refuses an output flag's file that is an input flag's file or
-// another output's, and probes the outputs, before anything is read: a
-// run fails at once, not after its work.
-func checkPaths(cmd *cobra.Command, outputs, inputs []string) error {
-	p := pathFlags(cmd, append(append([]string{}, outputs...), inputs...)...)
-	outs, ins := make([]outfile.Path, len(outputs)), make([]outfile.Path, len(inputs))
-	for i, n := range outputs {
-		outs[i] = p[n]
-	}
-	for i, n := range inputs {
-		ins[i] = p[n]
-	}
-	if err := outfile.CheckDistinct(outs, ins); err != nil {
-		return err
-	}
-	return probeOutputs(cmd, outs)
-}
-
-// pathFlags reads the named string flags as outfile paths.
-func pathFlags(cmd *cobra.Command, names ...string) map[string]outfile.Path {
-	m := make(map[string]outfile.Path, len(names))
-	for _, n := range names {
-		v, _ := cmd.Flags().GetString(n)
-		m[n] = outfile.Path{Flag: "--" + n, Path: v}
-	}
-	return m
-}
-
-// probeOutputs checks that each output of cmd can be written and may
-// replace what is there (checkReplace); those written by
-// outfile.WriteFile (--save-state, --posterior-out) need a directory
-// that takes a temporary file.
-func probeOutputs(cmd *cobra.Command, outs []outfile.Path) error {
-	for _, o := range outs {
-		probe := outfile.Probe
-		if o.Flag == "--save-state" || o.Flag == "--posterior-out" {
-			probe = outfile.ProbeReplace
-		}
-		if err := probe(o.Path); err != nil {
-			return fmt.Errorf("%s %s: %w", o.Flag, o.Path, err)
-		}
-		if err := checkReplace(cmd, o); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// outputKinds are the formats (outfile.Sniff's names) that outputs write,
-// by command and flag; the others write plain text, CSV or JSON lines.
-var outputKinds = map[string]string{"train --out": nn.FileFormat, "train --checkpoint": dpsgd.CheckpointFormat,
-	"stream --save-state": session.StateFormat}
-
-// checkReplace is outfile.CheckReplace for cmd's output o, the one place
-// the runs decide whether an output may replace an existing file: with
-// --force one of its own kind or a plain one, never a ledger, a store or
-// a dpal file of another kind. The --ledger file is opened, not replaced.
-// Stream's documented replacements need no --force: --save-state over
-// the state it resumes, and --out that a resumed run completes
-// (openOutput checks it once the state says which output it wrote); nor
-// do train --resume's: the checkpoint it continues and the model it
-// completes (of their own kinds only).
-func checkReplace(cmd *cobra.Command, o outfile.Path) error {
-	if o.Flag == "--ledger" {
-		return nil
-	}
-	f := cmd.Flags()
-	force := forced(cmd)
-	if r := f.Lookup("resume"); r != nil && r.Value.Type() == "bool" {
-		if resume, _ := f.GetBool("resume"); resume && (o.Flag == "--out" || o.Flag == "--checkpoint") {
-			force = true
-		}
-	} else if r != nil {
-		switch resume, _ := f.GetString("resume"); {
-		case resume == "":
-		case o.Flag == "--out":
-			return nil
-		case o.Flag == "--save-state" && outfile.Same(o.Path, resume):
-			force = true
-		}
-	}
-	return outfile.CheckReplace(o, outputKinds[cmd.Name()+" "+o.Flag], force)
-}
-
-// forced reports whether cmd was given --force.
-func forced(cmd *cobra.Command) bool {
-	if cmd.Flags().Lookup("force") == nil {
-		return false
-	}
-	force, _ := cmd.Flags().GetBool("force")
-	return force
-}
-
-// forceFlag declares --force for a command with outputs.
-func forceFlag(f *pflag.FlagSet) {
-	f.Bool("force", false, "replace existing output files (never a ledger, a store, or a state or model file of another kind)")
 }

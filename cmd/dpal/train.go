@@ -59,38 +59,76 @@ charges nothing and refuses --epsilon, --delta and --ledger.`,
 		Args: cobra.NoArgs,
 		RunE: runTrain,
 	}
-	f := cmd.Flags()
-	dataModelFlags(f, "training file")
-	f.Float64("epsilon", 3, "target ε of the whole run (0 < ε ≤ 50)")
+	o, f := &trainOpts, cmd.Flags()
+	dataModelFlags(f, &o.presetOptions, "training file")
+	f.Float64Var(&o.Epsilon, "epsilon", 3, "target ε of the whole run (0 < ε ≤ 50)")
 	f.Float64("delta", 0, "target δ (default min(1e-5, 1/(10n)), n the training records)")
-	f.Float64("epochs", 0, "epochs (steps = ⌈epochs·n/batch⌉; default per dataset)")
-	f.Int("batch", 0, "expected batch size (sampling rate = batch/n; default per dataset)")
-	optimizerFlags(f)
-	f.Float64("weight-decay", 0, "weight decay")
-	f.String("schedule", "constant", "learning-rate schedule: constant|cosine")
+	f.Float64Var(&o.Epochs, "epochs", 0, "epochs (steps = ⌈epochs·n/batch⌉; default per dataset)")
+	f.IntVar(&o.Batch, "batch", 0, "expected batch size (sampling rate = batch/n; default per dataset)")
+	optimizerFlags(f, &o.presetOptions)
+	f.Float64Var(&o.WeightDecay, "weight-decay", 0, "weight decay")
+	f.StringVar(&o.Schedule, "schedule", "constant", "learning-rate schedule: constant|cosine")
 	f.Uint64("seed", 0, "seed for reproducible sampling and noise (experiments only; default: secure randomness)")
-	f.String("ledger", "", "durable ledger file: the run's ε is charged to it; a new one gets --budget-epsilon/--budget-delta, later runs keep its budget")
+	f.StringVar(&o.Ledger, "ledger", "", "durable ledger file: the run's ε is charged to it; a new one gets --budget-epsilon/--budget-delta, later runs keep its budget")
 	budgetFlags(f)
-	f.String("out", "", "write the trained model here (JSON, see docs/dpsgd.md); an existing file needs --force")
+	f.StringVar(&o.Out, "out", "", "write the trained model here (JSON, see docs/dpsgd.md); an existing file needs --force")
 	forceFlag(f)
-	f.String("checkpoint", "", "with --ledger: keep the run's state here at every epoch's end (sealed, mode 0600), for --resume")
-	f.Bool("resume", false, "continue the run saved in --checkpoint (same flags; nothing is charged twice)")
-	f.Bool("non-private", false, "train WITHOUT clipping or noise (NOT DP: a reference for comparison; refuses --epsilon, --delta, --ledger)")
-	f.Bool("train-accuracy", false, "also report training-set accuracy (NOT private: diagnostic only)")
-	f.Bool("json", false, "print one JSON object")
+	f.StringVar(&o.Checkpoint, "checkpoint", "", "with --ledger: keep the run's state here at every epoch's end (sealed, mode 0600), for --resume")
+	f.BoolVar(&o.Resume, "resume", false, "continue the run saved in --checkpoint (same flags; nothing is charged twice)")
+	f.BoolVar(&o.NonPrivate, "non-private", false, "train WITHOUT clipping or noise (NOT DP: a reference for comparison; refuses --epsilon, --delta, --ledger)")
+	f.BoolVar(&o.TrainAccuracy, "train-accuracy", false, "also report training-set accuracy (NOT private: diagnostic only)")
+	f.BoolVar(&o.JSON, "json", false, "print one JSON object")
 	f.Bool("no-progress", false, "draw no progress bar")
 	maxMemoryFlag(f)
 	rootCmd.AddCommand(cmd)
 }
 
-// dataModelFlags declares the dataset and model flags that loadTrainData
-// and trainFlags read (train, pool run); file describes --file.
-func dataModelFlags(f *pflag.FlagSet, file string) {
-	f.String("data", "", "mnist|fashion-mnist|kdd99-5class|csv|libsvm (required)")
-	dataSourceFlags(f, file, "test file (default: 20 % of --file, split by a fixed seed)")
-	f.String("model", "", "logreg|mlp:W1[,W2[,W3]]|cnn (default per dataset)")
-	f.String("activation", "", "mlp: relu|tanh (default per dataset: tanh on mnist, relu elsewhere)")
-	f.Float64("dropout", 0, "mlp: dropout rate after each hidden layer (BALD's MC-dropout passes need > 0)")
+// trainOptions are dpal train's flags, bound in its init. The flags that
+// shared helpers read by name (--delta: deltaFlag, --seed: seedFlag,
+// --budget-*: openLedger, --no-progress, --max-memory, --force) are
+// declared unbound.
+type trainOptions struct {
+	presetOptions
+	Epsilon     float64
+	Epochs      float64
+	Batch       int
+	WeightDecay float64
+	Schedule    string
+	Ledger      string
+	Out         string
+	Checkpoint  string
+	Resume      bool
+	// NonPrivate trains the reference without clipping or noise.
+	NonPrivate bool
+	// TrainAccuracy reports the (not private) training-set accuracy.
+	TrainAccuracy bool
+	JSON          bool
+}
+
+var trainOpts trainOptions
+
+// presetOptions are the dataset, model and optimiser flags that train and
+// pool run both declare (dataModelFlags, optimizerFlags) and that
+// settings resolves over the dataset's DP-SGD preset.
+type presetOptions struct {
+	Data              string
+	Source            data.Source
+	Model, Activation string
+	Dropout           float64
+	Clip, LR          float64
+	Optimizer         string
+	Momentum          float64
+}
+
+// dataModelFlags declares the dataset and model flags of o, which
+// loadTrainData and settings read (train, pool run); file describes
+// --file.
+func dataModelFlags(f *pflag.FlagSet, o *presetOptions, file string) {
+	f.StringVar(&o.Data, "data", "", "mnist|fashion-mnist|kdd99-5class|csv|libsvm (required)")
+	dataSourceFlags(f, &o.Source, file, "test file (default: 20 % of --file, split by a fixed seed)")
+	f.StringVar(&o.Model, "model", "", "logreg|mlp:W1[,W2[,W3]]|cnn (default per dataset)")
+	f.StringVar(&o.Activation, "activation", "", "mlp: relu|tanh (default per dataset: tanh on mnist, relu elsewhere)")
+	f.Float64Var(&o.Dropout, "dropout", 0, "mlp: dropout rate after each hidden layer (BALD's MC-dropout passes need > 0)")
 }
 
 // trainEpoch is one epoch's report.
@@ -148,9 +186,9 @@ type trainSettings struct {
 }
 
 func runTrain(cmd *cobra.Command, _ []string) error {
-	f := cmd.Flags()
-	name, err := trainDataFlag(cmd)
-	if err != nil {
+	o := &trainOpts
+	name := o.Data
+	if err := checkTrainData(name); err != nil {
 		return err
 	}
 	if err := nonPrivateMisuse(cmd); err != nil {
@@ -173,7 +211,7 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	train, test, image, err := loadTrainData(cmd, name)
+	train, test, image, err := loadTrainData(o.Source, name)
 	if err != nil {
 		return err
 	}
@@ -184,7 +222,7 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	if err := checkTrainSize(cmd, s, train.Len()); err != nil {
 		return err
 	}
-	if np, _ := f.GetBool("non-private"); np {
+	if o.NonPrivate {
 		return runTrainNonPrivate(cmd, s, seed, train, test)
 	}
 	plan, err := s.Calibrate(s.eps, s.delta, train.Len())
@@ -205,7 +243,7 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 		NoiseMultiplier: plan.NoiseMultiplier, SampleRate: plan.SampleRate, Steps: plan.Steps, Epochs: s.Epochs,
 		Clip: s.Config.Clip, LR: s.Config.LR, Optimizer: s.Config.Optimizer, Epsilon: plan.Guarantee.Epsilon, Delta: s.delta,
 		RDPOrder: plan.Guarantee.Order, LedgerGroup: "train:" + name, ClassNames: train.ClassNames, Seed: seed}
-	if asJSON, _ := f.GetBool("json"); !asJSON {
+	if !o.JSON {
 		fmt.Fprintf(cmd.OutOrStdout(), "DP-SGD %s on %s (%d records, %d parameters): σ=%.6f, q=%.6g, %d steps, C=%v, target (ε=%v, δ=%v)\n",
 			s.Model, s.dataset, train.Len(), net.NumParams(), plan.NoiseMultiplier, plan.SampleRate, plan.Steps, s.Config.Clip, s.eps, s.delta)
 	}
@@ -237,52 +275,62 @@ func defaultSettings(name string, train *data.Dataset, image [3]int, eps, delta 
 	return s, nil
 }
 
-// trainFlags resolves the flags against the dataset's defaults.
+// trainFlags resolves train's flags against the dataset's defaults: the
+// flags it shares with pool run (presetOptions.settings), then its own
+// epochs, batch, weight decay and schedule.
 func trainFlags(cmd *cobra.Command, name string, train *data.Dataset, image [3]int) (trainSettings, error) {
-	f := cmd.Flags()
+	o := &trainOpts
+	s, err := o.settings(cmd, o.Epsilon, name, train, image)
+	if err != nil {
+		return s, err
+	}
+	if cmd.Flags().Changed("epochs") {
+		s.Epochs = o.Epochs
+	}
+	if o.Batch != 0 {
+		s.Batch = o.Batch
+	}
+	s.Config.WeightDecay, s.Config.Schedule = o.WeightDecay, o.Schedule
+	return s, nil
+}
+
+// settings resolves the flags o holds against the dataset's preset at
+// target ε eps (δ is --delta: deltaFlag). pool run has no weight decay or
+// schedule flag and keeps the preset's (none, constant).
+func (o *presetOptions) settings(cmd *cobra.Command, eps float64, name string, train *data.Dataset, image [3]int) (trainSettings, error) {
 	if err := checkPositiveFlags(cmd, "batch", "clip", "lr"); err != nil {
 		return trainSettings{}, err
 	}
-	eps, _ := f.GetFloat64("epsilon")
 	delta, err := deltaFlag(cmd, "delta", train.Len())
 	if err != nil {
 		return trainSettings{}, err
 	}
-	model, _ := f.GetString("model")
-	s, err := defaultSettings(name, train, image, eps, delta, model)
+	s, err := defaultSettings(name, train, image, eps, delta, o.Model)
 	if err != nil {
 		return s, err
 	}
 	if s.Model.Arch == nn.MLP {
-		if f.Changed("activation") {
-			s.Model.Activation, _ = f.GetString("activation")
+		if cmd.Flags().Changed("activation") {
+			s.Model.Activation = o.Activation
 		}
-		s.Model.Dropout, _ = f.GetFloat64("dropout")
+		s.Model.Dropout = o.Dropout
 	}
 	if err := s.Model.Validate(); err != nil {
 		return s, fmt.Errorf("--model: %w", err)
 	}
-	if f.Changed("epochs") {
-		s.Epochs, _ = f.GetFloat64("epochs")
-	}
-	if b, _ := f.GetInt("batch"); b != 0 {
-		s.Batch = b
-	}
 	c := &s.Config
-	c.Clip = floatOr(cmd, "clip", c.Clip)
-	c.LR = floatOr(cmd, "lr", c.LR)
-	if o, _ := f.GetString("optimizer"); o != "" {
-		c.Optimizer = o
+	c.Clip = nonZeroOr(o.Clip, c.Clip)
+	c.LR = nonZeroOr(o.LR, c.LR)
+	if o.Optimizer != "" {
+		c.Optimizer = o.Optimizer
 	}
-	c.Momentum, _ = f.GetFloat64("momentum")
-	c.WeightDecay, _ = f.GetFloat64("weight-decay") // pool run has none: 0
-	c.Schedule, _ = f.GetString("schedule")         // pool run has none: constant
+	c.Momentum = o.Momentum
 	return s, nil
 }
 
-// floatOr is the flag's value, or def when it is zero (unset).
-func floatOr(cmd *cobra.Command, name string, def float64) float64 {
-	v, _ := cmd.Flags().GetFloat64(name)
+// nonZeroOr is v, or def when v is zero (the flag's "default per
+// dataset").
+func nonZeroOr(v, def float64) float64 {
 	if v == 0 {
 		return def
 	}
@@ -299,8 +347,7 @@ func trainLedger(cmd *cobra.Command, s trainSettings) (*ledger.Ledger, error) {
 // reporting after every epoch.
 func trainRun(cmd *cobra.Command, s trainSettings, plan dpsgd.Plan, run func(after func(int) error) (dpsgd.RunResult, error),
 	net *nn.Net, train, test *data.Dataset, out *trainOutput) error {
-	trainAcc, _ := cmd.Flags().GetBool("train-accuracy")
-	asJSON, _ := cmd.Flags().GetBool("json")
+	trainAcc, asJSON := trainOpts.TrainAccuracy, trainOpts.JSON
 	bar := progress.New(progressOut(cmd), plan.Steps, "DP-SGD steps")
 	defer bar.Finish()
 	start := time.Now()
@@ -390,7 +437,7 @@ func finishTrain(cmd *cobra.Command, net *nn.Net, train, test *data.Dataset, out
 	if err := saveTrained(cmd, net, train, out); err != nil {
 		return err
 	}
-	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+	if trainOpts.JSON {
 		return printJSON(cmd.OutOrStdout(), out)
 	}
 	printTrain(cmd.OutOrStdout(), out)
@@ -399,7 +446,7 @@ func finishTrain(cmd *cobra.Command, net *nn.Net, train, test *data.Dataset, out
 
 // saveTrained writes the model to --out, if set, with its privacy record.
 func saveTrained(cmd *cobra.Command, net *nn.Net, train *data.Dataset, out *trainOutput) error {
-	path, _ := cmd.Flags().GetString("out")
+	path := trainOpts.Out
 	if path == "" {
 		return nil
 	}
@@ -458,12 +505,6 @@ func printTrain(w io.Writer, o *trainOutput) {
 	}
 }
 
-// trainDataFlag reads --data: a dataset with a DP-SGD preset.
-func trainDataFlag(cmd *cobra.Command) (string, error) {
-	name, _ := cmd.Flags().GetString("data")
-	return name, checkTrainData(name)
-}
-
 // checkTrainData refuses a dataset without a DP-SGD preset.
 func checkTrainData(name string) error {
 	if slices.Contains(dpsgd.PresetDatasets(), name) {
@@ -473,28 +514,18 @@ func checkTrainData(name string) error {
 	return fmt.Errorf("--data %q: want %s or %s", name, strings.Join(ds[:len(ds)-1], ", "), ds[len(ds)-1])
 }
 
-// dataSourceFlags declares where loadTrainData reads a dataset from;
-// file and testFile describe --file and --test-file.
-func dataSourceFlags(f *pflag.FlagSet, file, testFile string) {
-	f.String("data-dir", data.DefaultDir, "data root holding mnist/, fashion_mnist/, kddcup99/")
-	f.String("file", "", "csv/libsvm: "+file)
-	f.String("test-file", "", "csv/libsvm: "+testFile)
+// dataSourceFlags declares where loadTrainData reads a dataset from,
+// bound to src; file and testFile describe --file and --test-file.
+func dataSourceFlags(f *pflag.FlagSet, src *data.Source, file, testFile string) {
+	f.StringVar(&src.Dir, "data-dir", data.DefaultDir, "data root holding mnist/, fashion_mnist/, kddcup99/")
+	f.StringVar(&src.File, "file", "", "csv/libsvm: "+file)
+	f.StringVar(&src.TestFile, "test-file", "", "csv/libsvm: "+testFile)
 }
 
-// dataSource reads the flags dataSourceFlags declares.
-func dataSource(cmd *cobra.Command) data.Source {
-	f := cmd.Flags()
-	var src data.Source
-	src.Dir, _ = f.GetString("data-dir")
-	src.File, _ = f.GetString("file")
-	src.TestFile, _ = f.GetString("test-file")
-	return src
-}
-
-// loadTrainData loads a dataset's training and test parts with class
-// labels, and the image shape for the CNN (data.LoadLabelled).
-func loadTrainData(cmd *cobra.Command, name string) (train, test *data.Dataset, image [3]int, err error) {
-	train, test, image, err = data.LoadLabelled(name, dataSource(cmd))
+// loadTrainData loads a dataset's training and test parts from src with
+// class labels, and the image shape for the CNN (data.LoadLabelled).
+func loadTrainData(src data.Source, name string) (train, test *data.Dataset, image [3]int, err error) {
+	train, test, image, err = data.LoadLabelled(name, src)
 	return train, test, image, dataFlagError(err)
 }
 
@@ -506,11 +537,11 @@ func dataFlagError(err error) error {
 	return err
 }
 
-// optimizerFlags declares the DP-SGD optimiser flags that trainFlags reads
-// over the dataset's preset (train, pool run).
-func optimizerFlags(f *pflag.FlagSet) {
-	f.Float64("clip", 0, "per-example clipping norm C (default per dataset)")
-	f.Float64("lr", 0, "learning rate (default per dataset)")
-	f.String("optimizer", "", "sgd|momentum|adam|nadam (default per dataset)")
-	f.Float64("momentum", 0.9, "momentum coefficient")
+// optimizerFlags declares the DP-SGD optimiser flags of o, which settings
+// reads over the dataset's preset (train, pool run).
+func optimizerFlags(f *pflag.FlagSet, o *presetOptions) {
+	f.Float64Var(&o.Clip, "clip", 0, "per-example clipping norm C (default per dataset)")
+	f.Float64Var(&o.LR, "lr", 0, "learning rate (default per dataset)")
+	f.StringVar(&o.Optimizer, "optimizer", "", "sgd|momentum|adam|nadam (default per dataset)")
+	f.Float64Var(&o.Momentum, "momentum", 0.9, "momentum coefficient")
 }

@@ -16,7 +16,7 @@ const notDP = "NOT DIFFERENTIALLY PRIVATE: trained without clipping or noise, no
 // nonPrivateMisuse refuses, under --non-private, the flags that only a
 // private run has: checked before any file is looked at.
 func nonPrivateMisuse(cmd *cobra.Command) error {
-	if np, _ := cmd.Flags().GetBool("non-private"); !np {
+	if !trainOpts.NonPrivate {
 		return nil
 	}
 	for _, name := range []string{"epsilon", "delta", "ledger", "checkpoint", "resume"} {
@@ -45,7 +45,7 @@ func runTrainNonPrivate(cmd *cobra.Command, s trainSettings, seed *uint64, train
 	out := &trainOutput{NotDP: notDP, Dataset: s.dataset, Model: s.Model.String(), Params: net.NumParams(),
 		Records: train.Len(), SampleRate: plan.SampleRate, Steps: plan.Steps, Epochs: s.Epochs, LR: s.Config.LR,
 		Optimizer: s.Config.Optimizer, ClassNames: train.ClassNames, Seed: seed}
-	if asJSON, _ := cmd.Flags().GetBool("json"); !asJSON {
+	if !trainOpts.JSON {
 		fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s on %s (%d records, %d parameters): q=%.6g, %d steps\n",
 			notDP, s.Model, s.dataset, train.Len(), net.NumParams(), plan.SampleRate, plan.Steps)
 	}

@@ -31,10 +31,7 @@ type trainCheckpoint struct {
 // refuses an existing checkpoint (its run's charges would be orphaned), a
 // resume needs one.
 func trainCheckpointFlags(cmd *cobra.Command) (trainCheckpoint, error) {
-	f := cmd.Flags()
-	path, _ := f.GetString("checkpoint")
-	resume, _ := f.GetBool("resume")
-	led, _ := f.GetString("ledger")
+	path, resume, led := trainOpts.Checkpoint, trainOpts.Resume, trainOpts.Ledger
 	switch {
 	case resume && path == "":
 		return trainCheckpoint{}, errors.New("--resume continues the run saved in --checkpoint FILE: give it")
@@ -86,7 +83,7 @@ func (s trainSettings) runIntervals(cmd *cobra.Command, tr *dpsgd.Trainer, led *
 		if err := json.Unmarshal(ck.from.Extra, &out.EpochLog); len(ck.from.Extra) > 0 && err != nil {
 			return dpsgd.RunResult{}, fmt.Errorf("--resume %s: %w", ck.path, err)
 		}
-		if asJSON, _ := cmd.Flags().GetBool("json"); !asJSON {
+		if !trainOpts.JSON {
 			fmt.Fprintf(cmd.OutOrStdout(), "resuming run %s from --checkpoint %s at step %d\n", ck.from.Run, ck.path, ck.from.Steps)
 		}
 	}
