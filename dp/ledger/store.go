@@ -53,7 +53,7 @@ func (s *MemStore) Init(m Meta) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.meta != nil {
-		return errors.New("store already initialised")
+		return ErrInitialised
 	}
 	s.meta = &m
 	return nil
