@@ -1,7 +1,8 @@
 // Package ledger owns dpal's privacy ledger: an append-only log of every
-// charge made for a release, kept in a Store (in memory, or durable on
-// disk with fsync before a release leaves), from which each group's total
-// loss and remaining budget are derived.
+// charge made for a release, kept in a Store (in memory, durable on disk
+// with fsync before a release leaves, or in a database that several
+// processes charge at once: a SyncStore such as dp/ledger/pgstore's), from
+// which each group's total loss and remaining budget are derived.
 //
 // A group is a set of records that every charge treats alike: one record
 // (an id), a named set of records, or the part of a partition a mechanism
@@ -151,7 +152,9 @@ type Charge struct {
 // Ledger is an append-only privacy ledger over a Store. Per-group totals
 // are derived from the log when it is opened and kept up to date as a
 // cache; they are never stored. A Ledger is safe for concurrent use; a
-// durable store is also locked against other processes while it is open.
+// durable store is also locked against other processes while it is open,
+// and a SyncStore is shared with them: each Record folds in their charges
+// before it checks the budget (see SyncStore).
 type Ledger struct {
 	mu     sync.Mutex
 	meta   Meta

@@ -1,9 +1,11 @@
 // Package pgtest starts a throw-away PostgreSQL cluster for tests: initdb
 // into a temporary directory, a postgres server on a free loopback port
 // with its unix socket in that directory (fsync off), stopped and removed
-// when the tests end, and a new database on it for each test. Tests that need it skip with a clear message where
-// PostgreSQL's server binaries are missing (Debian's `postgresql`
-// package provides them; .ci/run installs it).
+// when the tests end, and a new database on it for each test. Tests that
+// need it skip with a clear message where PostgreSQL's server binaries
+// are missing (Debian's `postgresql` package provides them; .ci/run
+// installs it, and sets RequireEnv so that CI fails rather than skips
+// them).
 //
 // initdb and postgres refuse to run as root. When the test runs as root
 // the cluster is run as the unprivileged OS user "postgres" (Debian's
@@ -36,6 +38,11 @@ import (
 // URL of a role allowed to create databases) to test against instead of
 // starting a cluster.
 const DSNEnv = "DPAL_TEST_POSTGRES_DSN"
+
+// RequireEnv, when set (.ci/run sets it), makes Start fail a test instead
+// of skipping it where PostgreSQL is not installed: CI must not skip the
+// PostgreSQL tests.
+const RequireEnv = "DPAL_REQUIRE_POSTGRES"
 
 // binDirs are where the server binaries are looked for after PATH.
 var binDirs = []string{"/usr/local/bin", "/usr/lib/postgresql/*/bin"}
@@ -94,6 +101,9 @@ func server(t testing.TB) (string, error) {
 		return dsn, nil
 	}
 	initdb, pgctl, err := binaries()
+	if err != nil && os.Getenv(RequireEnv) != "" {
+		t.Fatalf("PostgreSQL is not installed (%v), and %s is set: install Debian's postgresql package", err, RequireEnv)
+	}
 	if err != nil {
 		t.Skipf("PostgreSQL is not installed (%v): install Debian's postgresql package (.ci/run does), or set %s", err, DSNEnv)
 	}
