@@ -92,6 +92,9 @@ func Start(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("creating database %s: %v", db, err)
 	}
+	if os.Getenv(DSNEnv) != "" { // a throw-away cluster goes as a whole
+		t.Cleanup(func() { execSQL(server, "DROP DATABASE IF EXISTS "+pgx.Identifier{db}.Sanitize()+" WITH (FORCE)") })
+	}
 	return dsn
 }
 
@@ -130,14 +133,7 @@ func server(t testing.TB) (string, error) {
 
 // createDatabase creates database db on the server and returns its DSN.
 func createDatabase(server, db string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, server)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
+	if err := execSQL(server, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
 		return "", err
 	}
 	u, err := url.Parse(server)
@@ -146,6 +142,19 @@ func createDatabase(server, db string) (string, error) {
 	}
 	u.Path = "/" + db
 	return u.String(), nil
+}
+
+// execSQL runs one statement on the server.
+func execSQL(server, sql string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
 }
 
 // binaries finds initdb and pg_ctl (from one installation).
