@@ -193,9 +193,13 @@ func (s *Store) Append(e ledger.Entry) error {
 	if e.Seq == 0 {
 		return s.errorf("entry has sequence number 0")
 	}
-	return s.Sync(e.Seq-1, func(got ledger.Entry) error {
-		return fmt.Errorf("entry %d does not follow the last stored entry: entry %d is stored", e.Seq, got.Seq)
+	err := s.Sync(e.Seq-1, func(got ledger.Entry) error {
+		return fmt.Errorf("it does not follow the last stored entry: entry %d is stored", got.Seq)
 	}, func() (ledger.Entry, bool, error) { return e, true, nil })
+	if err != nil {
+		return fmt.Errorf("entry %d not appended: %w", e.Seq, err)
+	}
+	return nil
 }
 
 // Sync implements ledger.SyncStore: one READ COMMITTED transaction that
@@ -268,20 +272,28 @@ type querier interface {
 }
 
 // scan calls fn with every entry after entry seq, in order, and returns
-// the last sequence number seen (seq if none). It refuses an entry
-// stored under another sequence number and a gap.
+// the last sequence number seen (seq if none). Entry seq itself must be
+// stored: a log shorter than the caller saw (a database restored from an
+// older backup) is an error, not a place to append. It refuses an entry
+// stored under another sequence number, and a gap.
 func (s *Store) scan(ctx context.Context, q querier, seq uint64, fn func(ledger.Entry) error) (uint64, error) {
-	rows, err := q.Query(ctx, `SELECT seq, entry FROM ledger_entries WHERE ledger = $1 AND seq > $2 ORDER BY seq`, s.name, int64(seq))
+	rows, err := q.Query(ctx, `SELECT seq, entry FROM ledger_entries WHERE ledger = $1 AND seq >= $2 ORDER BY seq`, s.name, int64(seq))
 	if err != nil {
 		return seq, s.errorf("reading entries: %w", err)
 	}
 	defer rows.Close()
-	last := seq
+	last, found := seq, seq == 0
 	for rows.Next() {
 		var k int64
 		var raw []byte
 		if err := rows.Scan(&k, &raw); err != nil {
 			return last, s.errorf("reading entries: %w", err)
+		}
+		if !found { // the entry the caller saw last
+			if found = uint64(k) == seq; !found {
+				break
+			}
+			continue
 		}
 		var e ledger.Entry
 		if err := ledger.DecodeEntry(raw, &e); err != nil {
@@ -297,6 +309,9 @@ func (s *Store) scan(ctx context.Context, q querier, seq uint64, fn func(ledger.
 	}
 	if err := rows.Err(); err != nil {
 		return last, s.errorf("reading entries: %w", err)
+	}
+	if !found {
+		return last, s.errorf("entry %d is not stored: the log is shorter than this process has seen (was the database restored from an older backup?)", seq)
 	}
 	return last, nil
 }

@@ -274,3 +274,52 @@ func TestSecretsStayOut(t *testing.T) {
 		t.Fatalf("OpenRun of an invalid URL: %v", err)
 	}
 }
+
+// TestStoreDirect: the Store interface without a Ledger: Init once, then
+// Append refuses an entry that does not follow the last one, and Scan
+// reads back what Append stored.
+func TestStoreDirect(t *testing.T) {
+	dsn := pgtest.Start(t)
+	st, err := pgstore.Open(dsn, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e := ledger.Entry{Seq: 1, Groups: []string{"g"}, Loss: account.Pure("laplace", 1)}
+	if err := st.Append(e); err == nil {
+		t.Fatal("Append before Init succeeded")
+	}
+	meta := ledger.Meta{Version: ledger.Version, Budget: budget, Conversion: account.Balle2020}
+	if err := st.Init(meta); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Init(meta); !errors.Is(err, ledger.ErrInitialised) {
+		t.Fatalf("second Init: %v, want ErrInitialised", err)
+	}
+	if err := st.Append(e); err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{1, 3} {
+		e.Seq = seq
+		if err := st.Append(e); err == nil || !strings.Contains(err.Error(), "not appended") {
+			t.Errorf("Append of entry %d after entry 1: %v", seq, err)
+		}
+	}
+	var got []uint64
+	if err := st.Scan(func(e ledger.Entry) error { got = append(got, e.Seq); return nil }); err != nil || len(got) != 1 || got[0] != 1 {
+		t.Errorf("Scan: %v, %v; want entry 1 alone", got, err)
+	}
+	// A log shorter than a process saw (restored from an older backup)
+	// is an error, not a place to append.
+	l, err := ledger.Open(st, account.Budget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Record(ledger.Charge{Groups: []string{"h"}, Loss: account.Pure("laplace", 0.1)}); err != nil {
+		t.Fatal(err)
+	}
+	query(t, dsn, `DELETE FROM ledger_entries WHERE ledger = 'd' AND seq = 2`)
+	if _, err := l.Record(ledger.Charge{Groups: []string{"h"}, Loss: account.Pure("laplace", 0.1)}); err == nil || !strings.Contains(err.Error(), "entry 2 is not stored") {
+		t.Errorf("a charge on a log shorter than the Ledger saw: %v", err)
+	}
+}
