@@ -169,6 +169,7 @@ func TestNoDoubleSpend(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	t.Logf("two processes made %d charges in %v after the start", 2*workers*charges, time.Since(start).Round(time.Millisecond))
 	lines := childLines{ok: map[string]uint64{}, refused: map[string]bool{}}
 	for i, out := range outs {
 		if errs[i] != nil {
@@ -179,7 +180,11 @@ func TestNoDoubleSpend(t *testing.T) {
 	if n := len(lines.ok) + len(lines.refused); n != 2*workers*charges {
 		t.Fatalf("children reported %d charges, want %d", n, 2*workers*charges)
 	}
-	t.Logf("%d charges recorded, %d refused", len(lines.ok), len(lines.refused))
+	perProcess := map[string]int{}
+	for note := range lines.ok {
+		perProcess[strings.Split(note, "/")[0]]++
+	}
+	t.Logf("%d charges recorded (by process: %v), %d refused", len(lines.ok), perProcess, len(lines.refused))
 	if len(lines.ok) != fits {
 		t.Errorf("%d charges recorded, want the %d that fit", len(lines.ok), fits)
 	}
