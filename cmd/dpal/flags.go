@@ -9,6 +9,7 @@ import (
 
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
+	_ "github.com/dpal-dev/dpal/dp/ledger/pgstore" // --ledger postgres://…: ledger.OpenRun and ledger.Load open it
 )
 
 // The flag vocabulary: one meaning per privacy flag in every command
@@ -120,7 +121,9 @@ type runLedger struct {
 // through ledger.OpenRun with the --budget-epsilon/--budget-delta given
 // (a new file's cap; on an existing file lower only), or an in-memory
 // ledger holding exactly rl.Charge. The budget flags without --ledger are
-// refused: without a file there is nothing for them to cap.
+// refused: without a file there is nothing for them to cap. --ledger
+// postgres://…?ledger=NAME is a ledger in PostgreSQL (dp/ledger/pgstore)
+// that other processes may charge at the same time with no double spend.
 func openLedger(cmd *cobra.Command, rl runLedger) (*ledger.Ledger, error) {
 	f := cmd.Flags()
 	path, err := f.GetString("ledger")

@@ -38,12 +38,16 @@ groups, mechanism, loss, note), then for every group the ε it has spent at
 as CSV, a blank line, then the groups as CSV. The file is only read, never
 written or created: other readers may show it at the same time, while a run
 that has it open must finish first. A file that is cut short, damaged or not
-a ledger is one error line naming it and what is wrong.`,
+a ledger is one error line naming it and what is wrong.
+
+--store postgres://USER@HOST:PORT/DB?ledger=NAME reads the ledger NAME
+(default "default") kept in PostgreSQL by --ledger postgres://… (see
+docs/postgres.md); it is read while runs charge it.`,
 		Args: cobra.NoArgs,
 		RunE: runLedgerShow,
 	}
 	f, o := show.Flags(), &ledgerShowOpts
-	f.StringVar(&o.Store, "store", "", "ledger file (required)")
+	f.StringVar(&o.Store, "store", "", "ledger file, or postgres://…?ledger=NAME (required)")
 	f.StringVar(&o.Group, "group", "", "show only the entries and the spend of this group")
 	f.Float64Var(&o.Delta, "delta", 0, "report each group's ε at this total δ (default: the ledger's budget δ)")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON object")
@@ -71,7 +75,7 @@ func runLedgerShow(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	if group != "" && len(rep.Groups) == 0 {
-		return fmt.Errorf("--group %q: no such group in %s (groups: %s)", group, path, strings.Join(led.Groups(), ", "))
+		return fmt.Errorf("--group %q: no such group in %s (groups: %s)", group, ledger.Redact(path), strings.Join(led.Groups(), ", "))
 	}
 	w := cmd.OutOrStdout()
 	switch {
@@ -80,7 +84,7 @@ func runLedgerShow(cmd *cobra.Command, _ []string) error {
 	case asCSV:
 		return writeLedgerCSV(w, rep)
 	}
-	printLedgerText(w, path, rep)
+	printLedgerText(w, ledger.Redact(path), rep)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dpsgd"
 	"github.com/dpal-dev/dpal/model/nn"
 	"github.com/dpal-dev/dpal/outfile"
@@ -56,6 +57,9 @@ func pathFlags(cmd *cobra.Command, names ...string) map[string]outfile.Path {
 // that takes a temporary file.
 func probeOutputs(cmd *cobra.Command, outs []outfile.Path) error {
 	for _, o := range outs {
+		if o.Flag == "--ledger" && ledger.IsURL(o.Path) {
+			continue // a database, not a file
+		}
 		probe := outfile.Probe
 		if o.Flag == "--save-state" || o.Flag == "--posterior-out" {
 			probe = outfile.ProbeReplace

@@ -98,14 +98,21 @@ func (s *FileStore) addBuckets() error {
 // (OpenFileReadOnly): what `dpal ledger show` prints. The file is read
 // and never written; one that holds no ledger's settings is an error. Its
 // errors name the file.
+//
+// A path of the form scheme://… (IsURL) names a store of the package
+// registered for scheme (RegisterStore), opened read-only: `dpal ledger
+// show --store postgres://…`.
 func Load(path string) (*Ledger, error) {
-	st, err := OpenFileReadOnly(path)
+	st, err := openStore(path, true)
 	if err != nil {
 		return nil, err
 	}
 	_, ok, err := st.Meta()
 	if err == nil && !ok {
 		err = errors.New("holds no ledger: a run created the file and stopped before it stored the ledger's settings")
+		if IsURL(path) {
+			err = errors.New("holds no ledger of that name")
+		}
 	}
 	var l *Ledger
 	if err == nil {
@@ -113,9 +120,20 @@ func Load(path string) (*Ledger, error) {
 	}
 	if err != nil {
 		st.Close()
-		return nil, namePath(path, err)
+		return nil, namePath(Redact(path), err)
 	}
 	return l, nil
+}
+
+// openStore opens the store at path: by URL (openURL), else the file.
+func openStore(path string, readOnly bool) (Store, error) {
+	if st, ok, err := openURL(path, readOnly); ok {
+		return st, err
+	}
+	if readOnly {
+		return OpenFileReadOnly(path)
+	}
+	return OpenFile(path)
 }
 
 // RunBudget is what a run asks of a durable ledger's budget. A ledger's
@@ -137,8 +155,13 @@ type RunBudget struct {
 // stored, gets rb.New and opts; an existing ledger keeps the budget and
 // conversion it was created with, lowered where rb sets a lower value.
 // It writes nothing to an existing ledger. Its errors name the file.
+//
+// A path of the form scheme://… (IsURL) names a store of the package
+// registered for scheme (RegisterStore) instead of a file: `--ledger
+// postgres://…` once dp/ledger/pgstore is linked in. Its errors name the
+// URL without its password.
 func OpenRun(path string, rb RunBudget, opts ...Option) (*Ledger, error) {
-	st, err := OpenFile(path)
+	st, err := openStore(path, false)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +176,7 @@ func OpenRun(path string, rb RunBudget, opts ...Option) (*Ledger, error) {
 	}
 	if err != nil {
 		st.Close()
-		return nil, namePath(path, err)
+		return nil, namePath(Redact(path), err)
 	}
 	return l, nil
 }
@@ -273,7 +296,7 @@ func ReadMeta(b *bolt.Bucket) (Meta, bool, error) {
 // holds settings.
 func InitMeta(b *bolt.Bucket, m Meta) error {
 	if b.Get(keyMeta) != nil {
-		return errors.New("store already initialised")
+		return ErrInitialised
 	}
 	raw, err := json.Marshal(m)
 	if err != nil {

@@ -1,7 +1,8 @@
 // Package ledger owns dpal's privacy ledger: an append-only log of every
-// charge made for a release, kept in a Store (in memory, or durable on
-// disk with fsync before a release leaves), from which each group's total
-// loss and remaining budget are derived.
+// charge made for a release, kept in a Store (in memory, durable on disk
+// with fsync before a release leaves, or in a database that several
+// processes charge at once: a SyncStore such as dp/ledger/pgstore's), from
+// which each group's total loss and remaining budget are derived.
 //
 // A group is a set of records that every charge treats alike: one record
 // (an id), a named set of records, or the part of a partition a mechanism
@@ -151,7 +152,9 @@ type Charge struct {
 // Ledger is an append-only privacy ledger over a Store. Per-group totals
 // are derived from the log when it is opened and kept up to date as a
 // cache; they are never stored. A Ledger is safe for concurrent use; a
-// durable store is also locked against other processes while it is open.
+// durable store is also locked against other processes while it is open,
+// and a SyncStore is shared with them: each Record folds in their charges
+// before it checks the budget (see SyncStore).
 type Ledger struct {
 	mu     sync.Mutex
 	meta   Meta
@@ -202,11 +205,22 @@ func Open(store Store, b account.Budget, opts ...Option) (*Ledger, error) {
 		if err := meta.Validate(); err != nil {
 			return nil, fmt.Errorf("ledger: %w", err)
 		}
-		if err := store.Init(meta); err != nil {
+		if err := store.Init(meta); errors.Is(err, ErrInitialised) {
+			// Another process sharing the store created it meanwhile.
+			if meta, ok, err = store.Meta(); err == nil && !ok {
+				err = errors.New("store reports settings it does not have")
+			}
+			if err != nil {
+				return nil, fmt.Errorf("ledger: %w", err)
+			}
+		} else if err != nil {
 			return nil, fmt.Errorf("ledger: %w", err)
 		}
-	} else if err := checkReopen(meta, b); err != nil {
-		return nil, err
+	}
+	if ok {
+		if err := checkReopen(meta, b); err != nil {
+			return nil, err
+		}
 	}
 	budget := meta.Budget
 	if b != (account.Budget{}) {
@@ -289,19 +303,65 @@ func (l *Ledger) Record(c Charge) (Entry, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if seq, ok := l.once[c.Once]; ok && c.Once != "" { // recorded meanwhile
-		return Entry{Seq: seq, Once: c.Once}, nil
+	var (
+		e    Entry
+		next []*total
+		dup  bool  // c's Once was recorded meanwhile
+		derr error // decide's refusal, returned as it is
+	)
+	decide := func() (Entry, bool, error) {
+		if seq, ok := l.once[c.Once]; ok && c.Once != "" {
+			e, dup = Entry{Seq: seq, Once: c.Once}, true
+			return Entry{}, false, nil
+		}
+		if next, derr = l.apply(c.Groups, c.Loss, l.budget); derr != nil {
+			return Entry{}, false, derr
+		}
+		e = Entry{Seq: l.seq + 1, Time: l.now().UTC(), Groups: slices.Clone(c.Groups), Loss: c.Loss, Once: c.Once, Note: c.Note}
+		return e, true, nil
 	}
-	next, err := l.apply(c.Groups, c.Loss, l.budget)
-	if err != nil {
-		return Entry{}, err
+	if err := l.commit(decide); err != nil {
+		if derr != nil && errors.Is(err, derr) {
+			return Entry{}, derr
+		}
+		return Entry{}, fmt.Errorf("ledger: entry %d not recorded: %w", l.seq+1, err)
 	}
-	e := Entry{Seq: l.seq + 1, Time: l.now().UTC(), Groups: slices.Clone(c.Groups), Loss: c.Loss, Once: c.Once, Note: c.Note}
-	if err := l.store.Append(e); err != nil {
-		return Entry{}, fmt.Errorf("ledger: entry %d not recorded: %w", e.Seq, err)
+	if !dup {
+		l.commitCache(e, next)
 	}
-	l.commitCache(e, next)
 	return e, nil
+}
+
+// commit runs decide and appends the entry it accepts: with a SyncStore
+// in one unit of the store (SyncStore.Sync), after folding in what other
+// processes committed; with another store, which this Ledger alone
+// writes, by Append. The caller holds l.mu.
+func (l *Ledger) commit(decide func() (Entry, bool, error)) error {
+	if ss, ok := l.store.(SyncStore); ok {
+		return ss.Sync(l.seq, l.replay, decide)
+	}
+	e, ok, err := decide()
+	if err != nil || !ok {
+		return err
+	}
+	return l.store.Append(e)
+}
+
+// Refresh folds in the entries that other processes committed to a
+// SyncStore since this Ledger last looked, so that Spent, Summary and
+// Report include them; Record does it by itself. With another store it
+// does nothing.
+func (l *Ledger) Refresh() error {
+	ss, ok := l.store.(SyncStore)
+	if !ok {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := ss.Sync(l.seq, l.replay, func() (Entry, bool, error) { return Entry{}, false, nil }); err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	return nil
 }
 
 // prepare validates c and gives it a copy of its loss.

@@ -10,8 +10,9 @@ import (
 var posInf = math.Inf(1)
 
 // Store keeps a ledger's settings and its log. The Ledger holds the only
-// reference to a store while it is open and calls it under its own lock,
-// so an implementation need not be safe for concurrent use.
+// reference to a store while it is open (unless the store is a SyncStore,
+// which other processes share) and calls it under its own lock, so an
+// implementation need not be safe for concurrent use.
 type Store interface {
 	// Meta returns the stored settings; ok is false for a new store.
 	Meta() (m Meta, ok bool, err error)
@@ -53,7 +54,7 @@ func (s *MemStore) Init(m Meta) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.meta != nil {
-		return errors.New("store already initialised")
+		return ErrInitialised
 	}
 	s.meta = &m
 	return nil
