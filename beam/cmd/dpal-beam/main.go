@@ -5,7 +5,7 @@
 // separate module so that the core dpal binary stays free of Beam.
 //
 // It is an ordinary Beam Go program: its flags and Beam's (--runner,
-// --endpoint, --job_endpoint, --environment_type, the SDK harness's
+// --endpoint, --environment_type, the SDK harness's
 // --worker, --id, …) are all registered on Go's flag package and parsed
 // before beam.Init, so a runner that starts the binary as an SDK worker
 // (Dataflow, Flink, Spark, prism with LOOPBACK or PROCESS) finds its

@@ -45,12 +45,12 @@ func parse(t *testing.T, args ...string) (*options, map[string]bool) {
 // the SDK harness's worker flags) live on the flag set main parses, so
 // that beam.Init sees them.
 func TestBeamFlagsReachBeam(t *testing.T) {
-	for _, name := range []string{"runner", "endpoint", "environment_type", "worker", "id", "log", "seed"} {
-		if flag.CommandLine.Lookup(name) == nil && name != "log" && name != "seed" {
+	for _, name := range []string{"runner", "endpoint", "environment_type", "worker", "id", "control_endpoint"} {
+		if flag.CommandLine.Lookup(name) == nil {
 			t.Errorf("Beam flag --%s is not registered on flag.CommandLine", name)
 		}
 	}
-	defaultOptions().register(flag.NewFlagSet("probe", flag.ContinueOnError)) // no clash with Beam's names
+	// Ours must not clash with Beam's (flag panics on a redefinition).
 	for _, name := range []string{"log", "output", "ledger", "seed", "beta", "k"} {
 		if flag.CommandLine.Lookup(name) != nil {
 			t.Errorf("--%s is also one of Beam's flags", name)
@@ -104,6 +104,23 @@ func TestRun(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Fatal("a refused run published its set")
+	}
+	// Without --seed: secure coins, per-bundle sampling keys; the set is
+	// random but only ever holds queries seen at least k times.
+	unseeded := filepath.Join(dir, "unseeded.txt")
+	o, given = parse(t, "--log", logPath, "--output", unseeded, "--ledger", filepath.Join(dir, "l2.db"), "--golden", "5", "--sketch-width", "256")
+	if msg, err := run(context.Background(), o, given, onPrism); err != nil || strings.Contains(msg, "; seed") {
+		t.Fatalf("unseeded run: %v (%s)", err, msg)
+	}
+	rel, err := os.ReadFile(unseeded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range strings.Fields(strings.ReplaceAll(string(rel), "query ", "query_")) {
+		var i int
+		if _, err := fmt.Sscanf(q, "query_%d", &i); err != nil || 600/(i+1) < o.Config.K {
+			t.Fatalf("unseeded run released %q", q)
+		}
 	}
 	for _, c := range []struct {
 		args []string
