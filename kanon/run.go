@@ -161,11 +161,15 @@ type example struct {
 // stage's coins are CoinsFor(r): its seed's, or secure.
 func Run(cfg Config, log []Query, r *rng.Rand, led *ledger.Ledger) (*Result, error) {
 	return run(cfg, log, r, func(st *Stage, texts []string, res *Result) (Split, error) {
+		loss, nmax, err := cfg.guarantee() // refuse a (β, k) without a guarantee before the stage runs
+		if err != nil {
+			return Split{}, err
+		}
 		sp, err := st.Release(texts)
 		if err != nil {
 			return Split{}, err
 		}
-		sp.Released, err = release(cfg, sp.Released, led, res)
+		sp.Released, err = release(cfg, loss, nmax, sp.Released, led, res)
 		return sp, err
 	})
 }
@@ -331,13 +335,10 @@ func (c Config) guarantee() (account.Loss, int, error) {
 	return g.Loss(), g.NMax, nil
 }
 
-// release charges the ledger for the stage's kept set (trusted-side until
-// then) and returns it. A baseline run charges nothing.
-func release(cfg Config, kept []string, led *ledger.Ledger, res *Result) ([]string, error) {
-	loss, nmax, err := cfg.guarantee()
-	if err != nil {
-		return nil, err
-	}
+// release charges loss (cfg.guarantee's) to the ledger for the stage's
+// kept set (trusted-side until then) and returns it. A baseline run
+// charges nothing.
+func release(cfg Config, loss account.Loss, nmax int, kept []string, led *ledger.Ledger, res *Result) ([]string, error) {
 	if cfg.Baseline {
 		return kept, nil
 	}
