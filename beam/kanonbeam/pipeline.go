@@ -137,7 +137,10 @@ func (f *parseFn) ProcessElement(line string, emit func(kanon.Keyed)) error {
 	if err != nil {
 		return fmt.Errorf("log line %.60q: %w", line, err)
 	}
-	if k := f.st.Key(q.Text); ok && !f.st.InTest(k) {
+	if !ok {
+		return nil
+	}
+	if k := f.st.Key(q.Text); !f.st.InTest(k) {
 		emit(k)
 	}
 	return nil
