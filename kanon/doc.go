@@ -7,6 +7,12 @@
 // (ε, δ) guarantee, computed in account.go (Delta and its inverses
 // Epsilon, SmallestK and LargestBeta, each returning a Bound).
 //
+// The release stage (holdout, sample, sketch pre-filter, threshold) is one
+// definition, Stage (stage.go): Run calls Stage.Release, and the Beam
+// pipeline (module beam/, package kanonbeam) calls its per-record parts.
+// Its coins are per record, keyed by the run's secret key and the query
+// (Coins), so the released set depends on neither sharding nor order.
+//
 // Neighbouring relation: one query occurrence added to or removed from
 // the log. What leaves the trusted side is the set of released queries
 // (and their annotations); the sample, the sketches and every count stay

@@ -8,9 +8,10 @@ import (
 	"github.com/dpal-dev/dpal/kanon"
 )
 
-// Sample half of a log and keep the queries seen at least 3 times in the
-// sample: which queries survive, and what the release costs at δ = 0.2.
-func ExampleStage() {
+// Hold out one query as the golden set, sample half of the rest of the
+// log and keep the queries seen at least 3 times in the sample: which
+// queries survive, and what the release costs at δ = 0.2.
+func ExampleStage_Release() {
 	log, err := kanon.ReadLog(strings.NewReader(strings.Repeat("what time is it\n", 12) +
 		strings.Repeat("volume up\n", 6) + "call my sister bob\n"))
 	if err != nil {
@@ -20,7 +21,13 @@ func ExampleStage() {
 	for i, q := range log {
 		texts[i] = q.Text
 	}
-	kept, err := kanon.Stage(texts, 0.5, 3, 1, 4, 1024)
+	cfg := kanon.DefaultConfig()
+	cfg.Beta, cfg.K, cfg.Golden, cfg.TestFraction = 0.5, 3, 1, 0.01
+	st, err := kanon.NewStage(cfg, kanon.SeededCoins(1))
+	if err != nil {
+		panic(err)
+	}
+	split, err := st.Release(texts)
 	if err != nil {
 		panic(err)
 	}
@@ -28,10 +35,10 @@ func ExampleStage() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(kept)
+	fmt.Println("golden", split.Golden, "released", split.Released)
 	fmt.Printf("epsilon %.3f at delta %.3f\n", g.Epsilon, g.Delta)
 	// Output:
-	// [what time is it]
+	// golden [call my sister bob] released [what time is it]
 	// epsilon 0.693 at delta 0.188
 }
 

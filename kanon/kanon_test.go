@@ -179,36 +179,35 @@ func TestRunBaseline(t *testing.T) {
 	}
 }
 
-// TestExactKeepIsExact checks the exact mode end to end: with a
-// 2-counter-wide sketch, or one sized by HyperLogLog (width 0), the kept
-// set is exactly {q : count ≥ k}.
+// TestExactKeepIsExact checks the exact mode's pre-filter end to end:
+// with a 2-counter-wide sketch, or one sized by HyperLogLog (width 0), the
+// counted set is exactly {q : count ≥ k} with exact counts.
 func TestExactKeepIsExact(t *testing.T) {
-	var sample []string
+	var log []string
+	counts := map[string]uint64{}
 	for _, q := range synthLog() {
-		sample = append(sample, q.Text)
+		log = append(log, q.Text)
+		counts[q.Text]++
 	}
-	counts := countAll(sample)
 	for _, c := range []struct{ k, width int }{{1, 2}, {3, 2}, {10, 2}, {40, 2}, {3, 0}, {10, 0}} {
-		k := c.k
 		cfg := DefaultConfig()
-		cfg.K, cfg.SketchWidth = k, c.width
-		got, err := exactKeep(cfg, sample)
+		cfg.K, cfg.SketchWidth = c.k, c.width
+		st, err := NewStage(cfg, SeededCoins(1))
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := 0
-		for _, c := range counts {
-			if c >= uint64(k) {
-				want++
+		got, err := st.poolCounts(slices.Values(log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]uint64{}
+		for q, n := range counts {
+			if n >= uint64(c.k) {
+				want[q] = n
 			}
 		}
-		for _, q := range got {
-			if counts[q] < uint64(k) {
-				t.Fatalf("k=%d: kept %q seen %d times", k, q, counts[q])
-			}
-		}
-		if len(got) != want {
-			t.Fatalf("k=%d: kept %d, want %d", k, len(got), want)
+		if !maps.Equal(got, want) {
+			t.Fatalf("k=%d width=%d: counted %v, want %v", c.k, c.width, got, want)
 		}
 	}
 }
@@ -310,39 +309,78 @@ func TestRelabel(t *testing.T) {
 	}
 }
 
+// TestStage checks Release against its definition (held-out test and
+// golden sets, then Sampled(q, n, β) ≥ k on the rest), its independence
+// of the log's order, and the sampling rate.
 func TestStage(t *testing.T) {
 	var log []string
+	counts := map[string]uint64{}
 	for _, q := range synthLog() {
 		log = append(log, q.Text)
+		counts[q.Text]++
 	}
-	got, err := Stage(log, 0.5, 6, 9, 4, 64)
+	cfg := DefaultConfig()
+	cfg.Beta, cfg.K, cfg.Golden, cfg.SketchWidth = 0.5, 6, 10, 64
+	coins := SeededCoins(9)
+	st, err := NewStage(cfg, coins)
 	if err != nil {
 		t.Fatal(err)
 	}
-	counts := map[string]int{}
-	for i, q := range log {
-		if SampleKeep(9, uint64(i), 0.5) {
-			counts[q]++
+	got, err := st.Release(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]bool{}
+	for _, q := range slices.Concat(got.Test, got.Golden) {
+		if held[q] {
+			t.Fatalf("%q held out twice", q)
 		}
+		held[q] = true
+	}
+	if len(got.Golden) != 10 || len(got.Test) == 0 {
+		t.Fatalf("golden %d, test %d", len(got.Golden), len(got.Test))
 	}
 	var want []string
-	for q, c := range counts {
-		if c >= 6 {
+	for q, n := range counts {
+		if !held[q] && coins.Sampled(q, n, 0.5) >= 6 {
 			want = append(want, q)
 		}
 	}
 	slices.Sort(want)
-	if !slices.Equal(got, want) || len(want) == 0 {
-		t.Fatalf("stage kept %v, want %v", got, want)
+	if !slices.Equal(got.Released, want) || len(want) == 0 {
+		t.Fatalf("stage kept %v, want %v", got.Released, want)
 	}
-	kept := 0
-	for i := range 20_000 {
-		if SampleKeep(1, uint64(i), 0.3) {
-			kept++
-		}
+	shuffled := slices.Clone(log)
+	rng.Seeded(3).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	again, err := st.Release(shuffled)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if fmt.Sprint(again) != fmt.Sprint(got) {
+		t.Fatal("the stage depends on the log's order")
+	}
+	kept := coins.Sampled("q", 20_000, 0.3)
 	if math.Abs(float64(kept)/20_000-0.3) > 4*math.Sqrt(0.3*0.7/20_000) {
-		t.Fatalf("SampleKeep kept %d of 20000 at rate 0.3", kept)
+		t.Fatalf("Sampled kept %d of 20000 at rate 0.3", kept)
+	}
+	if SeededCoins(1) == SeededCoins(2) || coins.Sampled("q", 100, 0.5) == coins.Sampled("r", 100, 0.5) && coins.Sampled("s", 100, 0.5) == coins.Sampled("t", 100, 0.5) {
+		t.Fatal("coins do not depend on the seed or the query")
+	}
+}
+
+// TestSmallestMerges checks that per-shard golden accumulators, merged,
+// hold what one pass over all queries holds.
+func TestSmallestMerges(t *testing.T) {
+	st, _ := NewStage(smallConfig(), SeededCoins(4))
+	one, shards := st.NewGolden(), []*Smallest{st.NewGolden(), st.NewGolden(), st.NewGolden()}
+	for i, q := range synthLog() {
+		one.Add(st.Key(q.Text))
+		shards[i%3].Add(st.Key(q.Text))
+	}
+	shards[0].Merge(shards[2])
+	shards[1].Merge(shards[0])
+	if !slices.Equal(one.Texts(), shards[1].Texts()) || len(one.Items) != one.N {
+		t.Fatalf("merged %v, one pass %v", shards[1].Texts(), one.Texts())
 	}
 }
 
@@ -365,5 +403,42 @@ func TestNoisyThresholdFor(t *testing.T) {
 	}
 	if _, err := NoisyThresholdFor(1, 0, 1); err == nil {
 		t.Error("delta 0 accepted")
+	}
+}
+
+// TestRunReleased checks that continuing from Run's own released set with
+// the same seed learns exactly what Run learned, charging nothing, and
+// that Config.Loss is what Run charged.
+func TestRunReleased(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Beta, cfg.K, cfg.Delta = 0.3, 8, 1e-3
+	led, _ := ledger.New(account.Budget{Epsilon: 10, Delta: 1e-2})
+	want, err := Run(cfg, synthLog(), rng.Seeded(5), led)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteReleased(&buf, want.Queries); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadReleased(&buf)
+	if err != nil || !slices.Equal(back, want.Queries) {
+		t.Fatalf("read back %v (%v), want %v", back, err, want.Queries)
+	}
+	got, err := RunReleased(cfg, synthLog(), back, rng.Seeded(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("continued run %+v, want %+v", got, want)
+	}
+	if l, err := cfg.Loss(); err != nil || l.Epsilon != want.Epsilon || l.Delta != want.Delta {
+		t.Fatalf("Config.Loss %+v (%v), Run charged (%v, %v)", l, err, want.Epsilon, want.Delta)
+	}
+	if _, err := RunReleased(cfg, synthLog(), []string{"never asked"}, rng.Seeded(5)); err == nil || !strings.Contains(err.Error(), "not in the log") {
+		t.Fatalf("unknown released query: %v", err)
+	}
+	if _, err := ReadReleased(strings.NewReader("b\na\n")); err == nil {
+		t.Fatal("unsorted released file accepted")
 	}
 }

@@ -35,16 +35,13 @@ func ReadLog(r io.Reader) ([]Query, error) {
 	sc.Buffer(make([]byte, 64*1024), maxLine)
 	var out []Query
 	for n := 1; sc.Scan(); n++ {
-		line := sc.Bytes()
-		if !utf8.Valid(line) {
-			return nil, fmt.Errorf("log line %d: not valid UTF-8", n)
+		q, ok, err := ParseLine(sc.Text())
+		if err != nil {
+			return nil, fmt.Errorf("log line %d: %w", n, err)
 		}
-		text, label, _ := strings.Cut(string(line), "\t")
-		text = strings.TrimSpace(text)
-		if text == "" {
-			continue
+		if ok {
+			out = append(out, q)
 		}
-		out = append(out, Query{Text: text, Label: strings.TrimSpace(label)})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("log line %d: %w", len(out)+1, err)
@@ -53,6 +50,25 @@ func ReadLog(r io.Reader) ([]Query, error) {
 		return nil, errors.New("log is empty: no query lines")
 	}
 	return out, nil
+}
+
+// ParseLine reads one log line (without its newline): the query, then
+// optionally a tab and its label, both trimmed of surrounding space; ok
+// is false for a blank line. The Beam pipeline parses textio's lines with
+// it, so both read the same queries.
+func ParseLine(line string) (q Query, ok bool, err error) {
+	if !utf8.ValidString(line) {
+		return Query{}, false, errors.New("not valid UTF-8")
+	}
+	if len(line) > maxLine {
+		return Query{}, false, fmt.Errorf("line longer than %d bytes", maxLine)
+	}
+	text, label, _ := strings.Cut(line, "\t")
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return Query{}, false, nil
+	}
+	return Query{Text: text, Label: strings.TrimSpace(label)}, true, nil
 }
 
 // ReadLogFile is ReadLog on a file.

@@ -3,15 +3,12 @@ package kanon
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
-	"github.com/dpal-dev/dpal/dp/mech"
 	"github.com/dpal-dev/dpal/dp/rng"
-	"github.com/dpal-dev/dpal/sketch"
 )
 
 // Threshold modes.
@@ -133,6 +130,9 @@ type Result struct {
 	Delta    float64 `json:"delta"`
 	NMax     int     `json:"n_max,omitempty"`
 	Released int     `json:"released"`
+	// Queries is the released set itself, sorted (`dpal kanon run
+	// --released-out`); it is not part of the JSON result.
+	Queries []string `json:"-"`
 	// LabelsUsed is the annotation budget spent: Copies annotations for
 	// each of min(LabelsBudget/Copies, Released) queries.
 	LabelsUsed int     `json:"labels_used"`
@@ -157,8 +157,61 @@ type example struct {
 
 // Run executes the pipeline on log with randomness from r, charging led
 // (which may be nil only for a Baseline run) before the released set is
-// used. The log's labels are the simulator's ground truth.
+// used. The log's labels are the simulator's ground truth. The release
+// stage's coins are CoinsFor(r): its seed's, or secure.
 func Run(cfg Config, log []Query, r *rng.Rand, led *ledger.Ledger) (*Result, error) {
+	return run(cfg, log, r, func(st *Stage, texts []string, res *Result) (Split, error) {
+		loss, nmax, err := cfg.guarantee() // refuse a (β, k) without a guarantee before the stage runs
+		if err != nil {
+			return Split{}, err
+		}
+		sp, err := st.Release(texts)
+		if err != nil {
+			return Split{}, err
+		}
+		sp.Released, err = release(cfg, loss, nmax, sp.Released, led, res)
+		return sp, err
+	})
+}
+
+// RunReleased continues a run from a set released elsewhere and charged
+// there (dpal-beam's --output, with its ledger file): the holdout is drawn
+// as Run draws it, released queries that fall in it are dropped (so test
+// and golden stay unseen; with the same seed there are none), and the rest
+// are ranked, annotated and learned from. Nothing is charged here; the
+// result reports the (ε, δ) that cfg's stage costs. A released query
+// absent from log is an error: the simulator has no label for it.
+func RunReleased(cfg Config, log []Query, released []string, r *rng.Rand) (*Result, error) {
+	return run(cfg, log, r, func(st *Stage, texts []string, res *Result) (Split, error) {
+		loss, nmax, err := cfg.guarantee()
+		if err != nil {
+			return Split{}, err
+		}
+		res.Private, res.Epsilon, res.Delta, res.NMax = !cfg.Baseline, loss.Epsilon, loss.Delta, nmax
+		var sp Split
+		sp.Test, sp.Golden = st.Holdout(texts)
+		inLog, held := map[string]bool{}, map[string]bool{}
+		for _, q := range texts {
+			inLog[q] = true
+		}
+		for _, q := range slices.Concat(sp.Test, sp.Golden) {
+			held[q] = true
+		}
+		for _, q := range released {
+			if !inLog[q] {
+				return Split{}, fmt.Errorf("released query %q is not in the log", q)
+			}
+			if !held[q] {
+				sp.Released = append(sp.Released, q)
+			}
+		}
+		return sp, nil
+	})
+}
+
+// run is Run and RunReleased: validate, build the stage, let stage produce
+// the split and released set, then learn.
+func run(cfg Config, log []Query, r *rng.Rand, stage func(*Stage, []string, *Result) (Split, error)) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -174,30 +227,39 @@ func Run(cfg Config, log []Query, r *rng.Rand, led *ledger.Ledger) (*Result, err
 	for i, l := range labels {
 		classOf[l] = i
 	}
-	test, golden, pool := split(log, cfg, r)
 	res := &Result{Config: cfg, Classes: len(labels)}
 	if seed, ok := r.Seed(); ok {
 		res.Seed = seed
 	}
-	released, err := release(cfg, pool, r, led, res)
+	coins, err := CoinsFor(r)
 	if err != nil {
 		return nil, err
 	}
-	res.Released = len(released)
-	toEx := func(texts []string, labelOf map[string]string) []example {
+	st, err := NewStage(cfg, coins)
+	if err != nil {
+		return nil, err
+	}
+	texts := make([]string, len(log))
+	labelOf := map[string]string{}
+	for i, q := range log {
+		texts[i] = q.Text
+		labelOf[q.Text] = q.Label
+	}
+	sp, err := stage(st, texts, res)
+	if err != nil {
+		return nil, err
+	}
+	res.Released, res.Queries = len(sp.Released), sp.Released
+	toEx := func(texts []string) []example {
 		out := make([]example, len(texts))
 		for i, t := range texts {
 			out[i] = example{text: t, x: Featurize(t), class: classOf[labelOf[t]]}
 		}
 		return out
 	}
-	labelOf := map[string]string{}
-	for _, q := range log {
-		labelOf[q.Text] = q.Label
-	}
-	gold, testEx := toEx(golden, labelOf), toEx(test, labelOf)
+	gold, testEx := toEx(sp.Golden), toEx(sp.Test)
 	res.Majority = majority(gold, testEx, len(labels))
-	if err := learn(cfg, gold, toEx(released, labelOf), testEx, len(labels), r, res); err != nil {
+	if err := learn(cfg, gold, toEx(sp.Released), testEx, len(labels), r, res); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -244,118 +306,46 @@ func relabel(log []Query, positive string) []Query {
 	return out
 }
 
-// split holds out TestFraction of the distinct queries for evaluation and
-// Golden more as the labelled bootstrap set; the pool is every occurrence
-// of the remaining queries (the log the privacy mechanism sees).
-func split(log []Query, cfg Config, r *rng.Rand) (test, golden []string, pool []string) {
-	var distinct []string
-	seen := map[string]bool{}
-	for _, q := range log {
-		if !seen[q.Text] {
-			seen[q.Text] = true
-			distinct = append(distinct, q.Text)
-		}
-	}
-	slices.Sort(distinct)
-	r.Shuffle(len(distinct), func(i, j int) { distinct[i], distinct[j] = distinct[j], distinct[i] })
-	nTest := int(math.Round(cfg.TestFraction * float64(len(distinct))))
-	nGold := min(cfg.Golden, len(distinct)-nTest)
-	test, golden = distinct[:nTest], distinct[nTest:nTest+nGold]
-	held := map[string]bool{}
-	for _, t := range distinct[:nTest+nGold] {
-		held[t] = true
-	}
-	for _, q := range log {
-		if !held[q.Text] {
-			pool = append(pool, q.Text)
-		}
-	}
-	return test, golden, pool
+// Loss is what one run of c charges the log (group Group): the
+// Li–Qardaji–Su (ε, δ) of (β, k) at Delta for the exact threshold, the
+// amplified loss of the noisy threshold for ThresholdDP, and the zero Loss
+// for the non-private Baseline. An error means (β, k) gives no guarantee.
+func (c Config) Loss() (account.Loss, error) {
+	l, _, err := c.guarantee()
+	return l, err
 }
 
-// release samples the pool at rate β, applies the threshold and charges
-// the ledger before returning the released distinct queries (sorted). The
-// sample, sketch and counts stay here.
-func release(cfg Config, pool []string, r *rng.Rand, led *ledger.Ledger, res *Result) ([]string, error) {
-	var sample []string
-	for _, q := range pool {
-		if cfg.Beta == 1 || mech.BernoulliFloat(r, cfg.Beta) {
-			sample = append(sample, q)
-		}
-	}
-	var (
-		loss account.Loss
-		keep func() ([]string, error)
-	)
+// guarantee is Loss with the n where the Li–Qardaji–Su tail peaks (exact
+// threshold; 0 otherwise).
+func (c Config) guarantee() (account.Loss, int, error) {
 	switch {
-	case cfg.Baseline:
-		keep = func() ([]string, error) { return exactKeep(cfg, sample) }
-	case cfg.Threshold == ThresholdDP:
-		m, err := NewNoisyThreshold(cfg.NoiseEpsilon, cfg.K, cfg.Beta)
+	case c.Baseline:
+		return account.Loss{}, 0, nil
+	case c.Threshold == ThresholdDP:
+		m, err := NewNoisyThreshold(c.NoiseEpsilon, c.K, c.Beta)
 		if err != nil {
-			return nil, err
+			return account.Loss{}, 0, err
 		}
-		loss = m.Loss()
-		keep = func() ([]string, error) { return m.Apply(r, countAll(sample)) }
-	default:
-		g, err := Epsilon(cfg.Beta, cfg.K, cfg.Delta)
-		if err != nil {
-			return nil, fmt.Errorf("beta = %v, k = %d: %w (use the baseline for a non-private reference)", cfg.Beta, cfg.K, err)
-		}
-		loss, res.NMax = g.Loss(), g.NMax
-		keep = func() ([]string, error) { return exactKeep(cfg, sample) }
+		return m.Loss(), 0, nil
 	}
+	g, err := Epsilon(c.Beta, c.K, c.Delta)
+	if err != nil {
+		return account.Loss{}, 0, fmt.Errorf("beta = %v, k = %d: %w (use the baseline for a non-private reference)", c.Beta, c.K, err)
+	}
+	return g.Loss(), g.NMax, nil
+}
+
+// release charges loss (cfg.guarantee's) to the ledger for the stage's
+// kept set (trusted-side until then) and returns it. A baseline run
+// charges nothing.
+func release(cfg Config, loss account.Loss, nmax int, kept []string, led *ledger.Ledger, res *Result) ([]string, error) {
 	if cfg.Baseline {
-		out, err := keep()
-		slices.Sort(out)
-		return out, err
+		return kept, nil
 	}
 	if led == nil {
 		return nil, errors.New("a private run needs a ledger")
 	}
-	res.Private, res.Epsilon, res.Delta = true, loss.Epsilon, loss.Delta
-	out, err := ledger.ReleaseCharge(led, ledger.Charge{Groups: []string{Group}, Loss: loss,
-		Note: fmt.Sprintf("kanon %s threshold, beta=%v k=%d", cfg.Threshold, cfg.Beta, cfg.K)}, keep)
-	slices.Sort(out)
-	return out, err
-}
-
-// exactKeep is the Li–Qardaji–Su filter: a Count-Mean-Min sketch of the
-// sample pre-filters and an exact recount of its candidates decides
-// (sketch.Survivors), so the kept set is exactly {q : count ≥ k}.
-func exactKeep(cfg Config, sample []string) ([]string, error) {
-	width := cfg.SketchWidth
-	if width == 0 {
-		h, err := sketch.NewHLL(14)
-		if err != nil {
-			return nil, err
-		}
-		for _, q := range sample {
-			h.Insert(q)
-		}
-		width = sketch.WidthFor(h.Estimate())
-	}
-	s, err := sketch.NewCMM(cfg.SketchRows, width, SketchSeed, true)
-	if err != nil {
-		return nil, err
-	}
-	for _, q := range sample {
-		s.Add(q)
-	}
-	var out []string
-	for q := range sketch.Survivors(s, uint64(cfg.K), slices.Values(sample)) {
-		out = append(out, q)
-	}
-	return out, nil
-}
-
-// countAll counts every sampled query exactly. The DP threshold needs the
-// true counts (a sketch's collisions would change many keys' counts at
-// once), so this mode does not use the sketch.
-func countAll(sample []string) map[string]uint64 {
-	c := map[string]uint64{}
-	for _, q := range sample {
-		c[q]++
-	}
-	return c
+	res.Private, res.Epsilon, res.Delta, res.NMax = true, loss.Epsilon, loss.Delta, nmax
+	return ledger.ReleaseCharge(led, ledger.Charge{Groups: []string{Group}, Loss: loss,
+		Note: fmt.Sprintf("kanon %s threshold, beta=%v k=%d", cfg.Threshold, cfg.Beta, cfg.K)}, func() ([]string, error) { return kept, nil })
 }

@@ -76,16 +76,25 @@ func (m *NoisyThreshold) Apply(r *rng.Rand, counts map[string]uint64) ([]string,
 	var out []string
 	// Sorted, so that a seeded run draws the same noise for the same key.
 	for _, key := range slices.Sorted(maps.Keys(counts)) {
-		c := counts[key]
-		z, err := mech.DiscreteLaplace(r, m.t, m.s)
+		ok, err := m.keep(r, counts[key])
 		if err != nil {
 			return nil, err
 		}
-		if float64(c)+float64(z) >= float64(m.k) {
+		if ok {
 			out = append(out, key)
 		}
 	}
 	return out, nil
+}
+
+// keep draws one key's noise from r and reports whether its count c plus
+// the noise reaches k.
+func (m *NoisyThreshold) keep(r *rng.Rand, c uint64) (bool, error) {
+	z, err := mech.DiscreteLaplace(r, m.t, m.s)
+	if err != nil {
+		return false, err
+	}
+	return float64(c)+float64(z) >= float64(m.k), nil
 }
 
 // NoisyThresholdFor returns the noisy threshold at sampling rate β whose

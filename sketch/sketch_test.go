@@ -2,6 +2,7 @@ package sketch
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -297,6 +298,56 @@ func TestWidthFor(t *testing.T) {
 	}{{0, 64}, {10, 64}, {32, 64}, {33, 128}, {5000, 16384}, {1 << 40, 1 << 24}} {
 		if got := WidthFor(c.n); got != c.want {
 			t.Errorf("WidthFor(%d) = %d, want %d", c.n, got, c.want)
+		}
+	}
+}
+
+// TestShardsMergeToSinglePass is what a distributed pipeline relies on
+// (beam/kanonbeam): sketches built per shard and merged answer as the
+// sketch of one pass does. HyperLogLog and plain Count-Min merge to
+// exactly the single-pass sketch; with conservative update the counters
+// may differ, but the k-threshold it pre-filters (Survivors) keeps exactly
+// the same set.
+func TestShardsMergeToSinglePass(t *testing.T) {
+	keys, _ := zipfStream(30_000, 1.1, 8_000, 11)
+	const shards = 4
+	one, _ := NewHLL(14)
+	parts := make([]*HLL, shards)
+	for i := range parts {
+		parts[i], _ = NewHLL(14)
+	}
+	for i, k := range keys {
+		one.Insert(k)
+		parts[i%shards].Insert(k)
+	}
+	for _, p := range parts[1:] {
+		if err := parts[0].Merge(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if parts[0].Estimate() != one.Estimate() {
+		t.Fatalf("merged HyperLogLog estimates %d, single pass %d", parts[0].Estimate(), one.Estimate())
+	}
+	for _, cu := range []bool{false, true} {
+		whole := build(t, 4, 512, cu, keys)
+		merged := build(t, 4, 512, cu, nil)
+		for s := range shards {
+			var shard []string
+			for i := s; i < len(keys); i += shards {
+				shard = append(shard, keys[i])
+			}
+			if err := merged.Merge(build(t, 4, 512, cu, shard)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !cu && (!slices.Equal(merged.counts, whole.counts) || merged.total != whole.total) {
+			t.Fatal("merged plain Count-Min differs from the single-pass sketch")
+		}
+		for _, k := range []uint64{2, 10, 50} {
+			a, b := Survivors(merged, k, slices.Values(keys)), Survivors(whole, k, slices.Values(keys))
+			if !maps.Equal(a, b) {
+				t.Fatalf("conservative=%v k=%d: merged sketch keeps %d queries, single pass %d", cu, k, len(a), len(b))
+			}
 		}
 	}
 }

@@ -1,24 +1,42 @@
-// Package kanonbeam is the sampling + sketching + exact-k stage of the
-// k-anonymity pipeline (package kanon; Feyisetan et al. 2019) as an Apache
-// Beam pipeline, for logs larger than one machine. It lives in its own
-// module so that the core dpal binary's import graph stays free of Beam.
+// Package kanonbeam is the release stage of the k-anonymity pipeline
+// (package kanon; Feyisetan et al. 2019) as an Apache Beam pipeline, for
+// logs larger than one machine. It lives in its own module so that the
+// core dpal binary's import graph stays free of Beam.
 //
-// The stage: keep occurrence i with kanon.SampleKeep(seed, i, β) (keyed by
-// the occurrence index, so workers agree with a single process); build one
-// Count-Mean-Min sketch per worker and merge them (combiner lifting); pass
-// the sampled queries whose merged Count-Min value is ≥ k (the sketch only
-// rejects); count those candidates exactly and keep the ones seen ≥ k
-// times. The result equals kanon.Stage on the same seed. Sketches move
-// only between the pipeline's workers, all on the trusted side; nothing of
-// them is written out. The surviving set is trusted-side too until the
-// caller charges it (dp/ledger) and releases it.
+// It calls the per-record parts of kanon.Stage, the one definition that
+// `dpal kanon run` calls whole (Stage.Release), so for one seed both
+// release the same set:
+//
+//   - parse each line read by textio (kanon.ParseLine) and drop the test
+//     queries (Stage.InTest on the query's keyed split key);
+//   - golden set: a combine keeping the Golden smallest split keys
+//     (kanon.Smallest, merged across workers);
+//   - pre-filter: a Count-Mean-Min sketch of the non-test occurrences,
+//     built per worker and merged (combiner lifting); a query whose
+//     Count-Min value is below k cannot reach k in the sample (the sketch
+//     only rejects);
+//   - exact recount: the candidates counted by a combine per key
+//     (stats.Count), so the threshold stays exact;
+//   - per query: not golden, and Stage.Keep on its count n (the sampled
+//     count drawn from the query's own coins, ≥ k).
+//
+// No state grows with the input on the driver: lines go from the
+// filesystem to the workers. Sketches, counts and the golden set move only
+// between the pipeline's workers, all on the trusted side; nothing of them
+// is written out. The released set is written to a staging file, trusted
+// side too, until the caller charges it (dp/ledger) and publishes it.
 package kanonbeam
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
 
@@ -26,19 +44,21 @@ import (
 	"github.com/dpal-dev/dpal/sketch"
 )
 
-// Line is one occurrence of a query with its index in the log.
-type Line struct {
-	Index uint64
-	Text  string
-}
-
 func init() {
 	beam.RegisterCoder(reflect.TypeOf((*sketch.CMM)(nil)), encodeCMM, decodeCMM)
-	register.DoFn2x0[Line, func(string)](&sampleFn{})
-	register.Combiner3[*sketch.CMM, string, *sketch.CMM](&sketchFn{})
-	register.DoFn3x0[string, *sketch.CMM, func(string)](&candidateFn{})
-	register.DoFn3x0[string, int, func(string)](&keepFn{})
+	beam.RegisterCoder(reflect.TypeOf((*kanon.Smallest)(nil)), encodeJSON[kanon.Smallest], decodeJSON[kanon.Smallest])
+	beam.RegisterType(reflect.TypeOf((*kanon.Keyed)(nil)).Elem())
+	register.DoFn2x1[string, func(kanon.Keyed), error](&parseFn{})
+	register.Combiner3[*kanon.Smallest, kanon.Keyed, *kanon.Smallest](&goldenFn{})
+	register.Combiner3[*sketch.CMM, kanon.Keyed, *sketch.CMM](&sketchFn{})
+	register.DoFn3x0[kanon.Keyed, *sketch.CMM, func(string)](&candidateFn{})
+	register.DoFn4x0[string, int, *kanon.Smallest, func(string, int)](&notGoldenFn{})
+	register.DoFn3x1[string, int, func(string), error](&keepFn{})
+	register.Emitter2[string, int]()
+	register.DoFn3x1[context.Context, []byte, func(*string) bool, error](&writeFn{})
 	register.Emitter1[string]()
+	register.Emitter1[kanon.Keyed]()
+	register.Iter1[string]()
 }
 
 func encodeCMM(s *sketch.CMM) ([]byte, error) { return s.MarshalBinary() }
@@ -51,52 +71,113 @@ func decodeCMM(b []byte) (*sketch.CMM, error) {
 	return &s, nil
 }
 
-// Params are the stage's parameters.
-type Params struct {
-	Beta  float64
-	K     int
-	Seed  uint64
-	Rows  int
-	Width int
+func encodeJSON[T any](v *T) ([]byte, error) { return json.Marshal(v) }
+
+func decodeJSON[T any](b []byte) (*T, error) {
+	v := new(T)
+	return v, json.Unmarshal(b, v)
 }
 
-// Validate checks p (the sketch shape by building one).
+// Params are the stage's parameters: Config's β, K, holdout (TestFraction,
+// Golden) and sketch shape, and the run's coins.
+type Params struct {
+	Config kanon.Config
+	// Coins key the split (every worker must agree on it) and, when Seeded,
+	// the sampling coins.
+	Coins kanon.Coins
+	// Seeded: the sampling coins come from Coins, reproducibly (experiments
+	// and the equality test). Otherwise each bundle keys them afresh from
+	// crypto/rand (kanon.SecureCoins): every query is decided in exactly one
+	// bundle, so fresh keys per bundle still give each query independent
+	// coins.
+	Seeded bool
+}
+
+// Validate checks p: the exact threshold only (the noisy one is
+// single-process), and a sketch width given, since a Beam combine cannot
+// size itself from a HyperLogLog estimate first.
 func (p Params) Validate() error {
-	if !(p.Beta > 0 && p.Beta <= 1) {
-		return fmt.Errorf("sampling rate beta must satisfy 0 < beta <= 1, got %v", p.Beta)
+	c := p.Config
+	if c.Threshold != kanon.ThresholdExact || c.Baseline {
+		return errors.New("the Beam stage runs the exact threshold of a private run only")
 	}
-	if p.K < 1 {
-		return fmt.Errorf("threshold k must be >= 1, got %d", p.K)
+	if c.SketchWidth == 0 {
+		return errors.New("the Beam stage needs a sketch width (a power of two)")
 	}
-	_, err := sketch.NewCMM(p.Rows, p.Width, kanon.SketchSeed, true)
+	st, err := kanon.NewStage(c, p.Coins)
+	if err != nil {
+		return err
+	}
+	_, err = st.NewSketch(0)
 	return err
 }
 
-type sampleFn struct {
-	Seed uint64
-	Beta float64
+// stageOf builds the kanon.Stage of p on a worker (Validate ran on the
+// driver before the pipeline was built).
+func stageOf(p Params) *kanon.Stage {
+	st, err := kanon.NewStage(p.Config, p.Coins)
+	if err != nil {
+		panic(fmt.Sprintf("kanonbeam: params not validated: %v", err))
+	}
+	return st
 }
 
-func (f *sampleFn) ProcessElement(l Line, emit func(string)) {
-	if kanon.SampleKeep(f.Seed, l.Index, f.Beta) {
-		emit(l.Text)
-	}
+type parseFn struct {
+	P  Params
+	st *kanon.Stage
 }
+
+func (f *parseFn) Setup() { f.st = stageOf(f.P) }
+
+// ProcessElement emits the line's query with its split key unless it is
+// blank or a test query; a bad line fails the pipeline, as it fails
+// kanon.ReadLog.
+func (f *parseFn) ProcessElement(line string, emit func(kanon.Keyed)) error {
+	q, ok, err := kanon.ParseLine(line)
+	if err != nil {
+		return fmt.Errorf("log line %.60q: %w", line, err)
+	}
+	if !ok {
+		return nil
+	}
+	if k := f.st.Key(q.Text); !f.st.InTest(k) {
+		emit(k)
+	}
+	return nil
+}
+
+type goldenFn struct {
+	P Params
+}
+
+func (f *goldenFn) CreateAccumulator() *kanon.Smallest { return &kanon.Smallest{N: f.P.Config.Golden} }
+
+func (f *goldenFn) AddInput(a *kanon.Smallest, k kanon.Keyed) *kanon.Smallest {
+	a.Add(k)
+	return a
+}
+
+func (f *goldenFn) MergeAccumulators(a, b *kanon.Smallest) *kanon.Smallest {
+	a.Merge(b)
+	return a
+}
+
+func (f *goldenFn) ExtractOutput(a *kanon.Smallest) *kanon.Smallest { return a }
 
 type sketchFn struct {
-	Rows, Width int
+	P Params
 }
 
 func (f *sketchFn) CreateAccumulator() *sketch.CMM {
-	s, err := sketch.NewCMM(f.Rows, f.Width, kanon.SketchSeed, true)
-	if err != nil { // Params.Validate ran before the pipeline was built
-		panic(err)
+	s, err := stageOf(f.P).NewSketch(0)
+	if err != nil {
+		panic(fmt.Sprintf("kanonbeam: params not validated: %v", err))
 	}
 	return s
 }
 
-func (f *sketchFn) AddInput(a *sketch.CMM, q string) *sketch.CMM {
-	a.Add(q)
+func (f *sketchFn) AddInput(a *sketch.CMM, k kanon.Keyed) *sketch.CMM {
+	a.Add(k.Text)
 	return a
 }
 
@@ -110,28 +191,109 @@ type candidateFn struct {
 	K uint64
 }
 
-func (f *candidateFn) ProcessElement(q string, s *sketch.CMM, emit func(string)) {
-	if s.Min(q) >= f.K {
-		emit(q)
+func (f *candidateFn) ProcessElement(k kanon.Keyed, s *sketch.CMM, emit func(string)) {
+	if s.Min(k.Text) >= f.K {
+		emit(k.Text)
 	}
 }
 
 type keepFn struct {
-	K int
+	P           Params
+	st, sampler *kanon.Stage
 }
 
-func (f *keepFn) ProcessElement(q string, n int, emit func(string)) {
-	if n >= f.K {
+func (f *keepFn) Setup() { f.st = stageOf(f.P) }
+
+// sampling returns the stage that draws the sampling coins: the seeded
+// one, or, in an unseeded run, one keyed afresh from crypto/rand for each
+// bundle (FinishBundle drops it).
+func (f *keepFn) sampling() (*kanon.Stage, error) {
+	if f.P.Seeded {
+		return f.st, nil
+	}
+	if f.sampler == nil {
+		c, err := kanon.SecureCoins()
+		if err != nil {
+			return nil, err
+		}
+		if f.sampler, err = kanon.NewStage(f.P.Config, c); err != nil {
+			return nil, err
+		}
+	}
+	return f.sampler, nil
+}
+
+func (f *keepFn) ProcessElement(q string, n int, emit func(string)) error {
+	st, err := f.sampling()
+	if err != nil {
+		return err
+	}
+	ok, err := st.Keep(q, uint64(n))
+	if ok {
 		emit(q)
+	}
+	return err
+}
+
+// FinishBundle forgets the bundle's sampling key.
+func (f *keepFn) FinishBundle(_ func(string)) { f.sampler = nil }
+
+type notGoldenFn struct {
+	P  Params
+	st *kanon.Stage
+}
+
+func (f *notGoldenFn) Setup() { f.st = stageOf(f.P) }
+
+func (f *notGoldenFn) ProcessElement(q string, n int, golden *kanon.Smallest, emit func(string, int)) {
+	if !golden.Contains(f.st.Key(q)) {
+		emit(q, n)
 	}
 }
 
-// Survivors adds the stage to s: lines is a PCollection of Line, the
-// result a PCollection of the distinct surviving queries.
-func Survivors(s beam.Scope, lines beam.PCollection, p Params) beam.PCollection {
-	s = s.Scope("kanon.Survivors")
-	sampled := beam.ParDo(s, &sampleFn{Seed: p.Seed, Beta: p.Beta}, lines)
-	sk := beam.Combine(s, &sketchFn{Rows: p.Rows, Width: p.Width}, sampled)
-	cands := beam.ParDo(s, &candidateFn{K: uint64(p.K)}, sampled, beam.SideInput{Input: sk})
-	return beam.ParDo(s, &keepFn{K: p.K}, stats.Count(s, cands))
+// Released adds the stage to s: lines is a PCollection<string> of log
+// lines (textio.Read), the result the PCollection<string> of the released
+// queries (distinct, unordered).
+func Released(s beam.Scope, lines beam.PCollection, p Params) beam.PCollection {
+	s = s.Scope("kanon.Released")
+	pool := beam.ParDo(s, &parseFn{P: p}, lines)
+	golden := beam.Combine(s, &goldenFn{P: p}, pool)
+	sk := beam.Combine(s, &sketchFn{P: p}, pool)
+	cands := beam.ParDo(s, &candidateFn{K: uint64(p.Config.K)}, pool, beam.SideInput{Input: sk})
+	pooled := beam.ParDo(s, &notGoldenFn{P: p}, stats.Count(s, cands), beam.SideInput{Input: golden})
+	return beam.ParDo(s, &keepFn{P: p}, pooled)
+}
+
+type writeFn struct {
+	Filename string
+}
+
+func (f *writeFn) ProcessElement(ctx context.Context, _ []byte, lines func(*string) bool) error {
+	var qs []string
+	var q string
+	for lines(&q) {
+		qs = append(qs, q)
+	}
+	var buf bytes.Buffer
+	if err := kanon.WriteReleased(&buf, qs); err != nil {
+		return err
+	}
+	fs, err := filesystem.New(ctx, f.Filename)
+	if err != nil {
+		return err
+	}
+	defer fs.Close()
+	return filesystem.Write(ctx, fs, f.Filename, buf.Bytes())
+}
+
+// WriteReleased writes col, a PCollection<string> of released queries, to
+// filename on any Beam filesystem in kanon.WriteReleased's format (sorted,
+// one per line): the format of `dpal kanon run --released-out`. Like
+// textio.Write it gathers the set on one worker (as a side input of one
+// impulse, so that an empty set still writes an empty file); the released
+// set has at most N/k queries.
+func WriteReleased(s beam.Scope, filename string, col beam.PCollection) {
+	s = s.Scope("kanon.WriteReleased")
+	filesystem.ValidateScheme(filename)
+	beam.ParDo0(s, &writeFn{Filename: filename}, beam.Impulse(s), beam.SideInput{Input: col})
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"text/tabwriter"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/kanon"
+	"github.com/dpal-dev/dpal/outfile"
 )
 
 // kanonCmd groups the pre-sampling + k-anonymity commands (Feyisetan et
@@ -159,14 +162,14 @@ or clinc150 (in-scope CLINC150 with a Zipf frequency imposed, see --zipf-c, --zi
 // kanonRunOptions are the flags of `dpal kanon run`: the learner's are
 // bound into Config (its fields that no flag sets keep
 // kanon.DefaultConfig's values), the Zipf frequency of clinc150 into
-// Zipf, the ledger's cap into Budget.
+// Zipf. The ledger flags are read by openLedger.
 type kanonRunOptions struct {
-	Config               kanon.Config
-	Zipf                 kanon.ZipfCLINC
-	Budget               account.Budget
-	Log, DataDir, Ledger string
-	Seed                 uint64
-	JSON                 bool
+	Config                 kanon.Config
+	Zipf                   kanon.ZipfCLINC
+	Log, DataDir, Ledger   string
+	ReleasedOut, StageFrom string
+	Seed                   uint64
+	JSON                   bool
 }
 
 var kanonRunOpts = kanonRunOptions{Config: kanon.DefaultConfig(), Zipf: kanon.DefaultZipfCLINC}
@@ -198,9 +201,11 @@ func init() {
 	f.IntVar(&c.SketchWidth, "sketch-width", 0, "Count-Mean-Min width, a power of two (0: sized from a HyperLogLog estimate)")
 	f.Float64Var(&o.Zipf.C, "zipf-c", o.Zipf.C, "clinc150: count of the top utterance")
 	f.Float64Var(&o.Zipf.S, "zipf-s", o.Zipf.S, "clinc150: Zipf exponent")
-	f.Float64Var(&o.Budget.Epsilon, "budget-epsilon", 10, "ledger ε budget of the log")
-	f.Float64Var(&o.Budget.Delta, "budget-delta", 1e-4, "ledger δ budget of the log")
+	f.Float64Var(&c.TestFraction, "test-fraction", c.TestFraction, "share of the distinct queries held out for evaluation (each query's own keyed coin)")
+	budgetFlags(f)
 	f.StringVar(&o.Ledger, "ledger", "", "durable ledger file: created with the budget if new; later runs continue it")
+	f.StringVar(&o.ReleasedOut, "released-out", "", "write the released query set here: one query per line, sorted, UTF-8 (the format of dpal-beam --output)")
+	f.StringVar(&o.StageFrom, "stage-from", "", "continue from a dpal-beam run: its --output file (or a directory holding released.txt), charged by that run; same --seed, β, k and holdout flags")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed of the sample, noise, split, models and annotators (default: secure randomness)")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON object")
 	kanonCmd.AddCommand(kanonRunCmd)
@@ -212,19 +217,27 @@ func runKAnonRun(cmd *cobra.Command, _ []string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	if err := checkPaths(cmd, []string{"ledger", "released-out"}, []string{"log", "stage-from"}); err != nil {
+		return err
+	}
+	if o.ReleasedOut != "" {
+		if err := outfile.ProbeReplace(o.ReleasedOut); err != nil {
+			return fmt.Errorf("--released-out: %w", err)
+		}
+	}
 	seed := givenSeed(cmd, o.Seed)
 	log, err := kanonLog(o, seed)
 	if err != nil {
 		return err
 	}
-	led, err := kanonLedger(cmd, o)
+	res, err := kanonResult(cmd, o, log, rng.New(seed))
 	if err != nil {
 		return err
 	}
-	defer led.Close()
-	res, err := kanon.Run(cfg, log, rng.New(seed), led)
-	if err != nil {
-		return err
+	if o.ReleasedOut != "" {
+		if err := outfile.WriteFile(o.ReleasedOut, 0o600, func(w io.Writer) error { return kanon.WriteReleased(w, res.Queries) }); err != nil {
+			return fmt.Errorf("--released-out: %w", err)
+		}
 	}
 	if o.JSON {
 		return printJSON(cmd.OutOrStdout(), res)
@@ -266,27 +279,58 @@ func kanonLog(o *kanonRunOptions, seed *uint64) ([]kanon.Query, error) {
 	return kanon.ReadLogFile(src)
 }
 
-// kanonLedger opens --ledger FILE, or an in-memory ledger, with the
-// --budget-* budget (an existing file keeps its own; a lower one given
-// holds for this run).
+// kanonResult runs the pipeline, or with --stage-from continues from a
+// dpal-beam run's released set (charged by that run: no ledger here).
+func kanonResult(cmd *cobra.Command, o *kanonRunOptions, log []kanon.Query, r *rng.Rand) (*kanon.Result, error) {
+	if o.StageFrom != "" {
+		if o.Ledger != "" || changed(cmd.Flags(), "budget-epsilon") || changed(cmd.Flags(), "budget-delta") {
+			return nil, fmt.Errorf("--stage-from continues a run that dpal-beam charged to its own ledger: --ledger and the budget flags do not apply")
+		}
+		released, err := readStage(o.StageFrom)
+		if err != nil {
+			return nil, err
+		}
+		return kanon.RunReleased(o.Config, log, released, r)
+	}
+	led, err := kanonLedger(cmd, o)
+	if err != nil {
+		return nil, err
+	}
+	if led != nil {
+		defer led.Close()
+	}
+	return kanon.Run(o.Config, log, r, led)
+}
+
+// readStage reads dpal-beam's released set: the file path, or
+// path/released.txt when path is a directory.
+func readStage(path string) ([]string, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, "released.txt")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--stage-from: %w", err)
+	}
+	defer f.Close()
+	qs, err := kanon.ReadReleased(f)
+	if err != nil {
+		return nil, fmt.Errorf("--stage-from %s: %w", path, err)
+	}
+	return qs, nil
+}
+
+// kanonLedger opens the run's ledger with the shared opener: an in-memory
+// ledger holding exactly what the run charges (Config.Loss), or --ledger
+// FILE with --budget-* (default: that charge). The baseline charges
+// nothing and takes no ledger.
 func kanonLedger(cmd *cobra.Command, o *kanonRunOptions) (*ledger.Ledger, error) {
-	b, path := o.Budget, o.Ledger
-	if err := b.Validate(); err != nil {
-		return nil, err
+	if o.Config.Baseline {
+		return openLedger(cmd, runLedger{NonPrivate: true})
 	}
-	if path == "" {
-		return ledger.New(b)
-	}
-	if err := checkPaths(cmd, []string{"ledger"}, []string{"log"}); err != nil {
-		return nil, err
-	}
-	rb, err := ledgerBudget(cmd, b)
+	loss, err := o.Config.Loss()
 	if err != nil {
 		return nil, err
 	}
-	led, err := ledger.OpenRun(path, rb)
-	if err != nil {
-		return nil, fmt.Errorf("--ledger: %w", err)
-	}
-	return led, nil
+	return openLedger(cmd, runLedger{Charge: account.Budget{Epsilon: loss.Epsilon, Delta: loss.Delta}})
 }

@@ -84,7 +84,7 @@ func TestKAnonRunCLI(t *testing.T) {
 	}
 	ledPath := filepath.Join(dir, "ledger.db")
 	args := []string{"kanon", "run", "--log", logPath, "--beta", "0.3", "--k", "4", "--delta", "1e-2",
-		"--labels-budget", "3", "--golden", "2", "--rounds", "1", "--seed", "3", "--ledger", ledPath, "--budget-delta", "0.05", "--json"}
+		"--labels-budget", "3", "--golden", "2", "--rounds", "1", "--seed", "3", "--ledger", ledPath, "--budget-epsilon", "100", "--budget-delta", "0.05", "--json"}
 	out, _, err := runCLI(t, "", args...)
 	if err != nil {
 		t.Fatal(err)
@@ -109,10 +109,39 @@ func TestKAnonRunCLI(t *testing.T) {
 	if err != nil || strings.Count(out, "sample-then-k-anonymise") < 2 {
 		t.Fatalf("ledger after two runs: %v\n%s", err, out)
 	}
+	// By default a new ledger file holds exactly what one run charges: a
+	// second run on it finds the budget spent.
+	fresh := filepath.Join(dir, "fresh.db")
+	base := []string{"kanon", "run", "--log", logPath, "--beta", "0.3", "--k", "4", "--delta", "1e-2",
+		"--labels-budget", "3", "--golden", "2", "--rounds", "1", "--seed", "3"}
+	if _, _, err := runCLI(t, "", append(base, "--ledger", fresh)...); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCLI(t, "", append(base, "--ledger", fresh)...); err == nil || !strings.Contains(err.Error(), "budget") {
+		t.Fatalf("second run on a ledger sized by the first: %v", err)
+	}
+	// --released-out writes the set; --stage-from continues from it and
+	// learns what the run learned.
+	relPath := filepath.Join(dir, "released.txt")
+	full, _, err := runCLI(t, "", append(base, "--released-out", relPath, "--json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := os.ReadFile(relPath)
+	if err != nil || len(rel) == 0 || !strings.HasSuffix(string(rel), "\n") {
+		t.Fatalf("released file %q (%v)", rel, err)
+	}
+	cont, _, err := runCLI(t, "", append(base, "--stage-from", relPath, "--json")...)
+	if err != nil || cont != full {
+		t.Fatalf("--stage-from: %v\n%s\nwant\n%s", err, cont, full)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"--log", logPath, "--stage-from", relPath, "--ledger", fresh}, "--stage-from continues"},
+		{[]string{"--log", logPath, "--budget-epsilon", "1"}, "cap a --ledger FILE"},
+		{[]string{"--log", logPath, "--baseline", "--beta", "1", "--k", "1", "--ledger", fresh}, "spends no budget"},
 		{[]string{"--log", filepath.Join(dir, "missing.txt")}, "no such file"},
 		{[]string{"--log", writeFile(t, dir, "bad.txt", "fine\n\xff\n")}, "line 2: not valid UTF-8"},
 		{[]string{"--log", writeFile(t, dir, "empty.txt", "")}, "log is empty"},

@@ -2,7 +2,8 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
+	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,8 +11,9 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/spf13/cobra"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 
+	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/kanon"
 )
 
@@ -20,72 +22,118 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// newSketchCmd is the sketch command alone, with runSketch and the flags
-// main gives it.
-func newSketchCmd() *cobra.Command {
-	c := &cobra.Command{Use: "sketch", RunE: runSketch, SilenceUsage: true, SilenceErrors: true}
-	f := c.Flags()
-	f.String("log", "", "")
-	f.Float64("beta", 0.3, "")
-	f.Int("k", 20, "")
-	f.Float64("delta", 1e-6, "")
-	f.Uint64("seed", 0, "")
-	f.String("runner", "prism", "")
-	f.Int("rows", 4, "")
-	f.Int("width", 1<<16, "")
-	f.String("ledger", "", "")
-	f.Float64("budget-epsilon", 10, "")
-	f.Float64("budget-delta", 1e-4, "")
-	return c
+func onPrism(ctx context.Context, p *beam.Pipeline) error {
+	_, err := prism.Execute(ctx, p)
+	return err
 }
 
-func TestSketchCommand(t *testing.T) {
+// parse parses args as main does, on a fresh flag set.
+func parse(t *testing.T, args ...string) (*options, map[string]bool) {
+	t.Helper()
+	o := defaultOptions()
+	fs := flag.NewFlagSet("dpal-beam", flag.ContinueOnError)
+	o.register(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	return o, given
+}
+
+// TestBeamFlagsReachBeam checks that Beam's own flags (the runner's and
+// the SDK harness's worker flags) live on the flag set main parses, so
+// that beam.Init sees them.
+func TestBeamFlagsReachBeam(t *testing.T) {
+	for _, name := range []string{"runner", "endpoint", "environment_type", "worker", "id", "control_endpoint"} {
+		if flag.CommandLine.Lookup(name) == nil {
+			t.Errorf("Beam flag --%s is not registered on flag.CommandLine", name)
+		}
+	}
+	// Ours must not clash with Beam's (flag panics on a redefinition).
+	for _, name := range []string{"log", "output", "ledger", "seed", "beta", "k"} {
+		if flag.CommandLine.Lookup(name) != nil {
+			t.Errorf("--%s is also one of Beam's flags", name)
+		}
+	}
+}
+
+// TestRun runs the command on prism: the published file is what
+// `dpal kanon run --released-out` writes for the same seed, the ledger
+// holds the charge, and a second run on that ledger is refused before
+// anything is published.
+func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	var b strings.Builder
 	var texts []string
-	for i := range 40 {
-		for range 400 / (i + 1) {
-			fmt.Fprintf(&b, "query %d\n", i)
+	for i := range 60 {
+		for range 600 / (i + 1) {
+			fmt.Fprintf(&b, "query %d\tl%d\n", i, i%2)
 			texts = append(texts, fmt.Sprintf("query %d", i))
 		}
 	}
-	path := filepath.Join(dir, "log.txt")
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+	logPath := filepath.Join(dir, "log.txt")
+	if err := os.WriteFile(logPath, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := newSketchCmd()
-	var out bytes.Buffer
-	c.SetOut(&out)
-	c.SetArgs([]string{"--log", path, "--beta", "0.3", "--k", "20", "--seed", "4", "--width", "256"})
-	if err := c.Execute(); err != nil {
-		t.Fatal(err)
-	}
-	var got output
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
-		t.Fatal(err)
-	}
-	want, err := kanon.Stage(texts, 0.3, 20, 4, 4, 256)
+	out, led := filepath.Join(dir, "released.txt"), filepath.Join(dir, "ledger.db")
+	o, given := parse(t, "--log", logPath, "--output", out, "--ledger", led, "--seed", "4", "--golden", "5", "--sketch-width", "256")
+	msg, err := run(context.Background(), o, given, onPrism)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(got.Released) != fmt.Sprint(want) || got.Epsilon <= 0 || got.Seed == nil {
-		t.Fatalf("released %v (eps %v), want %v", got.Released, got.Epsilon, want)
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, c2 := range []struct {
+	st, _ := kanon.NewStage(o.Config, kanon.SeededCoins(4))
+	sp, _ := st.Release(texts)
+	var want bytes.Buffer
+	kanon.WriteReleased(&want, sp.Released)
+	if !bytes.Equal(got, want.Bytes()) || len(sp.Released) == 0 || !strings.Contains(msg, "seed 4") {
+		t.Fatalf("published %q (%s), want %q", got, msg, want.Bytes())
+	}
+	l, err := ledger.OpenRun(led, ledger.RunBudget{})
+	if err != nil || l.Len() != 1 {
+		t.Fatalf("ledger: %v", err)
+	}
+	l.Close()
+	os.Remove(out)
+	if _, err := run(context.Background(), o, given, onPrism); err == nil || !strings.Contains(err.Error(), "budget") {
+		t.Fatalf("second run on a spent ledger: %v", err)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("a refused run published its set")
+	}
+	// Without --seed: secure coins, per-bundle sampling keys; the set is
+	// random but only ever holds queries seen at least k times.
+	unseeded := filepath.Join(dir, "unseeded.txt")
+	o, given = parse(t, "--log", logPath, "--output", unseeded, "--ledger", filepath.Join(dir, "l2.db"), "--golden", "5", "--sketch-width", "256")
+	if msg, err := run(context.Background(), o, given, onPrism); err != nil || strings.Contains(msg, "; seed") {
+		t.Fatalf("unseeded run: %v (%s)", err, msg)
+	}
+	rel, err := os.ReadFile(unseeded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range strings.Fields(strings.ReplaceAll(string(rel), "query ", "query_")) {
+		var i int
+		if _, err := fmt.Sscanf(q, "query_%d", &i); err != nil || 600/(i+1) < o.Config.K {
+			t.Fatalf("unseeded run released %q", q)
+		}
+	}
+	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--log", path, "--k", "0"}, "k must be >= 1"},
-		{[]string{"--log", path, "--beta", "1"}, "no sampling"},
-		{[]string{"--log", path, "--runner", "spark"}, "--runner must be"},
-		{[]string{"--log", filepath.Join(dir, "none.txt")}, "no such file"},
-		{[]string{}, "--log is required"},
+		{[]string{"--log", logPath, "--output", out}, "are required"},
+		{[]string{"--log", logPath, "--output", out, "--ledger", led, "--k", "0"}, "k must be >= 1"},
+		{[]string{"--log", logPath, "--output", out, "--ledger", led, "--beta", "1"}, "no sampling"},
+		{[]string{"--log", logPath, "--output", out, "--ledger", led, "--sketch-width", "100"}, "power of two"},
 	} {
-		c := newSketchCmd()
-		c.SetOut(&bytes.Buffer{})
-		c.SetArgs(c2.args)
-		if err := c.Execute(); err == nil || !strings.Contains(err.Error(), c2.want) {
-			t.Errorf("%v: error %v, want %q", c2.args, err, c2.want)
+		o, given := parse(t, c.args...)
+		if _, err := run(context.Background(), o, given, onPrism); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
 		}
 	}
 }
