@@ -181,8 +181,10 @@ class Client:
             max_open_requests: bound on open label requests (None: 10 000).
 
         Returns the settings with every default filled in. Raises
-        ``BadRequestError`` naming the field (``name``, ``config.eta``, …) for an
-        invalid setting, ``ConflictError`` if the name is taken.
+        ``BadRequestError`` naming the field for an invalid setting (``name``,
+        ``dim``, ``budget``, ``config.bogus`` for an unknown setting; an invalid
+        value inside ``config`` is named ``config``, its message says which),
+        ``ConflictError`` if the name is taken.
         """
         body: Dict[str, Any] = {"name": name, "dim": dim}
         if config is not None:
