@@ -445,3 +445,32 @@ func TestSpentCountsFailedAnswer(t *testing.T) {
 		t.Errorf("%+v, %v; want the failed answer's 0.5 counted", res, err)
 	}
 }
+
+// TestFieldError: Params and Halting name a bad setting by its JSON name
+// (what the service answers as params.<name> or halting.<name>).
+func TestFieldError(t *testing.T) {
+	good := Params{TLow: 1, THigh: 2, Epsilon: 1}
+	for _, tc := range []struct {
+		name, field string
+		err         error
+	}{
+		{"t_low NaN", "t_low", Params{TLow: math.NaN(), THigh: 2, Epsilon: 1}.Validate()},
+		{"t_high Inf", "t_high", Params{TLow: 1, THigh: math.Inf(1), Epsilon: 1}.Validate()},
+		{"t_low", "t_low", Params{TLow: -1, THigh: 2, Epsilon: 1}.Validate()},
+		{"t_high", "t_high", Params{TLow: 2, THigh: 1, Epsilon: 1}.Validate()},
+		{"epsilon", "epsilon", Params{TLow: 1, THigh: 2}.Validate()},
+		{"mean level", "mean_level", Params{TLow: 1, THigh: 2, Epsilon: 1, MeanLevel: 3}.Validate()},
+		{"budget", "budget", Halting{Budget: -1}.Validate()},
+		{"posterior", "posterior", Halting{Posterior: 1}.Validate()},
+		{"delta", "delta", Halting{Delta: -1}.Validate()},
+		{"max queries", "max_queries", Halting{MaxQueries: -1}.Validate()},
+	} {
+		var fe *FieldError
+		if !errors.As(tc.err, &fe) || fe.Field != tc.field || fe.Error() != tc.err.Error() {
+			t.Errorf("%s: %v, want a FieldError for %q", tc.name, tc.err, tc.field)
+		}
+	}
+	if err := good.Validate(); err != nil {
+		t.Errorf("good params: %v", err)
+	}
+}

@@ -1,9 +1,6 @@
 package groupsearch
 
-import (
-	"fmt"
-	"math"
-)
+import "math"
 
 // Reasons a search stops, as reported in Result.HaltedBy.
 const (
@@ -47,13 +44,13 @@ type Halting struct {
 func (h Halting) Validate() error {
 	switch {
 	case !(h.Budget >= 0) || math.IsInf(h.Budget, 0):
-		return fmt.Errorf("budget must be finite and >= 0, got %v", h.Budget)
+		return badSetting("budget", "budget must be finite and >= 0, got %v", h.Budget)
 	case !(h.Posterior >= 0 && h.Posterior < 1):
-		return fmt.Errorf("halting posterior α must be in (0, 1), got %v", h.Posterior)
+		return badSetting("posterior", "halting posterior α must be in (0, 1), got %v", h.Posterior)
 	case !(h.Delta >= 0 && h.Delta < 1):
-		return fmt.Errorf("halting δ must be in (0, 1), got %v", h.Delta)
+		return badSetting("delta", "halting δ must be in (0, 1), got %v", h.Delta)
 	case h.MaxQueries < 0:
-		return fmt.Errorf("max queries must be >= 0, got %d", h.MaxQueries)
+		return badSetting("max_queries", "max queries must be >= 0, got %d", h.MaxQueries)
 	}
 	return nil
 }

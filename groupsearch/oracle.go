@@ -87,20 +87,25 @@ type Params struct {
 
 // Validate checks 0 < t_ℓ < t_h, both finite, and a valid ε.
 func (p Params) Validate() error {
-	if math.IsNaN(p.TLow) || math.IsNaN(p.THigh) || math.IsInf(p.TLow, 0) || math.IsInf(p.THigh, 0) {
-		return fmt.Errorf("thresholds must be finite numbers, got t_low=%v t_high=%v", p.TLow, p.THigh)
+	for _, t := range []struct {
+		field string
+		v     float64
+	}{{"t_low", p.TLow}, {"t_high", p.THigh}} {
+		if math.IsNaN(t.v) || math.IsInf(t.v, 0) {
+			return badSetting(t.field, "thresholds must be finite numbers, got t_low=%v t_high=%v", p.TLow, p.THigh)
+		}
 	}
 	if !(p.TLow > 0) {
-		return fmt.Errorf("t_low must be > 0 (it is the noise scale of Lemma 1), got %v", p.TLow)
+		return badSetting("t_low", "t_low must be > 0 (it is the noise scale of Lemma 1), got %v", p.TLow)
 	}
 	if !(p.TLow < p.THigh) {
-		return fmt.Errorf("need t_low < t_high, got t_low=%v t_high=%v", p.TLow, p.THigh)
+		return badSetting("t_high", "need t_low < t_high, got t_low=%v t_high=%v", p.TLow, p.THigh)
 	}
 	if err := account.ValidateEpsilon(p.Epsilon); err != nil {
-		return err
+		return &FieldError{Field: "epsilon", Err: err}
 	}
 	if p.MeanLevel < 0 || p.MeanLevel > p.TLow || math.IsNaN(p.MeanLevel) {
-		return fmt.Errorf("mean level must lie in [0, t_low], got %v", p.MeanLevel)
+		return badSetting("mean_level", "mean level must lie in [0, t_low], got %v", p.MeanLevel)
 	}
 	return nil
 }

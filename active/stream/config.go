@@ -295,48 +295,42 @@ func (c Config) TreeSteps() int {
 
 // validate checks every field, naming the first bad one.
 func (c Config) validate() error {
-	finitePos := func(name string, v float64) error {
-		if !(v > 0) || math.IsInf(v, 0) {
-			return fmt.Errorf("stream: %s must be finite and > 0, got %v", name, v)
-		}
-		return nil
-	}
 	if c.Dim <= 0 {
-		return fmt.Errorf("stream: dimension must be > 0, got %d", c.Dim)
+		return badSetting("dim", "stream: dimension must be > 0, got %d", c.Dim)
 	}
 	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"M", c.M}, {"eta", c.Eta}, {"radius", c.Radius}} {
-		if err := finitePos(f.name, f.v); err != nil {
-			return err
+		field, name string
+		v           float64
+	}{{"m", "M", c.M}, {"eta", "eta", c.Eta}, {"radius", "radius", c.Radius}} {
+		if !(f.v > 0) || math.IsInf(f.v, 0) {
+			return badSetting(f.field, "stream: %s must be finite and > 0, got %v", f.name, f.v)
 		}
 	}
 	if !(c.Lambda >= 0) || math.IsInf(c.Lambda, 0) {
-		return fmt.Errorf("stream: lambda must be finite and >= 0, got %v", c.Lambda)
+		return badSetting("lambda", "stream: lambda must be finite and >= 0, got %v", c.Lambda)
 	}
 	if c.NormMode != Clip && c.NormMode != Reject {
-		return fmt.Errorf("stream: unknown norm mode %d", c.NormMode)
+		return badSetting("norm_mode", "stream: unknown norm mode %d", c.NormMode)
 	}
 	if c.Policy != FLSW && c.Policy != FLMB {
-		return fmt.Errorf("stream: unknown policy %d", c.Policy)
+		return badSetting("policy", "stream: unknown policy %d", c.Policy)
 	}
 	if c.Window < 1 || c.Window > MaxWindow {
-		return fmt.Errorf("stream: window must be in [1, %d], got %d", MaxWindow, c.Window)
+		return badSetting("window", "stream: window must be in [1, %d], got %d", MaxWindow, c.Window)
 	}
 	// b is recorded (and restored) with every selector, so it must be a
 	// number even where the Bernoulli selector ignores it.
 	if !(c.B >= 0) || math.IsInf(c.B, 0) {
-		return fmt.Errorf("stream: b must be finite and >= 0, got %v", c.B)
+		return badSetting("b", "stream: b must be finite and >= 0, got %v", c.B)
 	}
 	if c.LabelBudget < 0 {
-		return fmt.Errorf("stream: label budget must be >= 0, got %d", c.LabelBudget)
+		return badSetting("label_budget", "stream: label budget must be >= 0, got %d", c.LabelBudget)
 	}
 	if _, ok := model.LossByName(c.Loss); !ok {
-		return fmt.Errorf("stream: unknown loss %q (want hinge or logistic)", c.Loss)
+		return badSetting("loss", "stream: unknown loss %q (want hinge or logistic)", c.Loss)
 	}
 	if !c.ShrinkingSlab && !(c.Tau > 0 && c.Tau <= 1) {
-		return fmt.Errorf("stream: tau must lie in (0, 1], got %v", c.Tau)
+		return badSetting("tau", "stream: tau must lie in (0, 1], got %v", c.Tau)
 	}
 	if err := c.validateUpdate(); err != nil {
 		return err
@@ -349,16 +343,16 @@ func (c Config) validateUpdate() error {
 	case Gamma:
 	case Gaussian, Tree:
 		if !(c.Clip > 0) || math.IsInf(c.Clip, 0) {
-			return fmt.Errorf("stream: clip must be finite and > 0 for the %v update, got %v", c.Update, c.Clip)
+			return badSetting("clip", "stream: clip must be finite and > 0 for the %v update, got %v", c.Update, c.Clip)
 		}
 		if !c.NonPrivate && !(c.Delta > 0 && c.Delta < 1) {
-			return fmt.Errorf("stream: the %v update needs 0 < delta < 1, got %v", c.Update, c.Delta)
+			return badSetting("delta", "stream: the %v update needs 0 < delta < 1, got %v", c.Update, c.Delta)
 		}
 		if c.Update == Tree && c.LabelBudget <= 0 {
-			return errors.New("stream: the tree update needs a label budget: it fixes the tree's horizon (the number of mini-batches)")
+			return badSetting("label_budget", "stream: the tree update needs a label budget: it fixes the tree's horizon (the number of mini-batches)")
 		}
 	default:
-		return fmt.Errorf("stream: unknown update %d", c.Update)
+		return badSetting("update", "stream: unknown update %d", c.Update)
 	}
 	return c.validateFinal()
 }
@@ -368,13 +362,13 @@ func (c Config) validateFinal() error {
 	case c.FinalShare == 0:
 		return nil
 	case !(c.FinalShare > 0 && c.FinalShare < 1):
-		return fmt.Errorf("stream: final share must lie in [0, 1), got %v", c.FinalShare)
+		return badSetting("final_share", "stream: final share must lie in [0, 1), got %v", c.FinalShare)
 	case c.Update != Gaussian || c.NonPrivate:
-		return errors.New("stream: a final model (final share > 0) needs the private gaussian update")
+		return badSetting("final_share", "stream: a final model (final share > 0) needs the private gaussian update")
 	case c.Loss != "hinge" || !(c.Lambda > 0):
-		return fmt.Errorf("stream: a final model needs the hinge loss and lambda > 0, got %s and %v", c.Loss, c.Lambda)
+		return badSetting("final_share", "stream: a final model needs the hinge loss and lambda > 0, got %s and %v", c.Loss, c.Lambda)
 	case c.LabelBudget <= 0:
-		return errors.New("stream: a final model keeps every labelled record: set a label budget")
+		return badSetting("label_budget", "stream: a final model keeps every labelled record: set a label budget")
 	}
 	return nil
 }
@@ -384,25 +378,25 @@ func (c Config) validateSelector() error {
 	case Bernoulli:
 	case Exponential:
 		if c.ShrinkingSlab && !c.NonPrivate {
-			return errors.New("stream: the shrinking slab applies to the Bernoulli selector only (§5, Fig. 5)")
+			return badSetting("shrinking_slab", "stream: the shrinking slab applies to the Bernoulli selector only (§5, Fig. 5)")
 		}
 		if !(c.B >= 0 && c.B < c.M) {
-			return fmt.Errorf("stream: exponential selector needs 0 <= b < M, got b = %v, M = %v", c.B, c.M)
+			return badSetting("b", "stream: exponential selector needs 0 <= b < M, got b = %v, M = %v", c.B, c.M)
 		}
 		if c.Calibration < PaperScale || c.Calibration > CalibrateSlab {
-			return fmt.Errorf("stream: unknown calibration %d", c.Calibration)
+			return badSetting("calibration", "stream: unknown calibration %d", c.Calibration)
 		}
 	default:
-		return fmt.Errorf("stream: unknown selector %d", c.Selector)
+		return badSetting("selector", "stream: unknown selector %d", c.Selector)
 	}
 	if c.NonPrivate {
 		return nil
 	}
 	if err := account.ValidateEpsilon(c.EpsSelect); err != nil {
-		return fmt.Errorf("stream: eps-select: %w", err)
+		return &FieldError{Field: "eps_select", Err: fmt.Errorf("stream: eps-select: %w", err)}
 	}
 	if err := account.ValidateEpsilon(c.EpsGrad); err != nil {
-		return fmt.Errorf("stream: eps-grad: %w", err)
+		return &FieldError{Field: "eps_grad", Err: fmt.Errorf("stream: eps-grad: %w", err)}
 	}
 	return nil
 }
@@ -452,7 +446,10 @@ func ParseUpdate(s string) (UpdateKind, error) {
 func (u UpdateKind) MarshalText() ([]byte, error) { return []byte(u.String()), nil }
 
 // UnmarshalText decodes an update name.
-func (u *UpdateKind) UnmarshalText(b []byte) (err error) { *u, err = ParseUpdate(string(b)); return }
+func (u *UpdateKind) UnmarshalText(b []byte) (err error) {
+	*u, err = ParseUpdate(string(b))
+	return badName("update", updateNames, err)
+}
 
 // ParseNormMode parses "clip" or "reject".
 func ParseNormMode(s string) (NormMode, error) {
@@ -476,7 +473,10 @@ func ParsePolicy(s string) (PolicyKind, error) {
 func (m NormMode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
 
 // UnmarshalText decodes a mode name.
-func (m *NormMode) UnmarshalText(b []byte) (err error) { *m, err = ParseNormMode(string(b)); return }
+func (m *NormMode) UnmarshalText(b []byte) (err error) {
+	*m, err = ParseNormMode(string(b))
+	return badName("norm_mode", normModeNames, err)
+}
 
 // MarshalText encodes the selector by name.
 func (s SelectorKind) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
@@ -484,14 +484,17 @@ func (s SelectorKind) MarshalText() ([]byte, error) { return []byte(s.String()),
 // UnmarshalText decodes a selector name.
 func (s *SelectorKind) UnmarshalText(b []byte) (err error) {
 	*s, err = ParseSelector(string(b))
-	return
+	return badName("selector", selectorNames, err)
 }
 
 // MarshalText encodes the policy by name.
 func (p PolicyKind) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
 
 // UnmarshalText decodes a policy name.
-func (p *PolicyKind) UnmarshalText(b []byte) (err error) { *p, err = ParsePolicy(string(b)); return }
+func (p *PolicyKind) UnmarshalText(b []byte) (err error) {
+	*p, err = ParsePolicy(string(b))
+	return badName("policy", policyNames, err)
+}
 
 // RecordEpsilon returns the ε a record pays under cfg at most: the true
 // ε_s of one selection decision (for the exponential selector it can

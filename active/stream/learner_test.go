@@ -2,9 +2,11 @@ package stream
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,30 +113,44 @@ func itoa(n int) string {
 	}
 }
 
+// TestConfigValidation: New refuses each bad setting with a FieldError
+// naming it by its JSON name (what the service answers as config.<name>).
 func TestConfigValidation(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		f    func(*Config)
+		name, field string
+		f           func(*Config)
 	}{
-		{"dim", func(c *Config) { c.Dim = 0 }},
-		{"M", func(c *Config) { c.M = 0 }},
-		{"eps-select", func(c *Config) { c.EpsSelect = 0 }},
-		{"eps-grad", func(c *Config) { c.EpsGrad = math.Inf(1) }},
-		{"tau", func(c *Config) { c.Tau = 1.5 }},
-		{"window", func(c *Config) { c.Window = 0 }},
-		{"eta", func(c *Config) { c.Eta = math.NaN() }},
-		{"lambda", func(c *Config) { c.Lambda = -1 }},
-		{"loss", func(c *Config) { c.Loss = "square" }},
-		{"radius", func(c *Config) { c.Radius = -1 }},
-		{"budget", func(c *Config) { c.LabelBudget = -1 }},
-		{"b >= M", func(c *Config) { c.Selector, c.B = Exponential, 1 }},
-		{"shrinking exponential", func(c *Config) { c.Selector, c.ShrinkingSlab = Exponential, true }},
-		{"policy", func(c *Config) { c.Policy = 7 }},
+		{"dim", "dim", func(c *Config) { c.Dim = 0 }},
+		{"M", "m", func(c *Config) { c.M = 0 }},
+		{"eps-select", "eps_select", func(c *Config) { c.EpsSelect = 0 }},
+		{"eps-grad", "eps_grad", func(c *Config) { c.EpsGrad = math.Inf(1) }},
+		{"tau", "tau", func(c *Config) { c.Tau = 1.5 }},
+		{"window", "window", func(c *Config) { c.Window = 0 }},
+		{"eta", "eta", func(c *Config) { c.Eta = math.NaN() }},
+		{"lambda", "lambda", func(c *Config) { c.Lambda = -1 }},
+		{"loss", "loss", func(c *Config) { c.Loss = "square" }},
+		{"radius", "radius", func(c *Config) { c.Radius = -1 }},
+		{"budget", "label_budget", func(c *Config) { c.LabelBudget = -1 }},
+		{"b >= M", "b", func(c *Config) { c.Selector, c.B = Exponential, 1 }},
+		{"shrinking exponential", "shrinking_slab", func(c *Config) { c.Selector, c.ShrinkingSlab = Exponential, true }},
+		{"policy", "policy", func(c *Config) { c.Policy = 7 }},
+		{"norm mode", "norm_mode", func(c *Config) { c.NormMode = 7 }},
+		{"selector", "selector", func(c *Config) { c.Selector = 7 }},
+		{"calibration", "calibration", func(c *Config) { c.Selector, c.Calibration = Exponential, 7 }},
+		{"update", "update", func(c *Config) { c.Update = 7 }},
+		{"clip", "clip", func(c *Config) { c.Update, c.Delta, c.Clip = Gaussian, 1e-5, 0 }},
+		{"delta", "delta", func(c *Config) { c.Update, c.Delta, c.Clip = Gaussian, 1, 1 }},
+		{"tree budget", "label_budget", func(c *Config) { c.Update, c.Delta, c.Clip = Tree, 1e-5, 1 }},
+		{"final share", "final_share", func(c *Config) { c.FinalShare = 1 }},
 	} {
 		cfg := DefaultConfig(3)
 		tc.f(&cfg)
-		if _, err := New(cfg, rng.Seeded(1), nil); err == nil {
-			t.Errorf("%s: accepted", tc.name)
+		_, err := New(cfg, rng.Seeded(1), nil)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field || fe.Error() != err.Error() {
+			t.Errorf("%s: %v, want a FieldError for %q", tc.name, err, tc.field)
+		} else if !configTags[fe.Field] {
+			t.Errorf("%s: %q is no JSON name of Config", tc.name, fe.Field)
 		}
 	}
 	cfg := DefaultConfig(3)
@@ -142,6 +158,32 @@ func TestConfigValidation(t *testing.T) {
 	led, _ := ledger.New(account.Budget{Epsilon: 5})
 	if _, err := New(cfg, rng.Seeded(1), led); err == nil {
 		t.Error("non-private learner accepted a ledger")
+	}
+}
+
+// configTags holds Config's JSON names.
+var configTags = func() map[string]bool {
+	m := map[string]bool{}
+	for f := range reflect.TypeFor[Config]().Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		m[name] = true
+	}
+	return m
+}()
+
+// TestEnumFieldError: an unknown enum name in a JSON Config is a
+// FieldError with the names allowed, and the parse error's text.
+func TestEnumFieldError(t *testing.T) {
+	for field, want := range map[string][]string{
+		"selector": selectorNames, "norm_mode": normModeNames, "policy": policyNames,
+		"update": updateNames, "calibration": calibrationNames,
+	} {
+		var cfg Config
+		err := json.Unmarshal([]byte(`{"`+field+`":"nope"}`), &cfg)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != field || !slices.Equal(fe.Want, want) || !strings.Contains(err.Error(), `"nope" (want one of`) {
+			t.Errorf("%s: %v", field, err)
+		}
 	}
 }
 

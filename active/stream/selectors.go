@@ -230,7 +230,7 @@ func (c Calibration) MarshalText() ([]byte, error) { return []byte(c.String()), 
 // UnmarshalText decodes a calibration name.
 func (c *Calibration) UnmarshalText(b []byte) (err error) {
 	*c, err = ParseCalibration(string(b))
-	return
+	return badName("calibration", calibrationNames, err)
 }
 
 // ExpSelector is the exponential selection rule of stream active learning
