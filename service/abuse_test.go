@@ -85,7 +85,7 @@ func TestAbuse(t *testing.T) {
 		{"wrong type", "POST", "/v1/learners", `{"name":"b","dim":"two"}`, RoleAdmin, 400, "dim"},
 		{"bad name", "POST", "/v1/learners", `{"name":"../x","dim":2}`, RoleAdmin, 400, "name"},
 		{"bad dim", "POST", "/v1/learners", `{"name":"b","dim":0}`, RoleAdmin, 400, "dim"},
-		{"bad epsilon", "POST", "/v1/learners", `{"name":"b","dim":2,"config":{"eps_select":-1}}`, RoleAdmin, 400, "config"},
+		{"bad epsilon", "POST", "/v1/learners", `{"name":"b","dim":2,"config":{"eps_select":-1}}`, RoleAdmin, 400, "config.eps_select"},
 		{"non-private", "POST", "/v1/learners", `{"name":"b","dim":2,"config":{"non_private":true}}`, RoleAdmin, 400, "config.non_private"},
 		{"tree update", "POST", "/v1/learners", `{"name":"b","dim":2,"config":{"update":"tree","label_budget":100}}`, RoleAdmin, 400, "config.update"},
 		{"budget too small", "POST", "/v1/learners", `{"name":"b","dim":2,"budget":0.5}`, RoleAdmin, 400, "budget"},

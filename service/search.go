@@ -92,7 +92,7 @@ func decodeSearch(b []byte) (searchMeta, error) {
 		return searchMeta{}, badField("oracle", "want rr, noisy-max, binarized or mean")
 	}
 	if err := req.Params.Validate(); err != nil {
-		return searchMeta{}, badField("params", "%v", err)
+		return searchMeta{}, settingError("params", err)
 	}
 	if req.Top == 0 {
 		req.Top = 1
@@ -108,7 +108,7 @@ func decodeSearch(b []byte) (searchMeta, error) {
 	}
 	req.Halting.Budget = req.Budget
 	if err := req.Halting.Validate(); err != nil {
-		return searchMeta{}, badField("halting", "%v", err)
+		return searchMeta{}, settingError("halting", err)
 	}
 	return searchMeta{Name: req.Name, Oracle: kind, Params: req.Params, Halting: req.Halting, Top: req.Top,
 		Budget: req.Budget, Created: time.Now().UTC()}, nil

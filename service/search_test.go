@@ -75,7 +75,7 @@ func TestSearchAbuse(t *testing.T) {
 	ts := newTestServer(t)
 	for _, tc := range []struct{ name, body, field string }{
 		{"bad oracle", `{"name":"s","oracle":"magic","params":{"t_low":1,"t_high":2,"epsilon":1}}`, "oracle"},
-		{"bad thresholds", `{"name":"s","oracle":"rr","params":{"t_low":2,"t_high":1,"epsilon":1}}`, "params"},
+		{"bad thresholds", `{"name":"s","oracle":"rr","params":{"t_low":2,"t_high":1,"epsilon":1}}`, "params.t_high"},
 		{"budget below one answer", `{"name":"s","oracle":"rr","params":{"t_low":1,"t_high":2,"epsilon":1},"budget":0.5}`, "budget"},
 		{"bad name", `{"name":"S!","oracle":"rr","params":{"t_low":1,"t_high":2,"epsilon":1}}`, "name"},
 	} {

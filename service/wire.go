@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dpal-dev/dpal/active/stream"
+	"github.com/dpal-dev/dpal/groupsearch"
 )
 
 // apiError is an error with its HTTP status and, for a validation error,
@@ -113,7 +114,38 @@ func jsonError(err error) error {
 	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		return badField(strings.Trim(f, `"`), "unknown field")
 	}
+	if f, msg, ok := namedSetting(err); ok {
+		return badField(f, "%s", msg)
+	}
 	return badField("body", "malformed JSON")
+}
+
+// settingError answers a library's validation error of the settings
+// object obj ("config", "params", "halting"): field obj.<name> when the
+// library names the setting, obj when it does not.
+func settingError(obj string, err error) error {
+	if f, msg, ok := namedSetting(err); ok {
+		return badField(obj+"."+f, "%s", msg)
+	}
+	return badField(obj, "%v", err)
+}
+
+// namedSetting reads the JSON name of the setting a library's error
+// names (stream.FieldError, groupsearch.FieldError) and the message to
+// answer: the library's, or for an unknown enum name the names allowed,
+// without the value sent (as jsonError never echoes one).
+func namedSetting(err error) (field, msg string, ok bool) {
+	var sf *stream.FieldError
+	var gf *groupsearch.FieldError
+	switch {
+	case errors.As(err, &sf) && sf.Want != nil:
+		return sf.Field, "unknown name (want one of " + strings.Join(sf.Want, ", ") + ")", true
+	case errors.As(err, &sf):
+		return sf.Field, err.Error(), true
+	case errors.As(err, &gf):
+		return gf.Field, err.Error(), true
+	}
+	return "", "", false
 }
 
 // createRequest is the body of POST /v1/learners: the settings of `dpal
@@ -190,7 +222,7 @@ func decodeCreate(b []byte) (learnerSpec, error) {
 	}
 	recEps, err := cfg.RecordEpsilon()
 	if err != nil {
-		return learnerSpec{}, badField("config", "%v", err)
+		return learnerSpec{}, settingError("config", err)
 	}
 	switch {
 	case req.Budget == 0:
