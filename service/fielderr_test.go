@@ -51,3 +51,21 @@ func TestSettingFields(t *testing.T) {
 		})
 	}
 }
+
+// TestScoreIndexZero: an accepted scores line always says its index, 0
+// included (omitempty once dropped it); a rejected line has none. A
+// line without an index takes the count of accepted lines before it.
+func TestScoreIndexZero(t *testing.T) {
+	ts := newTestServer(t)
+	ts.mustDo(http.StatusCreated, RoleAdmin, "POST", "/v1/searches", `{"name":"s","oracle":"rr","params":{"t_low":1,"t_high":5,"epsilon":1}}`, nil)
+	var ans struct {
+		Results []map[string]any
+	}
+	ts.mustDo(http.StatusOK, RoleIngest, "POST", "/v1/searches/s/scores", "0.5\n0,0.25\nx,1\n1\n", &ans)
+	for i, want := range []any{0.0, 0.0, nil, 2.0} {
+		r := ans.Results[i]
+		if got, ok := r["index"]; got != want || ok != (want != nil) {
+			t.Errorf("line %d: index %v (present %v), want %v", i+1, got, ok, want)
+		}
+	}
+}

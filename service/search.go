@@ -181,7 +181,7 @@ func (s *Store) loadSearches() (map[string]*searchPop, error) {
 type scoreResult struct {
 	Line   int    `json:"line"`
 	Status string `json:"status"`
-	Index  int64  `json:"index,omitempty"`
+	Index  *int64 `json:"index,omitempty"`
 	Error  string `json:"error,omitempty"`
 	Field  string `json:"field,omitempty"`
 }
@@ -234,7 +234,7 @@ func (p *searchPop) addScores(body []byte) ([]scoreResult, error) {
 				return err
 			}
 			next++
-			out = append(out, scoreResult{Line: n + 1, Status: "accepted", Index: idx})
+			out = append(out, scoreResult{Line: n + 1, Status: "accepted", Index: &idx})
 		}
 		return nil
 	})
