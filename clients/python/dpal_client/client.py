@@ -182,8 +182,9 @@ class Client:
 
         Returns the settings with every default filled in. Raises
         ``BadRequestError`` naming the field for an invalid setting (``name``,
-        ``dim``, ``budget``, ``config.bogus`` for an unknown setting; an invalid
-        value inside ``config`` is named ``config``, its message says which),
+        ``dim``, ``budget``; a setting by its path: ``config.eta`` for an invalid
+        value, ``config.selector`` for an unknown name, ``config.bogus`` for an
+        unknown setting),
         ``ConflictError`` if the name is taken.
         """
         body: Dict[str, Any] = {"name": name, "dim": dim}
@@ -365,6 +366,11 @@ class Client:
             halting: halting rules (the budget rule is the population's budget).
             top: size of the top set (None: 1).
             budget: the population's ledger ε (None: 100 answers' worth).
+
+        Raises ``BadRequestError`` naming the field for an invalid setting
+        (``name``, ``oracle``, ``top``, ``budget``; a setting by its path:
+        ``params.t_high``, ``halting.posterior``), ``ConflictError`` if the
+        name is taken.
         """
         body: Dict[str, Any] = {"name": name, "oracle": oracle, "params": _settings(params)}
         if halting is not None:

@@ -545,7 +545,8 @@ class SearchDetail(Schema):
 
 @dataclass
 class ScoreResult(Schema):
-    """The acceptance of one scores line; ``field`` is index or score when rejected."""
+    """The acceptance of one scores line: ``index`` on every accepted line (0
+    included), ``field`` (index or score) on a rejected one."""
 
     line: int
     status: str

@@ -43,6 +43,22 @@ def test_bad_fields_are_named(admin: Client) -> None:
         admin.create_learner("ok-name", 2, config={"bogus": 1})
     assert e.value.field == "config.bogus" and "config.bogus" in str(e.value)
     with pytest.raises(BadRequestError) as e:
+        admin.create_learner("ok-name", 2, config={"eta": -1})
+    assert e.value.field == "config.eta" and e.value.error == "stream: eta must be finite and > 0, got -1"
+    with pytest.raises(BadRequestError) as e:
+        admin.create_learner("ok-name", 2, config={"window": 0})
+    assert e.value.field == "config.window"
+    with pytest.raises(BadRequestError) as e:
+        admin.create_learner("ok-name", 2, config={"selector": "nope"})
+    assert e.value.field == "config.selector" and "bernoulli, exponential" in e.value.error
+    assert "nope" not in e.value.error  # the value sent is never echoed
+    with pytest.raises(BadRequestError) as e:
+        admin.create_search("s", "rr", {"t_low": 2, "t_high": 1, "epsilon": 1})
+    assert e.value.field == "params.t_high" and "t_low < t_high" in e.value.error
+    with pytest.raises(BadRequestError) as e:
+        admin.create_search("s", "rr", {"t_low": 1, "t_high": 2, "epsilon": 1}, halting={"posterior": 2})
+    assert e.value.field == "halting.posterior"
+    with pytest.raises(BadRequestError) as e:
         admin.create_learner("ok-name", 0)
     assert e.value.field == "dim"
     with pytest.raises(BadRequestError) as e:

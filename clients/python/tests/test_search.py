@@ -15,12 +15,10 @@ def test_search(admin: Client, ingest: Client, officer: Client) -> None:
     scores = [0.5] * 40
     scores[17] = 12.0  # the anomaly
     res = ingest.add_scores("hosts", scores)
-    # The server omits index 0 (Go's omitempty on an int), so an accepted
-    # line's None index means 0 today.
     assert [r.status for r in res.results] == ["accepted"] * 40
-    assert [r.index or 0 for r in res.results] == list(range(40))
+    assert [r.index for r in res.results] == list(range(40))  # 0 included
     res = ingest.add_scores("hosts", [(40, 0.25), (41, -1.0)])
-    assert [(r.status, r.field) for r in res.results] == [("accepted", None), ("rejected", "score")]
+    assert [(r.status, r.index, r.field) for r in res.results] == [("accepted", 40, None), ("rejected", None, "score")]
     with pytest.raises(ForbiddenError):
         ingest.run_search("hosts")
 
