@@ -22,6 +22,8 @@ import (
 	"os"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	// s3:// for --log and --output (local and gs:// come with beamx).
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/s3"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 )
 

@@ -130,6 +130,8 @@ func TestRun(t *testing.T) {
 		{[]string{"--log", logPath, "--output", out, "--ledger", led, "--k", "0"}, "k must be >= 1"},
 		{[]string{"--log", logPath, "--output", out, "--ledger", led, "--beta", "1"}, "no sampling"},
 		{[]string{"--log", logPath, "--output", out, "--ledger", led, "--sketch-width", "100"}, "power of two"},
+		{[]string{"--log", logPath, "--output", "hdfs://x/out.txt", "--ledger", led}, `--output: file system scheme "hdfs" not registered`},
+		{[]string{"--log", "nosuch://x/log.txt", "--output", out, "--ledger", led}, `--log: file system scheme "nosuch" not registered`},
 	} {
 		o, given := parse(t, c.args...)
 		if _, err := run(context.Background(), o, given, onPrism); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -55,6 +55,17 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the holdout and sample, for experiments: the set dpal kanon run --seed releases (default: a secure key; sampling keyed afresh per bundle)")
 }
 
+// checkScheme refuses a path whose filesystem is not linked in, before
+// the pipeline is built: Beam's own check (filesystem.ValidateScheme,
+// called while the pipeline is built) panics.
+func checkScheme(ctx context.Context, path string) error {
+	fs, err := filesystem.New(ctx, path)
+	if err != nil {
+		return err
+	}
+	return fs.Close()
+}
+
 // executor runs a pipeline: beamx.Run (the --runner flag) or a test's.
 type executor func(context.Context, *beam.Pipeline) error
 
@@ -65,6 +76,11 @@ type executor func(context.Context, *beam.Pipeline) error
 func run(ctx context.Context, o *options, given map[string]bool, exec executor) (string, error) {
 	if o.Log == "" || o.Output == "" || o.Ledger == "" {
 		return "", errors.New("--log, --output and --ledger are required")
+	}
+	for _, f := range []struct{ name, path string }{{"--log", o.Log}, {"--output", o.Output}} {
+		if err := checkScheme(ctx, f.path); err != nil {
+			return "", fmt.Errorf("%s: %w", f.name, err)
+		}
 	}
 	p := kanonbeam.Params{Config: o.Config, Seeded: given["seed"]}
 	if err := p.Validate(); err != nil {
