@@ -203,7 +203,7 @@ func init() {
 	f.Float64Var(&o.Zipf.S, "zipf-s", o.Zipf.S, "clinc150: Zipf exponent")
 	f.Float64Var(&c.TestFraction, "test-fraction", c.TestFraction, "share of the distinct queries held out for evaluation (each query's own keyed coin)")
 	budgetFlags(f)
-	f.StringVar(&o.Ledger, "ledger", "", "durable ledger file: created with the budget if new; later runs continue it")
+	f.StringVar(&o.Ledger, "ledger", "", "durable ledger: a FILE or postgres://…?ledger=NAME (docs/postgres.md): created with the budget if new; later runs continue it")
 	f.StringVar(&o.ReleasedOut, "released-out", "", "write the released query set here: one query per line, sorted, UTF-8 (the format of dpal-beam --output)")
 	f.StringVar(&o.StageFrom, "stage-from", "", "continue from a dpal-beam run: its --output file (or a directory holding released.txt), charged by that run; same --seed, β, k and holdout flags")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed of the sample, noise, split, models and annotators (default: secure randomness)")

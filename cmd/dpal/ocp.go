@@ -70,7 +70,7 @@ func init() {
 	f.IntVar(&o.Batch, "batch", 1, "ftl: records per tree leaf and per solve (1 = Algorithm 4)")
 	f.BoolVar(&o.NonPrivate, "non-private", false, "run the plain algorithm (no noise, no ledger) as a baseline")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed for the data order and the noise (experiments only; default: secure noise)")
-	f.String("ledger", "", "durable ledger file: the run's loss is committed to it before the first release")
+	f.String("ledger", "", "durable ledger: a FILE or postgres://…?ledger=NAME (docs/postgres.md): the run's loss is committed to it before the first release")
 	budgetFlags(f)
 	deprecate(f, "budget", "budget-epsilon")
 	f.StringVar(&o.Out, "out", "", "write every released iterate as JSON lines {\"t\":…,\"x\":[…]} to FILE (- for stdout); an existing file needs --force")

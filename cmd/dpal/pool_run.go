@@ -60,7 +60,7 @@ func init() {
 	f.StringVar(&o.plan.Accounting, "accounting", "basic", "how selection and training compose: basic or rdp")
 	f.StringVar(&o.plan.Conversion, "conversion", "balle2020", "RDP to (ε, δ) conversion: balle2020 or classic")
 	optimizerFlags(f, &o.presetOptions)
-	f.String("ledger", "", "durable ledger file: the run's ε is charged to it; a new one gets --budget-epsilon/--budget-delta, later runs keep its budget")
+	f.String("ledger", "", "durable ledger: a FILE or postgres://…?ledger=NAME (docs/postgres.md): the run's ε is charged to it; a new one gets --budget-epsilon/--budget-delta, later runs keep its budget")
 	budgetFlags(f)
 	f.StringVar(&o.LabelsFrom, "labels-from", "", "ask labels from FILE, or - for stdin (default: the dataset's labels)")
 	f.Uint64("seed", 0, "seed for reproducible sampling, noise and selection (experiments only; default: secure randomness)")

@@ -100,7 +100,7 @@ func init() {
 	f.StringVar(&o.PosteriorOut, "posterior-out", "", "also write the final posterior f_T as index,probability lines to this file (# header lines record the oracle, queries and seed); an existing file needs --force")
 	forceFlag(f)
 	f.BoolVar(&o.JSON, "json", false, "print one JSON object")
-	f.StringVar(&o.Ledger, "ledger", "", "durable ledger file: created with a cap of --budget-epsilon (default --epsilon) if new; later runs continue it and stop when its budget is spent (default: in memory)")
+	f.StringVar(&o.Ledger, "ledger", "", "durable ledger: a FILE or postgres://…?ledger=NAME (docs/postgres.md): created with a cap of --budget-epsilon (default --epsilon) if new; later runs continue it and stop when its budget is spent (default: in memory)")
 	budgetFlags(f)
 	rootCmd.AddCommand(searchCmd)
 }

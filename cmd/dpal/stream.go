@@ -137,7 +137,7 @@ func init() {
 	f.BoolVar(&o.JSON, "json", false, "print one JSON summary object")
 	f.Bool("no-progress", false, "never draw a progress bar")
 	maxMemoryFlag(f)
-	f.String("ledger", "", "durable ledger file (see 'dpal ledger show'): charges are committed to it before each release; later runs continue it and stop when its budget is spent (default: in memory, saved with --save-state)")
+	f.String("ledger", "", "durable ledger: a FILE or postgres://…?ledger=NAME (docs/postgres.md) (see 'dpal ledger show'): charges are committed to it before each release; later runs continue it and stop when its budget is spent (default: in memory, saved with --save-state)")
 	budgetFlags(f)
 	deprecate(f, "budget", "budget-epsilon")
 	rootCmd.AddCommand(streamCmd)

@@ -69,7 +69,7 @@ charges nothing and refuses --epsilon, --delta and --ledger.`,
 	f.Float64Var(&o.WeightDecay, "weight-decay", 0, "weight decay")
 	f.StringVar(&o.Schedule, "schedule", "constant", "learning-rate schedule: constant|cosine")
 	f.Uint64("seed", 0, "seed for reproducible sampling and noise (experiments only; default: secure randomness)")
-	f.StringVar(&o.Ledger, "ledger", "", "durable ledger file: the run's ε is charged to it; a new one gets --budget-epsilon/--budget-delta, later runs keep its budget")
+	f.StringVar(&o.Ledger, "ledger", "", "durable ledger: a FILE or postgres://…?ledger=NAME (docs/postgres.md): the run's ε is charged to it; a new one gets --budget-epsilon/--budget-delta, later runs keep its budget")
 	budgetFlags(f)
 	f.StringVar(&o.Out, "out", "", "write the trained model here (JSON, see docs/dpsgd.md); an existing file needs --force")
 	forceFlag(f)
