@@ -18,6 +18,7 @@ import (
 // serveOptions are the flags of `dpal serve`.
 type serveOptions struct {
 	Store, Listen, Config                string
+	TLSCert, TLSKey                      string
 	KafkaBrokers                         []string
 	KafkaTopic, KafkaLearner, KafkaGroup string
 	Learners                             []string
@@ -51,15 +52,19 @@ labels, releases and the hashed API tokens — lives in one store file; every
 spend is committed before its release leaves, and a restart resumes each
 learner exactly. A fresh store prints an admin token once, on stdout.
 
---config FILE is JSON: {"store", "listen", "max_events_body", "max_body",
-"learners": [bodies of POST /v1/learners]}; flags override it. SIGTERM or
-SIGINT shut down gracefully. Logs are JSON lines on stderr.`,
+--config FILE is JSON: {"store", "listen", "tls_cert", "tls_key",
+"max_events_body", "max_body", "learners": [bodies of POST /v1/learners]};
+flags override it. --tls-cert and --tls-key (together) make it serve HTTPS
+only, TLS 1.2 at least; SIGHUP re-reads both files. SIGTERM or SIGINT shut
+down gracefully. Logs are JSON lines on stderr.`,
 		Args: cobra.NoArgs,
 		RunE: runServe,
 	}
 	f, o := serveCmd.Flags(), &serveOpts
 	f.StringVar(&o.Store, "store", service.DefaultStore, "store file (created if absent, mode 0600; holds private data)")
 	f.StringVar(&o.Listen, "listen", service.DefaultListen, "address to listen on")
+	f.StringVar(&o.TLSCert, "tls-cert", "", "serve HTTPS only, with this PEM certificate chain (needs --tls-key; reloaded on SIGHUP)")
+	f.StringVar(&o.TLSKey, "tls-key", "", "with --tls-cert: the PEM private key of the certificate")
 	f.StringVar(&o.Config, "config", "", "JSON config file (learners to create, limits)")
 	f.StringSliceVar(&o.KafkaBrokers, "kafka-brokers", nil, "consume events from Kafka: seed brokers host:port,…")
 	f.StringVar(&o.KafkaTopic, "kafka-topic", "", "with --kafka-brokers: the topic (each record: one event line, or several)")
@@ -130,6 +135,12 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	}
 	if f.Changed("listen") || c.Listen == "" {
 		c.Listen = o.Listen
+	}
+	if f.Changed("tls-cert") {
+		c.TLSCert = o.TLSCert
+	}
+	if f.Changed("tls-key") {
+		c.TLSKey = o.TLSKey
 	}
 	for _, l := range o.Learners {
 		raw, err := service.LearnerFlag(l)

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServeTLSFlags: --tls-cert and --tls-key go together (from flags or
+// the config file, flags overriding it), and a bad file fails the start,
+// named, before the store is created.
+func TestServeTLSFlags(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "s.db")
+	notPEM := writeTemp(t, dir, "cert.pem", "not a certificate\n")
+	cfg := writeTemp(t, dir, "serve.json", `{"tls_cert": "`+notPEM+`"}`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tls-cert", notPEM}, "--tls-key"},
+		{[]string{"--tls-key", notPEM}, "--tls-cert"},
+		{[]string{"--config", cfg}, "--tls-key"},
+		{[]string{"--config", cfg, "--tls-key", filepath.Join(dir, "absent.pem")}, notPEM},
+		{[]string{"--tls-cert", filepath.Join(dir, "absent.pem"), "--tls-key", notPEM}, "absent.pem"},
+	} {
+		_, _, err := runCLI(t, "", append([]string{"serve", "--listen", "127.0.0.1:0", "--store", store}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("serve %v: %v, want an error naming %s", tc.args, err, tc.want)
+		}
+		if _, err := os.Stat(store); err == nil {
+			t.Fatalf("serve %v created the store", tc.args)
+		}
+	}
+}
