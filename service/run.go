@@ -119,8 +119,13 @@ func Run(ctx context.Context, c Config, out io.Writer, log *slog.Logger, listeni
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
-	// Certificates are read before the store opens: a bad file fails the
-	// start at once.
+	// Certificates and Kafka's settings are read before the store opens:
+	// a bad file fails the start at once.
+	if c.Kafka != nil {
+		if _, err := c.Kafka.connOpts(); err != nil {
+			return err
+		}
+	}
 	opts, stopReload, err := c.options(out, log)
 	if err != nil {
 		return err

@@ -21,6 +21,8 @@ type serveOptions struct {
 	TLSCert, TLSKey                      string
 	KafkaBrokers                         []string
 	KafkaTopic, KafkaLearner, KafkaGroup string
+	KafkaTLS                             bool
+	KafkaTLSCA, KafkaSASL, KafkaSASLUser string
 	Learners                             []string
 }
 
@@ -70,6 +72,10 @@ down gracefully. Logs are JSON lines on stderr.`,
 	f.StringVar(&o.KafkaTopic, "kafka-topic", "", "with --kafka-brokers: the topic (each record: one event line, or several)")
 	f.StringVar(&o.KafkaLearner, "kafka-learner", "", "with --kafka-brokers: the learner the topic feeds")
 	f.StringVar(&o.KafkaGroup, "kafka-group", "", "with --kafka-brokers: the consumer group (default dpal-serve-LEARNER)")
+	f.BoolVar(&o.KafkaTLS, "kafka-tls", false, "with --kafka-brokers: connect over TLS, verifying the brokers against the system's roots")
+	f.StringVar(&o.KafkaTLSCA, "kafka-tls-ca", "", "with --kafka-brokers: connect over TLS, verifying the brokers against this PEM file's certificates")
+	f.StringVar(&o.KafkaSASL, "kafka-sasl", "", "with --kafka-brokers: SASL mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (password from $"+kafkaPasswordEnv+")")
+	f.StringVar(&o.KafkaSASLUser, "kafka-sasl-user", "", "with --kafka-sasl: the SASL user")
 	f.StringArrayVar(&o.Learners, "learner", nil, "create learner NAME:DIM with the default settings of 'dpal stream' unless the store holds it (repeatable)")
 
 	token := groupCommand("token", "Create or revoke API tokens (while the server is stopped)")
@@ -158,16 +164,26 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	return service.Run(ctx, c, cmd.OutOrStdout(), log, nil)
 }
 
-// kafkaFlags sets c.Kafka from the --kafka-* flags, if any.
+// kafkaPasswordEnv holds the Kafka SASL password: a flag's value would
+// show in the process list.
+const kafkaPasswordEnv = "DPAL_KAFKA_SASL_PASSWORD"
+
+// kafkaFlags sets c.Kafka from the --kafka-* flags, if any, and the SASL
+// password from $DPAL_KAFKA_SASL_PASSWORD unless the config file holds one.
 func kafkaFlags(o *serveOptions, c *service.Config) error {
 	brokers, topic, learner, group := o.KafkaBrokers, o.KafkaTopic, o.KafkaLearner, o.KafkaGroup
+	conn := o.KafkaTLS || o.KafkaTLSCA != "" || o.KafkaSASL != "" || o.KafkaSASLUser != ""
 	switch {
-	case len(brokers) == 0 && topic == "" && learner == "" && group == "":
-		return nil
+	case len(brokers) == 0 && topic == "" && learner == "" && group == "" && !conn:
 	case len(brokers) == 0 || topic == "" || learner == "":
-		return errors.New("--kafka-brokers, --kafka-topic and --kafka-learner go together")
+		return errors.New("--kafka-brokers, --kafka-topic and --kafka-learner go together (and --kafka-group, --kafka-tls, --kafka-tls-ca, --kafka-sasl and --kafka-sasl-user go with them)")
+	default:
+		c.Kafka = &service.KafkaConfig{Brokers: brokers, Topic: topic, Learner: learner, Group: group,
+			TLS: o.KafkaTLS, TLSCA: o.KafkaTLSCA, SASLMechanism: o.KafkaSASL, SASLUser: o.KafkaSASLUser}
 	}
-	c.Kafka = &service.KafkaConfig{Brokers: brokers, Topic: topic, Learner: learner, Group: group}
+	if c.Kafka != nil && c.Kafka.SASLPassword == "" {
+		c.Kafka.SASLPassword = os.Getenv(kafkaPasswordEnv)
+	}
 	return nil
 }
 

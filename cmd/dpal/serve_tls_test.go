@@ -8,8 +8,9 @@ import (
 )
 
 // TestServeTLSFlags: --tls-cert and --tls-key go together (from flags or
-// the config file, flags overriding it), and a bad file fails the start,
-// named, before the store is created.
+// the config file, flags overriding it), the Kafka connection flags go
+// with --kafka-brokers, and a bad file or setting fails the start, named,
+// before the store is created.
 func TestServeTLSFlags(t *testing.T) {
 	dir := t.TempDir()
 	store := filepath.Join(dir, "s.db")
@@ -24,6 +25,9 @@ func TestServeTLSFlags(t *testing.T) {
 		{[]string{"--config", cfg}, "--tls-key"},
 		{[]string{"--config", cfg, "--tls-key", filepath.Join(dir, "absent.pem")}, notPEM},
 		{[]string{"--tls-cert", filepath.Join(dir, "absent.pem"), "--tls-key", notPEM}, "absent.pem"},
+		{[]string{"--kafka-tls"}, "--kafka-brokers"},
+		{[]string{"--kafka-brokers", "127.0.0.1:1", "--kafka-topic", "t", "--kafka-learner", "k", "--kafka-tls-ca", notPEM}, notPEM},
+		{[]string{"--kafka-brokers", "127.0.0.1:1", "--kafka-topic", "t", "--kafka-learner", "k", "--kafka-sasl", "GSSAPI", "--kafka-sasl-user", "u"}, "GSSAPI"},
 	} {
 		_, _, err := runCLI(t, "", append([]string{"serve", "--listen", "127.0.0.1:0", "--store", store}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
