@@ -47,4 +47,7 @@
 // carry one role: ingest (send events, see acceptance only), annotator
 // (list, claim and label requests), officer (releases, models, budgets,
 // the ledger, metrics) and admin (all of that, and creating learners).
+// Tokens cross the network in the clear unless the server speaks HTTPS:
+// Config.TLSCert and TLSKey (Options.TLS) make it serve TLS 1.2 or later
+// only, and KafkaConfig's TLS and SASL settings protect the Kafka ingest.
 package service

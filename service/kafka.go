@@ -2,12 +2,19 @@ package service
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/dpal-dev/dpal/dp/ledger"
@@ -23,6 +30,17 @@ type KafkaConfig struct {
 	Learner string `json:"learner"`
 	// Group is the consumer group (default "dpal-serve-" + Learner).
 	Group string `json:"group,omitempty"`
+	// TLS connects to the brokers over TLS (1.2 at least), verifying them
+	// against the system's roots, or against the PEM certificates of
+	// TLSCA when set (which implies TLS).
+	TLS   bool   `json:"tls,omitempty"`
+	TLSCA string `json:"tls_ca,omitempty"`
+	// SASLMechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512) authenticates
+	// as SASLUser with SASLPassword; PLAIN sends the password as is, so
+	// use it over TLS only.
+	SASLMechanism string `json:"sasl_mechanism,omitempty"`
+	SASLUser      string `json:"sasl_user,omitempty"`
+	SASLPassword  string `json:"sasl_password,omitempty"`
 }
 
 // ConsumeKafka feeds kc.Topic to its learner until ctx ends. Exactly once:
@@ -45,14 +63,19 @@ func (s *Server) ConsumeKafka(ctx context.Context, kc KafkaConfig) error {
 	if kc.Group == "" {
 		kc.Group = "dpal-serve-" + kc.Learner
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.Brokers...), kgo.ConsumerGroup(kc.Group), kgo.ConsumeTopics(kc.Topic),
+	conn, err := kc.connOpts()
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append(conn, kgo.ConsumerGroup(kc.Group), kgo.ConsumeTopics(kc.Topic),
 		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.FetchMaxWait(200*time.Millisecond),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 	if err != nil {
 		return fmt.Errorf("kafka: %w", err)
 	}
 	defer cl.CloseAllowingRebalance() // Close would wait for a rebalance that BlockRebalanceOnPoll holds
-	s.log.Info("kafka: consuming", "topic", kc.Topic, "learner", kc.Learner, "group", kc.Group)
+	s.log.Info("kafka: consuming", "topic", kc.Topic, "learner", kc.Learner, "group", kc.Group,
+		"tls", kc.TLS || kc.TLSCA != "", "sasl", kc.SASLMechanism)
 	for {
 		fetches := cl.PollRecords(ctx, 10_000)
 		if ctx.Err() != nil {
@@ -126,4 +149,48 @@ func (s *Store) kafkaNext(learner, topic string, p int32) int64 {
 		return nil
 	})
 	return off
+}
+
+// connOpts are the client options that reach kc's brokers: the seed
+// brokers, TLS and SASL. An error names the setting at fault.
+func (kc KafkaConfig) connOpts() ([]kgo.Opt, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(kc.Brokers...)}
+	if kc.TLS || kc.TLSCA != "" {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if kc.TLSCA != "" {
+			b, err := os.ReadFile(kc.TLSCA)
+			if err != nil {
+				return nil, fmt.Errorf("kafka tls_ca: %w", err)
+			}
+			cfg.RootCAs = x509.NewCertPool()
+			if !cfg.RootCAs.AppendCertsFromPEM(b) {
+				return nil, fmt.Errorf("kafka tls_ca %s: no PEM certificate", kc.TLSCA)
+			}
+		}
+		opts = append(opts, kgo.DialTLSConfig(cfg)) // franz-go sets each broker's ServerName
+	}
+	mech, err := kc.sasl()
+	if err != nil || mech == nil {
+		return opts, err
+	}
+	return append(opts, kgo.SASL(mech)), nil
+}
+
+// sasl is kc's SASL mechanism (nil: none).
+func (kc KafkaConfig) sasl() (sasl.Mechanism, error) {
+	switch {
+	case kc.SASLMechanism == "" && kc.SASLUser == "":
+		return nil, nil
+	case kc.SASLUser == "":
+		return nil, fmt.Errorf("kafka sasl_mechanism %s needs sasl_user (--kafka-sasl-user)", kc.SASLMechanism)
+	}
+	switch strings.ToUpper(kc.SASLMechanism) {
+	case "PLAIN":
+		return plain.Auth{User: kc.SASLUser, Pass: kc.SASLPassword}.AsMechanism(), nil
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: kc.SASLUser, Pass: kc.SASLPassword}.AsSha256Mechanism(), nil
+	case "SCRAM-SHA-512":
+		return scram.Auth{User: kc.SASLUser, Pass: kc.SASLPassword}.AsSha512Mechanism(), nil
+	}
+	return nil, fmt.Errorf("kafka sasl_mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (--kafka-sasl)", kc.SASLMechanism)
 }

@@ -2,8 +2,12 @@ package service
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,10 +15,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// produce writes n events (every tenth one invalid) to topic.
-func produce(t *testing.T, brokers []string, topic string, from, n int) {
+// produce writes n events (every tenth one invalid) to topic; conn
+// (TLS, SASL) add to the seed brokers.
+func produce(t *testing.T, brokers []string, topic string, from, n int, conn ...kgo.Opt) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic))
+	cl, err := kgo.NewClient(append(conn, kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,4 +89,86 @@ func TestKafkaExactlyOnce(t *testing.T) {
 	kc.Group = "a-new-group"
 	produce(t, brokers, "events", 150, 10)
 	ts.consumeUntil(kc, 144)
+}
+
+// TestKafkaTLSSASL consumes from a kfake cluster that speaks only TLS
+// (a self-signed certificate, trusted through tls_ca) and authenticates
+// with each SASL mechanism.
+func TestKafkaTLSSASL(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, _ := testCert(t, dir, 1)
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mech := range []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"} {
+		t.Run(mech, func(t *testing.T) {
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events"),
+				kfake.TLS(&tls.Config{Certificates: []tls.Certificate{pair}}), kfake.EnableSASL(), kfake.Superuser(mech, "dpal", "s3cret"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			kc := KafkaConfig{Brokers: c.ListenAddrs(), Topic: "events", Learner: "k",
+				TLSCA: certFile, SASLMechanism: mech, SASLUser: "dpal", SASLPassword: "s3cret"}
+			conn, err := kc.connOpts()
+			if err != nil {
+				t.Fatal(err)
+			}
+			produce(t, kc.Brokers, "events", 0, 20, conn...)
+			wrong := kc
+			wrong.SASLPassword = "guess"
+			for name, k := range map[string]KafkaConfig{"a wrong password": wrong, "no TLS": {Brokers: kc.Brokers}} {
+				if err := refused(k); err == nil {
+					t.Errorf("%s: the cluster answered", name)
+				} else {
+					t.Logf("%s: %v", name, err)
+				}
+			}
+			ts := newTestServer(t)
+			ts.createLearner("k")
+			ts.consumeUntil(kc, 18)
+		})
+	}
+}
+
+// refused lists the cluster's topics with kc's connection settings: the
+// error, if any, within 5 s.
+func refused(kc KafkaConfig) error {
+	conn, err := kc.connOpts()
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append(conn, kgo.RequestRetries(0))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return cl.Ping(ctx)
+}
+
+// TestKafkaConnSettings: a bad TLS or SASL setting fails with an error
+// naming it.
+func TestKafkaConnSettings(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(notPEM, []byte("no certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		kc   KafkaConfig
+		want string
+	}{
+		{KafkaConfig{TLSCA: filepath.Join(dir, "absent.pem")}, "tls_ca"},
+		{KafkaConfig{TLSCA: notPEM}, notPEM},
+		{KafkaConfig{SASLMechanism: "PLAIN"}, "sasl_user"},
+		{KafkaConfig{SASLUser: "u"}, "sasl_mechanism"},
+		{KafkaConfig{SASLMechanism: "GSSAPI", SASLUser: "u"}, "GSSAPI"},
+	} {
+		if _, err := tc.kc.connOpts(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error naming %s", tc.kc, err, tc.want)
+		}
+	}
 }

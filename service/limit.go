@@ -62,6 +62,7 @@ type connLimitListener struct {
 	net.Listener
 	max, perIP int
 	log        *slog.Logger
+	closeOnly  bool // refuse by closing, without the 503 (HTTPS)
 
 	mu    sync.Mutex
 	total int
@@ -98,6 +99,10 @@ func (l *connLimitListener) Accept() (net.Conn, error) {
 			return &limitedConn{Conn: c, release: func() { l.release(ip) }}, nil
 		}
 		l.log.Warn("connection refused: over the connection limit", "max_conns", l.max, "max_conns_per_ip", l.perIP)
+		if l.closeOnly {
+			_ = c.Close()
+			continue
+		}
 		go func() {
 			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
 			_, _ = io.WriteString(c, refusal)

@@ -22,6 +22,11 @@ type Config struct {
 	Store string `json:"store,omitempty"`
 	// Listen is the address (default DefaultListen, loopback only).
 	Listen string `json:"listen,omitempty"`
+	// TLSCert and TLSKey, given together, are PEM files of the server's
+	// certificate chain and private key: the server then speaks HTTPS only
+	// (TLS 1.2 at least) and reloads both files on SIGHUP.
+	TLSCert string `json:"tls_cert,omitempty"`
+	TLSKey  string `json:"tls_key,omitempty"`
 	// MaxEventsBody and MaxBody bound request bodies (see Options).
 	MaxEventsBody int64 `json:"max_events_body,omitempty"`
 	MaxBody       int64 `json:"max_body,omitempty"`
@@ -84,10 +89,29 @@ func (s *Server) ensureLearner(raw []byte) error {
 	return nil
 }
 
+// options are the Server's options of c; with TLS files, their
+// certificate is loaded and reloaded on SIGHUP until stop is called.
+func (c Config) options(out io.Writer, log *slog.Logger) (opts Options, stop func(), err error) {
+	opts = Options{MaxEventsBody: c.MaxEventsBody, MaxBody: c.MaxBody,
+		RatePerToken: c.RatePerToken, Burst: c.Burst, Log: log, Out: out,
+		MaxConns: c.MaxConns, MaxConnsPerIP: c.MaxConnsPerIP, BodyTimeout: time.Duration(c.BodyTimeoutSeconds * float64(time.Second))}
+	useTLS, err := c.tlsFiles()
+	if err != nil || !useTLS {
+		return opts, func() {}, err
+	}
+	cf, err := loadCert(c.TLSCert, c.TLSKey)
+	if err != nil {
+		return opts, nil, err
+	}
+	opts.TLS = cf.tlsConfig()
+	return opts, cf.reloadOnHangup(log), nil
+}
+
 // Run opens the store, creates the configured learners, and serves until
 // ctx ends; then it shuts down gracefully and closes the store. A fresh
 // store's admin token goes to out; listening(addr) is called once the
-// socket is open (nil: nothing).
+// socket is open (nil: nothing). With c.TLSCert and c.TLSKey it serves
+// HTTPS only and re-reads both files on SIGHUP.
 func Run(ctx context.Context, c Config, out io.Writer, log *slog.Logger, listening func(addr string)) error {
 	if c.Store == "" {
 		c.Store = DefaultStore
@@ -95,14 +119,24 @@ func Run(ctx context.Context, c Config, out io.Writer, log *slog.Logger, listeni
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
+	// Certificates and Kafka's settings are read before the store opens:
+	// a bad file fails the start at once.
+	if c.Kafka != nil {
+		if _, err := c.Kafka.connOpts(); err != nil {
+			return err
+		}
+	}
+	opts, stopReload, err := c.options(out, log)
+	if err != nil {
+		return err
+	}
+	defer stopReload()
 	st, err := OpenStore(c.Store)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	srv, err := New(st, Options{MaxEventsBody: c.MaxEventsBody, MaxBody: c.MaxBody,
-		RatePerToken: c.RatePerToken, Burst: c.Burst, Log: log, Out: out,
-		MaxConns: c.MaxConns, MaxConnsPerIP: c.MaxConnsPerIP, BodyTimeout: time.Duration(c.BodyTimeoutSeconds * float64(time.Second))})
+	srv, err := New(st, opts)
 	if err != nil {
 		return err
 	}
@@ -115,7 +149,7 @@ func Run(ctx context.Context, c Config, out io.Writer, log *slog.Logger, listeni
 	if err != nil {
 		return err
 	}
-	log.Info("dpal serve listening", "addr", ln.Addr().String(), "store", c.Store)
+	log.Info("dpal serve listening", "addr", ln.Addr().String(), "store", c.Store, "tls", opts.TLS != nil)
 	if listening != nil {
 		listening(ln.Addr().String())
 	}

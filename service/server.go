@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +42,9 @@ type Options struct {
 	// counted from when the handler starts: a client that stalls in its
 	// body gets 408 and loses the connection.
 	BodyTimeout time.Duration
+	// TLS, when set, makes Serve speak HTTPS only (its certificate, its
+	// minimum version); nil serves plain HTTP.
+	TLS *tls.Config
 }
 
 // Server serves the learners of one Store.
@@ -696,8 +700,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
-	ln = newConnLimitListener(ln, s.opts.MaxConns, s.opts.MaxConnsPerIP, s.log)
-	go func() { errc <- hs.Serve(ln) }()
+	lim := newConnLimitListener(ln, s.opts.MaxConns, s.opts.MaxConnsPerIP, s.log)
+	if s.opts.TLS == nil {
+		go func() { errc <- hs.Serve(lim) }()
+	} else {
+		// The limit counts raw connections, before their handshakes; a
+		// refused one is closed, not answered (a 503 would need a handshake).
+		lim.closeOnly = true
+		hs.TLSConfig = s.opts.TLS
+		go func() { errc <- hs.ServeTLS(lim, "", "") }()
+	}
 	select {
 	case err := <-errc:
 		return err

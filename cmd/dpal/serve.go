@@ -18,8 +18,11 @@ import (
 // serveOptions are the flags of `dpal serve`.
 type serveOptions struct {
 	Store, Listen, Config                string
+	TLSCert, TLSKey                      string
 	KafkaBrokers                         []string
 	KafkaTopic, KafkaLearner, KafkaGroup string
+	KafkaTLS                             bool
+	KafkaTLSCA, KafkaSASL, KafkaSASLUser string
 	Learners                             []string
 }
 
@@ -51,20 +54,28 @@ labels, releases and the hashed API tokens — lives in one store file; every
 spend is committed before its release leaves, and a restart resumes each
 learner exactly. A fresh store prints an admin token once, on stdout.
 
---config FILE is JSON: {"store", "listen", "max_events_body", "max_body",
-"learners": [bodies of POST /v1/learners]}; flags override it. SIGTERM or
-SIGINT shut down gracefully. Logs are JSON lines on stderr.`,
+--config FILE is JSON: {"store", "listen", "tls_cert", "tls_key",
+"max_events_body", "max_body", "learners": [bodies of POST /v1/learners]};
+flags override it. --tls-cert and --tls-key (together) make it serve HTTPS
+only, TLS 1.2 at least; SIGHUP re-reads both files. SIGTERM or SIGINT shut
+down gracefully. Logs are JSON lines on stderr.`,
 		Args: cobra.NoArgs,
 		RunE: runServe,
 	}
 	f, o := serveCmd.Flags(), &serveOpts
 	f.StringVar(&o.Store, "store", service.DefaultStore, "store file (created if absent, mode 0600; holds private data)")
 	f.StringVar(&o.Listen, "listen", service.DefaultListen, "address to listen on")
+	f.StringVar(&o.TLSCert, "tls-cert", "", "serve HTTPS only, with this PEM certificate chain (needs --tls-key; reloaded on SIGHUP)")
+	f.StringVar(&o.TLSKey, "tls-key", "", "with --tls-cert: the PEM private key of the certificate")
 	f.StringVar(&o.Config, "config", "", "JSON config file (learners to create, limits)")
 	f.StringSliceVar(&o.KafkaBrokers, "kafka-brokers", nil, "consume events from Kafka: seed brokers host:port,…")
 	f.StringVar(&o.KafkaTopic, "kafka-topic", "", "with --kafka-brokers: the topic (each record: one event line, or several)")
 	f.StringVar(&o.KafkaLearner, "kafka-learner", "", "with --kafka-brokers: the learner the topic feeds")
 	f.StringVar(&o.KafkaGroup, "kafka-group", "", "with --kafka-brokers: the consumer group (default dpal-serve-LEARNER)")
+	f.BoolVar(&o.KafkaTLS, "kafka-tls", false, "with --kafka-brokers: connect over TLS, verifying the brokers against the system's roots")
+	f.StringVar(&o.KafkaTLSCA, "kafka-tls-ca", "", "with --kafka-brokers: connect over TLS, verifying the brokers against this PEM file's certificates")
+	f.StringVar(&o.KafkaSASL, "kafka-sasl", "", "with --kafka-brokers: SASL mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (password from $"+kafkaPasswordEnv+")")
+	f.StringVar(&o.KafkaSASLUser, "kafka-sasl-user", "", "with --kafka-sasl: the SASL user")
 	f.StringArrayVar(&o.Learners, "learner", nil, "create learner NAME:DIM with the default settings of 'dpal stream' unless the store holds it (repeatable)")
 
 	token := groupCommand("token", "Create or revoke API tokens (while the server is stopped)")
@@ -131,6 +142,12 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	if f.Changed("listen") || c.Listen == "" {
 		c.Listen = o.Listen
 	}
+	if f.Changed("tls-cert") {
+		c.TLSCert = o.TLSCert
+	}
+	if f.Changed("tls-key") {
+		c.TLSKey = o.TLSKey
+	}
 	for _, l := range o.Learners {
 		raw, err := service.LearnerFlag(l)
 		if err != nil {
@@ -147,16 +164,26 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	return service.Run(ctx, c, cmd.OutOrStdout(), log, nil)
 }
 
-// kafkaFlags sets c.Kafka from the --kafka-* flags, if any.
+// kafkaPasswordEnv holds the Kafka SASL password: a flag's value would
+// show in the process list.
+const kafkaPasswordEnv = "DPAL_KAFKA_SASL_PASSWORD"
+
+// kafkaFlags sets c.Kafka from the --kafka-* flags, if any, and the SASL
+// password from $DPAL_KAFKA_SASL_PASSWORD unless the config file holds one.
 func kafkaFlags(o *serveOptions, c *service.Config) error {
 	brokers, topic, learner, group := o.KafkaBrokers, o.KafkaTopic, o.KafkaLearner, o.KafkaGroup
+	conn := o.KafkaTLS || o.KafkaTLSCA != "" || o.KafkaSASL != "" || o.KafkaSASLUser != ""
 	switch {
-	case len(brokers) == 0 && topic == "" && learner == "" && group == "":
-		return nil
+	case len(brokers) == 0 && topic == "" && learner == "" && group == "" && !conn:
 	case len(brokers) == 0 || topic == "" || learner == "":
-		return errors.New("--kafka-brokers, --kafka-topic and --kafka-learner go together")
+		return errors.New("--kafka-brokers, --kafka-topic and --kafka-learner go together (and --kafka-group, --kafka-tls, --kafka-tls-ca, --kafka-sasl and --kafka-sasl-user go with them)")
+	default:
+		c.Kafka = &service.KafkaConfig{Brokers: brokers, Topic: topic, Learner: learner, Group: group,
+			TLS: o.KafkaTLS, TLSCA: o.KafkaTLSCA, SASLMechanism: o.KafkaSASL, SASLUser: o.KafkaSASLUser}
 	}
-	c.Kafka = &service.KafkaConfig{Brokers: brokers, Topic: topic, Learner: learner, Group: group}
+	if c.Kafka != nil && c.Kafka.SASLPassword == "" {
+		c.Kafka.SASLPassword = os.Getenv(kafkaPasswordEnv)
+	}
 	return nil
 }
 
