@@ -1,0 +1,42 @@
+// Package scatter owns the 2-D wavelet scattering transform, the fixed
+// feature extractor of Tramèr & Boneh 2021 ("Differentially Private
+// Learning Needs Better Features (or Much More Data)", §3), which follows
+// Oyallon & Mallat 2015 ("Deep Roto-Translation Scattering for Object
+// Classification") as implemented by Kymatio's Scattering2D (Andreux et al.
+// 2020): Morlet wavelets ψ_{j,θ} at J scales and L angles, a Gaussian
+// low-pass φ_J, and order 2,
+//
+//	S x = [ x⋆φ_J ,  |x⋆ψ_λ1|⋆φ_J ,  ||x⋆ψ_λ1|⋆ψ_λ2|⋆φ_J  (j2 > j1) ]
+//
+// each subsampled by 2^J. On a 28×28 single-channel image with J = 2 and
+// L = 8 that is 1 + J·L + L²·J(J−1)/2 = 81 channels of 7×7.
+//
+// Privacy: the filters depend only on the image size, J and L, never on
+// data, so the transform is a fixed public map applied to each example on
+// its own; it costs no privacy budget and a DP learner trained on its
+// output keeps its guarantee. The same holds for Normalize's per-image
+// group normalisation. Normalisation by statistics of the whole dataset
+// (a mean or variance per feature, as Tramèr & Boneh's "data normalisation"
+// variant uses) is a function of every example and must be computed by a
+// charged DP mechanism; this package does not do it.
+//
+// Computation follows Kymatio: the image is padded by reflection (numpy's
+// "reflect": mirrored about the edge pixel, which is not repeated) to
+// M' = (⌊(M+2^J)/2^J⌋+1)·2^J rows (36 for 28) and likewise columns; every
+// convolution is then circular on the padded grid, done as a product in
+// the Fourier domain (gonum's dsp/fourier, mixed radix, so 36 is fine);
+// subsampling by 2^k is done in the Fourier domain by averaging the 2^k×2^k
+// aliased copies of the spectrum, which is exactly spatial subsampling; and
+// the one-pixel border of the subsampled output, the part most touched by
+// the padding, is cropped ((M'/2^J)−2 = 7 for 28). The filter bank is built
+// once per image size (New) in the Fourier domain: ψ̂ and φ̂ are the real
+// parts of the DFTs of spatial Gabor/Morlet filters periodised over 5×5
+// copies of the grid, and the versions used at coarser resolutions are
+// Kymatio's crops of the spectrum (frequencies above the new Nyquist
+// zeroed, then folded).
+//
+// Differences from Kymatio, all below 1e-4 relative: the Gaussians are
+// normalised by 2πσ² with π to full precision (Kymatio writes 3.1415), so
+// φ̂(0) = 1 to rounding; the rotation matrices are float64 rather than
+// float32; everything is float64.
+package scatter
