@@ -24,7 +24,7 @@
 // "reflect": mirrored about the edge pixel, which is not repeated) to
 // M' = (⌊(M+2^J)/2^J⌋+1)·2^J rows (36 for 28) and likewise columns; every
 // convolution is then circular on the padded grid, done as a product in
-// the Fourier domain (gonum's dsp/fourier, mixed radix, so 36 is fine);
+// the Fourier domain (the package's own mixed-radix FFT, radices 4, 3, 2, see fft1);
 // subsampling by 2^k is done in the Fourier domain by averaging the 2^k×2^k
 // aliased copies of the spectrum, which is exactly spatial subsampling; and
 // the one-pixel border of the subsampled output, the part most touched by

@@ -1,91 +1,72 @@
 package scatter
 
-import "gonum.org/v1/gonum/dsp/fourier"
-
-// plan2 computes 2-D DFTs of one size, rows×cols, row-major. It holds
-// gonum's work buffers, so one plan serves one goroutine at a time.
+// plan2 computes 2-D DFTs of one size, rows×cols, row-major, as two lane
+// passes (fft1) with transposes between. It holds scratch buffers, so one
+// plan serves one goroutine at a time.
 type plan2 struct {
 	rows, cols int
-	rowC       *fourier.CmplxFFT // complex transforms along a row (length cols)
-	colC       *fourier.CmplxFFT // complex transforms along a column (length rows)
-	rowR       *fourier.FFT      // real transforms along a row
-	col        []complex128      // one column, gathered
-	half       []complex128      // one row's cols/2+1 real-input coefficients
+	along      *fft1 // length cols: the DFT along each row
+	down       *fft1 // length rows: the DFT down each column
+	s1, s2     []complex128
 }
 
 func newPlan2(rows, cols int) *plan2 {
-	return &plan2{
-		rows: rows, cols: cols,
-		rowC: fourier.NewCmplxFFT(cols),
-		colC: fourier.NewCmplxFFT(rows),
-		rowR: fourier.NewFFT(cols),
-		col:  make([]complex128, rows),
-		half: make([]complex128, cols/2+1),
-	}
+	return &plan2{rows: rows, cols: cols,
+		along: newFFT1(cols), down: newFFT1(rows),
+		s1: make([]complex128, rows*cols), s2: make([]complex128, rows*cols)}
 }
 
-// forwardReal writes the full unnormalised DFT of the real rows×cols array
-// src into dst. Real input has a Hermitian spectrum, X[k,l] = conj X[−k,−l],
-// so only columns 0…cols/2 are transformed and the rest are filled in by
-// symmetry: about half the work of a complex transform.
-func (p *plan2) forwardReal(dst []complex128, src []float64) {
-	r, c, h := p.rows, p.cols, p.cols/2+1
-	for i := range r {
-		p.rowR.Coefficients(p.half, src[i*c:(i+1)*c])
-		copy(dst[i*c:i*c+h], p.half)
-	}
-	for l := range h {
-		p.columns(dst, l, false)
-	}
-	for k := range r {
-		nk := (r - k) % r
-		for l := h; l < c; l++ {
-			v := dst[nk*c+c-l]
-			dst[k*c+l] = complex(real(v), -imag(v))
+// transform replaces a by its unnormalised DFT, or its normalised inverse
+// DFT if inv.
+func (p *plan2) transform(a []complex128, inv bool) {
+	r, c := p.rows, p.cols
+	p.down.transform(p.s1, a, c, inv) // columns, rows of c lanes
+	transpose(p.s2, p.s1, r, c)
+	p.along.transform(p.s1, p.s2, r, inv) // rows, now columns of r lanes
+	transpose(a, p.s1, c, r)
+	if inv {
+		sc := 1 / float64(r*c)
+		for i, v := range a {
+			a[i] = complex(real(v)*sc, imag(v)*sc)
 		}
 	}
 }
 
-// inverse replaces the spectrum a by its normalised inverse DFT.
-func (p *plan2) inverse(a []complex128) {
-	r, c := p.rows, p.cols
+// transpose writes the transpose of the r×c array src into dst (c×r).
+func transpose(dst, src []complex128, r, c int) {
 	for i := range r {
-		row := a[i*c : (i+1)*c]
-		p.rowC.Sequence(row, row)
-	}
-	for l := range c {
-		p.columns(a, l, true)
-	}
-	s := complex(1/float64(r*c), 0)
-	for i := range a {
-		a[i] *= s
+		row := src[i*c : (i+1)*c]
+		for j, v := range row {
+			dst[j*r+i] = v
+		}
 	}
 }
 
-// forward replaces a by its unnormalised DFT (used to build the filters).
-func (p *plan2) forward(a []complex128) {
+// spectraOfPair writes into ha and hb the DFTs of the real arrays a and b
+// (rows×cols; b may be nil, then hb is ignored) with one complex transform
+// of z = a + i·b, using z's buffer as scratch: a real array's spectrum is
+// Hermitian, so A[k] = (Z[k] + conj Z[−k])/2 and B[k] = (Z[k] − conj Z[−k])/2i.
+func (p *plan2) spectraOfPair(ha, hb []complex128, a, b []float64, z []complex128) {
 	r, c := p.rows, p.cols
-	for i := range r {
-		row := a[i*c : (i+1)*c]
-		p.rowC.Coefficients(row, row)
+	z = z[:r*c]
+	if b == nil {
+		for i, v := range a {
+			z[i] = complex(v, 0)
+		}
+		p.transform(z, false)
+		copy(ha, z)
+		return
 	}
-	for l := range c {
-		p.columns(a, l, false)
+	for i, v := range a {
+		z[i] = complex(v, b[i])
 	}
-}
-
-// columns transforms column l of a in place, forward or inverse.
-func (p *plan2) columns(a []complex128, l int, inv bool) {
-	c := p.cols
-	for k := range p.rows {
-		p.col[k] = a[k*c+l]
-	}
-	if inv {
-		p.colC.Sequence(p.col, p.col)
-	} else {
-		p.colC.Coefficients(p.col, p.col)
-	}
-	for k := range p.rows {
-		a[k*c+l] = p.col[k]
+	p.transform(z, false)
+	for k := range r {
+		nk := (r - k) % r
+		for l := range c {
+			zk, zn := z[k*c+l], z[nk*c+(c-l)%c]
+			ha[k*c+l] = complex((real(zk)+real(zn))/2, (imag(zk)-imag(zn))/2)
+			hb[k*c+l] = complex((imag(zk)+imag(zn))/2, (real(zn)-real(zk))/2)
+		}
 	}
 }

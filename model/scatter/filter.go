@@ -58,7 +58,7 @@ func morlet(m, n int, sigma, theta, xi, slant float64) []complex128 {
 // real part (the imaginary part vanishes up to the periodisation's
 // asymmetry); it is the DFT of f's Hermitian-symmetric part.
 func realDFT(m, n int, f []complex128) []float64 {
-	newPlan2(m, n).forward(f)
+	newPlan2(m, n).transform(f, false)
 	out := make([]float64, m*n)
 	for i, v := range f {
 		out[i] = real(v)

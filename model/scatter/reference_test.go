@@ -131,7 +131,7 @@ func randomImage(rng *rand.Rand, h, w int) []float64 {
 func TestMatchesDirectConvolution(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, tc := range []struct{ h, w, j, l int }{
-		{8, 8, 2, 8}, {16, 16, 2, 8}, {12, 10, 2, 6}, {16, 16, 3, 4},
+		{8, 8, 2, 8}, {16, 16, 2, 8}, {12, 10, 2, 6}, {16, 16, 3, 4}, {9, 11, 2, 5},
 	} {
 		s, err := New(tc.h, tc.w, tc.j, tc.l)
 		if err != nil {
