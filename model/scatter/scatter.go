@@ -22,6 +22,8 @@ type Scattering struct {
 	j, l          int
 	psi           []wavelet   // ordered by j, then θ (Kymatio's order)
 	phi           [][]float64 // φ_J's spectrum at resolutions 0…J−1
+	low           []lowKernel // φ_J in space at resolutions 0…J−1, for lowpass
+	pairsFrom     [][][2]int  // pairsFrom[j]: pairs(psi, L, j)
 	rowSrc        []int       // padded row → image row (reflection)
 	colSrc        []int       // padded column → image column
 	pool          sync.Pool   // *work
@@ -48,6 +50,12 @@ func New(height, width, j, l int) (*Scattering, error) {
 	s.rowSrc = reflect(height, s.mp)
 	s.colSrc = reflect(width, s.np)
 	s.buildFilters()
+	for r := range s.j {
+		s.low = append(s.low, s.lowpassKernel(r))
+	}
+	for j := range s.j {
+		s.pairsFrom = append(s.pairsFrom, pairs(s.psi, l, j))
+	}
 	s.pool.New = func() any { return s.newWork() }
 	return s, nil
 }
@@ -103,6 +111,58 @@ func (s *Scattering) buildFilters() {
 	for r := range s.j {
 		s.phi = append(s.phi, periodize(full, m, n, r))
 	}
+}
+
+// lowKernel is φ_J at one resolution as lowpass uses it: rows[a·R+p] =
+// f((k·(a+1) − p) mod R), f φ's row factor in space, R the rows at that
+// resolution and k the remaining subsampling; cols likewise.
+type lowKernel struct {
+	rows, cols []float64
+}
+
+// lowpassKernel factors φ_J's spectrum at resolution 2^r as A(k)·B(l) (a
+// Gaussian and its crops are separable: A(k) = φ̂(k,0)/φ̂(0,0), B(l) =
+// φ̂(0,l)), takes each factor back to space by a direct inverse DFT, and
+// lays the results out as lowpass's matrices.
+func (s *Scattering) lowpassKernel(r int) lowKernel {
+	rows, cols := s.mp>>r, s.np>>r
+	phi := s.phi[r]
+	a, b := make([]float64, rows), make([]float64, cols)
+	for k := range rows {
+		a[k] = phi[k*cols] / phi[0]
+	}
+	copy(b, phi[:cols])
+	k := 1 << (s.j - r)
+	oh, ow := s.OutSize()
+	return lowKernel{rows: sampled(idft(a), k, oh), cols: sampled(idft(b), k, ow)}
+}
+
+// idft returns the real part of the normalised inverse DFT of a.
+func idft(a []float64) []float64 {
+	n := len(a)
+	out := make([]float64, n)
+	for p := range n {
+		var sum float64
+		for k, v := range a {
+			sum += v * math.Cos(2*math.Pi*float64(k*p%n)/float64(n))
+		}
+		out[p] = sum / float64(n)
+	}
+	return out
+}
+
+// sampled returns the out×n matrix M[a][p] = f((k·(a+1) − p) mod n): row a
+// of M·u is (u⊛f) at pixel k·(a+1), output a of the cropped, subsampled
+// convolution.
+func sampled(f []float64, k, out int) []float64 {
+	n := len(f)
+	m := make([]float64, out*n)
+	for a := range out {
+		for p := range n {
+			m[a*n+p] = f[((k*(a+1)-p)%n+n)%n]
+		}
+	}
+	return m
 }
 
 // Channels returns the number of scattering channels,

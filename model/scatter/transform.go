@@ -12,19 +12,18 @@ type work struct {
 	xp       []float64    // the padded image
 	x        []complex128 // its spectrum
 	u1a, u1b []complex128 // a pair of first-order moduli's spectra
-	u2a, u2b []complex128 // a pair of second-order moduli's spectra
 	ba, bb   []complex128 // a pair of band-pass outputs
 	ma, mb   []float64    // their moduli
 	z        []complex128 // scratch for spectraOfPair
-	low      []complex128 // a pair of low-pass outputs at resolution 2^J
+	t        []float64    // scratch for lowpass
 }
 
 func (s *Scattering) newWork() *work {
 	n := s.mp * s.np
 	c := func() []complex128 { return make([]complex128, n) }
-	w := &work{xp: make([]float64, n), x: c(), u1a: c(), u1b: c(), u2a: c(), u2b: c(),
+	w := &work{xp: make([]float64, n), x: c(), u1a: c(), u1b: c(),
 		ba: c(), bb: c(), ma: make([]float64, n), mb: make([]float64, n), z: c(),
-		low: make([]complex128, (s.mp>>s.j)*(s.np>>s.j))}
+		t: make([]float64, n)}
 	for r := 0; r <= s.j; r++ {
 		w.plans = append(w.plans, newPlan2(s.mp>>r, s.np>>r))
 	}
@@ -51,29 +50,31 @@ func (s *Scattering) Transform(dst, img []float64) ([]float64, error) {
 	w.plans[0].spectraOfPair(w.x, nil, w.xp, nil, w.z)
 	oh, ow := s.OutSize()
 	channel := func(c int) []float64 { return dst[c*oh*ow : (c+1)*oh*ow] }
-	s.lowpass(channel(0), nil, w, w.x, nil, 0)
+	s.lowpass(channel(0), w, w.xp, 0)
 	second := 1 + len(s.psi) // the next second-order channel
-	for _, pr := range s.pairs(0) {
+	for _, pr := range s.pairsFrom[0] {
 		a, b := pr[0], pr[1]
-		s.moduli(w.u1a, w.u1b, w, w.x, s.hat(a, 0), s.hat(b, 0), 0, s.psi[a].j)
-		u1s, outB, ub := [][]complex128{w.u1a}, []float64(nil), []complex128(nil)
+		j1 := s.psi[a].j
+		ma, mb := s.moduli(w, w.x, s.hat(a, 0), s.hat(b, 0), 0, j1)
+		s.lowpass(channel(1+a), w, ma, j1)
 		if b >= 0 {
-			u1s, outB, ub = append(u1s, w.u1b), channel(1+b), w.u1b
+			s.lowpass(channel(1+b), w, mb, j1)
 		}
-		s.lowpass(channel(1+a), outB, w, w.u1a, ub, s.psi[a].j)
-		for _, u1 := range u1s {
-			j1 := s.psi[a].j
-			for _, pr2 := range s.pairs(j1 + 1) {
+		if j1 == s.j-1 {
+			continue // no j2 > j1, and no need for the moduli's spectra
+		}
+		w.plans[j1].spectraOfPair(w.u1a, w.u1b, ma, mb, w.z)
+		u1s := [2][]complex128{w.u1a, w.u1b}
+		for i := range 1 + min(b+1, 1) {
+			for _, pr2 := range s.pairsFrom[j1+1] {
 				c, d := pr2[0], pr2[1]
-				s.moduli(w.u2a, w.u2b, w, u1, s.hat(c, j1), s.hat(d, j1), j1, s.psi[c].j)
-				outB, ub := []float64(nil), []complex128(nil)
+				j2 := s.psi[c].j
+				ma, mb := s.moduli(w, u1s[i], s.hat(c, j1), s.hat(d, j1), j1, j2)
+				s.lowpass(channel(second), w, ma, j2)
+				second++
 				if d >= 0 {
-					outB, ub = channel(second+1), w.u2b
-				}
-				s.lowpass(channel(second), outB, w, w.u2a, ub, s.psi[c].j)
-				second += 2
-				if d < 0 {
-					second--
+					s.lowpass(channel(second), w, mb, j2)
+					second++
 				}
 			}
 		}
@@ -84,10 +85,10 @@ func (s *Scattering) Transform(dst, img []float64) ([]float64, error) {
 // pairs lists the wavelets of scales ≥ j in Kymatio's order, two at a time
 // within a scale (the second −1 when L is odd), so that one complex DFT
 // serves two real arrays.
-func (s *Scattering) pairs(j int) [][2]int {
+func pairs(psi []wavelet, l, j int) [][2]int {
 	var out [][2]int
-	for n := j * s.l; n < len(s.psi); n += 2 {
-		if n+1 < len(s.psi) && s.psi[n+1].j == s.psi[n].j {
+	for n := j * l; n < len(psi); n += 2 {
+		if n+1 < len(psi) && psi[n+1].j == psi[n].j {
 			out = append(out, [2]int{n, n + 1})
 		} else {
 			out = append(out, [2]int{n, -1})
@@ -115,18 +116,17 @@ func (s *Scattering) pad(xp, img []float64) {
 	}
 }
 
-// moduli writes into ha (and hb) the spectra of |u⋆ψa| (and |u⋆ψb|)
-// subsampled to resolution 2^to, given u's spectrum at resolution 2^from
-// and the wavelets' at the same resolution; ψb may be nil.
-func (s *Scattering) moduli(ha, hb []complex128, w *work, u []complex128, psiA, psiB []float64, from, to int) {
-	rows, cols := s.mp>>to, s.np>>to
-	n := rows * cols
+// moduli returns |u⋆ψa| and |u⋆ψb| (nil if ψb is) subsampled to
+// resolution 2^to, in w.ma and w.mb, given u's spectrum at resolution
+// 2^from and the wavelets' at the same resolution.
+func (s *Scattering) moduli(w *work, u []complex128, psiA, psiB []float64, from, to int) (ma, mb []float64) {
+	n := (s.mp >> to) * (s.np >> to)
 	band := func(b []complex128, m []float64, psi []float64) []float64 {
 		if psi == nil {
 			return nil
 		}
 		b = b[:n]
-		multFold(b, u, nil, psi, s.mp>>from, s.np>>from, 1<<(to-from))
+		multFold(b, u, psi, s.mp>>from, s.np>>from, 1<<(to-from))
 		w.plans[to].transform(b, true)
 		m = m[:n]
 		for i, v := range b {
@@ -134,55 +134,60 @@ func (s *Scattering) moduli(ha, hb []complex128, w *work, u []complex128, psiA, 
 		}
 		return m
 	}
-	ma, mb := band(w.ba, w.ma, psiA), band(w.bb, w.mb, psiB)
-	w.plans[to].spectraOfPair(ha, hb, ma, mb, w.z)
+	return band(w.ba, w.ma, psiA), band(w.bb, w.mb, psiB)
 }
 
-// lowpass writes into outA (and outB) the channel (u⋆φ_J) subsampled to
-// resolution 2^J with the border cropped, given u's spectrum at resolution
-// 2^r; ub and outB may be nil. Both channels are real, so one inverse DFT
-// of ûa + i·ûb gives them as its real and imaginary parts.
-func (s *Scattering) lowpass(outA, outB []float64, w *work, ua, ub []complex128, r int) {
-	multFold(w.low, ua, ub, s.phi[r], s.mp>>r, s.np>>r, 1<<(s.j-r))
-	w.plans[s.j].transform(w.low, true)
-	cols := s.np >> s.j
+// lowpass writes into out the channel u⋆φ_J, sampled every 2^(J−r) pixels
+// with the border cropped, given u (real) at resolution 2^r. φ_J is a
+// separable Gaussian and so are its crops, so this is two small products,
+// out = Kr·u·Kcᵀ, with Kr[a][p] = φr((2^(J−r)·(a+1) − p) mod rows) the
+// rows' circular-convolution-and-subsampling matrix (lowpassKernels):
+// cheaper than a forward DFT of u, a product and an inverse DFT.
+func (s *Scattering) lowpass(out []float64, w *work, u []float64, r int) {
+	k := s.low[r]
+	rows, cols := s.mp>>r, s.np>>r
 	oh, ow := s.OutSize()
-	for a := range oh {
-		row := w.low[(a+1)*cols+1 : (a+1)*cols+1+ow]
-		for b, v := range row {
-			outA[a*ow+b] = real(v)
+	t := w.t[:rows*ow] // u·Kcᵀ, rows×ow
+	for p := range rows {
+		ur := u[p*cols : (p+1)*cols]
+		for b := range ow {
+			kc := k.cols[b*cols : (b+1)*cols]
+			kc = kc[:len(ur)]
+			var sum float64
+			for q, v := range ur {
+				sum += v * kc[q]
+			}
+			t[p*ow+b] = sum
 		}
-		if outB != nil {
-			for b, v := range row {
-				outB[a*ow+b] = imag(v)
+	}
+	for a := range oh {
+		kr := k.rows[a*rows : (a+1)*rows]
+		o := out[a*ow : (a+1)*ow]
+		clear(o)
+		for p, g := range kr {
+			tp := t[p*ow : (p+1)*ow]
+			tp = tp[:len(o)]
+			for b := range o {
+				o[b] += g * tp[b]
 			}
 		}
 	}
 }
 
-// multFold writes into dst ((rows/k)×(cols/k)) the spectrum (ua + i·ub)·f
-// (rows×cols; ub may be nil) subsampled by k: the mean of its k×k aliased
-// copies, which is the DFT of the product's inverse DFT sampled at every
-// k-th pixel.
-func multFold(dst, ua, ub []complex128, f []float64, rows, cols, k int) {
+// multFold writes into dst ((rows/k)×(cols/k)) the spectrum u·f (rows×cols)
+// subsampled by k: the mean of its k×k aliased copies, which is the DFT of
+// the product's inverse DFT sampled at every k-th pixel.
+func multFold(dst, u []complex128, f []float64, rows, cols, k int) {
 	rs, cs := rows/k, cols/k
 	dst = dst[:rs*cs]
 	clear(dst)
 	for i := range rows {
 		d := dst[(i%rs)*cs : (i%rs+1)*cs]
 		for jb := i * cols; jb < (i+1)*cols; jb += cs {
-			a, g := ua[jb:jb+cs], f[jb:jb+cs]
+			a, g := u[jb:jb+cs], f[jb:jb+cs]
 			a, g = a[:len(d)], g[:len(d)] // one bounds check per block, not per element
 			for j, x := range d {
 				d[j] = complex(real(x)+real(a[j])*g[j], imag(x)+imag(a[j])*g[j])
-			}
-			if ub == nil {
-				continue
-			}
-			b := ub[jb : jb+cs]
-			b = b[:len(d)]
-			for j, x := range d {
-				d[j] = complex(real(x)-imag(b[j])*g[j], imag(x)+real(b[j])*g[j]) // + i·b·g
 			}
 		}
 	}
