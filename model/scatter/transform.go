@@ -44,6 +44,12 @@ func (s *Scattering) Transform(dst, img []float64) ([]float64, error) {
 	} else if len(dst) != s.Len() {
 		return nil, fmt.Errorf("scatter: destination has %d values, want %d", len(dst), s.Len())
 	}
+	s.transform(dst, img)
+	return dst, nil
+}
+
+// transform is Transform without the checks of the arguments' sizes.
+func (s *Scattering) transform(dst, img []float64) {
 	w := s.pool.Get().(*work)
 	defer s.pool.Put(w)
 	s.pad(w.xp, img)
@@ -79,7 +85,6 @@ func (s *Scattering) Transform(dst, img []float64) ([]float64, error) {
 			}
 		}
 	}
-	return dst, nil
 }
 
 // pairs lists the wavelets of scales ≥ j in Kymatio's order, two at a time
