@@ -156,13 +156,7 @@ func (s *Scattering) lowpass(out []float64, w *work, u []float64, r int) {
 	for p := range rows {
 		ur := u[p*cols : (p+1)*cols]
 		for b := range ow {
-			kc := k.cols[b*cols : (b+1)*cols]
-			kc = kc[:len(ur)]
-			var sum float64
-			for q, v := range ur {
-				sum += v * kc[q]
-			}
-			t[p*ow+b] = sum
+			t[p*ow+b] = dot(ur, k.cols[b*cols:(b+1)*cols])
 		}
 	}
 	for a := range oh {
@@ -177,6 +171,24 @@ func (s *Scattering) lowpass(out []float64, w *work, u []float64, r int) {
 			}
 		}
 	}
+}
+
+// dot returns Σ x[i]·y[i] (len(y) ≥ len(x)) with four running sums, so
+// that the additions do not wait on one another.
+func dot(x, y []float64) float64 {
+	y = y[:len(x)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += x[i] * y[i]
+		s1 += x[i+1] * y[i+1]
+		s2 += x[i+2] * y[i+2]
+		s3 += x[i+3] * y[i+3]
+	}
+	for ; i < len(x); i++ {
+		s0 += x[i] * y[i]
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // multFold writes into dst ((rows/k)×(cols/k)) the spectrum u·f (rows×cols)
