@@ -49,6 +49,9 @@
 //
 // Differences from Kymatio, all below 1e-4 relative: the Gaussians are
 // normalised by 2πσ² with π to full precision (Kymatio writes 3.1415), so
-// φ̂(0) = 1 to rounding; the rotation matrices are float64 rather than
-// float32; everything is float64.
+// φ̂(0) = 1 to rounding; the filters are built in float64 (Kymatio builds
+// the Gabor filters in complex64 with float32 rotations); everything is
+// float64. Checked against Kymatio's source (filter_bank.py, utils.py,
+// core/scattering2d.py, numpy backend's Pad and unpad), not against its
+// outputs: numpy and Kymatio could not be installed here.
 package scatter

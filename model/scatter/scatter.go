@@ -97,7 +97,7 @@ func (s *Scattering) buildFilters() {
 	for j := range s.j {
 		for t := range s.l {
 			sigma := 0.8 * math.Pow(2, float64(j))
-			theta := float64(s.l-s.l/2-1-t) * math.Pi / float64(s.l)
+			theta := float64((s.l-2)/2-t) * math.Pi / float64(s.l) // Kymatio: int(L−L/2−1), truncated
 			xi := 3.0 / 4.0 * math.Pi / math.Pow(2, float64(j))
 			full := realDFT(m, n, morlet(m, n, sigma, theta, xi, 4.0/float64(s.l)))
 			w := wavelet{j: j, theta: t}
