@@ -69,6 +69,10 @@ func (f *fft1) rec(dst, src []complex128, n, s, v, depth int, tw []complex128) {
 	}
 	p := f.factors[depth]
 	m := n / p
+	if m == 1 && p <= 3 { // the last radix reads src directly: no copy pass
+		leaf(dst, src, p, s, v, imag(tw[f.n/p*(p-2)]))
+		return
+	}
 	for r := range p {
 		f.rec(dst[r*m*v:], src[r*s*v:], m, s*p, v, depth+1, tw)
 	}
@@ -84,6 +88,28 @@ func (f *fft1) rec(dst, src []complex128, n, s, v, depth int, tw []complex128) {
 		default:
 			f.butterfly(dst, k, m, v, p, step, tw)
 		}
+	}
+}
+
+// leaf writes into dst the p-point DFTs (p = 2 or 3) of src's elements 0,
+// s, …, (p−1)·s; s3 is the imaginary part of W_3 (unused for p = 2).
+func leaf(dst, src []complex128, p, s, v int, s3 float64) {
+	a0, a1 := src[:v], src[s*v:s*v+v]
+	d0, d1 := dst[:v], dst[v:2*v]
+	if p == 2 {
+		for i := range d0 {
+			x, y := a0[i], a1[i]
+			d0[i], d1[i] = x+y, x-y
+		}
+		return
+	}
+	a2, d2 := src[2*s*v:2*s*v+v], dst[2*v:3*v]
+	for i := range d0 {
+		x, y, z := a0[i], a1[i], a2[i]
+		t, u := y+z, y-z
+		c := complex(real(x)-real(t)/2, imag(x)-imag(t)/2)
+		is := complex(-s3*imag(u), s3*real(u))
+		d0[i], d1[i], d2[i] = x+t, c+is, c-is
 	}
 }
 
