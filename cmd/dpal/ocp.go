@@ -227,18 +227,24 @@ func ocpSpec(cmd *cobra.Command, o *ocpOptions) (online.Spec, error) {
 	return s, err
 }
 
-// ocpLedger opens the run's ledger (openLedger): the run charges every
-// record the ε of its whole release sequence (chargedEpsilon) at the
-// target δ.
+// ocpLedger opens the run's ledger (openLedger). A new --ledger file's cap
+// is the ε of the whole release sequence (chargedEpsilon) at the target
+// δ. Without a file the in-memory ledger only records the run, so it is
+// left uncapped: finding the charged ε builds a scratch learner (for FTL
+// (levels + 11)·d² floats), which only a file's default cap is worth.
 func ocpLedger(cmd *cobra.Command, spec online.Spec, name string) (*ledger.Ledger, error) {
 	if spec.NonPrivate {
 		return openLedger(cmd, runLedger{NonPrivate: true})
 	}
-	charged, err := chargedEpsilon(spec, name)
-	if err != nil {
+	rl := runLedger{Charge: account.Budget{Epsilon: math.MaxFloat64, Delta: spec.Calibration.Delta}}
+	if path, err := cmd.Flags().GetString("ledger"); err != nil {
 		return nil, err
+	} else if path != "" && !changed(cmd.Flags(), "budget-epsilon") {
+		if rl.Charge.Epsilon, err = chargedEpsilon(spec, name); err != nil {
+			return nil, err
+		}
 	}
-	return openLedger(cmd, runLedger{Charge: account.Budget{Epsilon: charged, Delta: spec.Calibration.Delta}})
+	return openLedger(cmd, rl)
 }
 
 // openReleases opens --out for the released iterates ("-" is stdout);

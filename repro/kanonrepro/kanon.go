@@ -11,7 +11,7 @@
 // Delta, kanon.Epsilon) still runs, as a non-private what-if, and is
 // marked so. Seeded randomness throughout: this is an experiment.
 //
-// Importers that also use the system package rename this one, kanonrepro.
+// Its name is unique in the module (<system>repro), so no importer needs an alias.
 package kanonrepro
 
 import (

@@ -15,7 +15,7 @@
 // selection are marked DP: false ("not DP"). Seeded randomness throughout:
 // this is an experiment, and the seeds are recorded.
 //
-// Importers that also use the system package rename this one, poolrepro.
+// Its name is unique in the module (<system>repro), so no importer needs an alias.
 package poolrepro
 
 import (

@@ -5,8 +5,7 @@
 // shapes the paper describes. Each figure is written as PNG + CSV and the
 // settings, seed and headline numbers as summary.json.
 //
-// Its name matches its folder; the CLI, whose search command is the
-// private search itself, imports it as searchrepro.
+// Its name is unique in the module (<system>repro), so no importer needs an alias.
 package searchrepro
 
 import (

@@ -20,7 +20,5 @@
 // Seeded randomness is used throughout: this is an experiment, and its
 // outputs record the seeds they depend on.
 //
-// Its name matches its folder; it uses the learner package of the same
-// name (active/stream), and importers that need both rename this one,
-// conventionally streamrepro.
+// Its name is unique in the module (<system>repro), so no importer needs an alias.
 package streamrepro
