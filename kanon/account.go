@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/dpal-dev/dpal/dp/account"
+	"github.com/dpal-dev/dpal/dp/ledger"
 )
 
 // This file is the Li–Qardaji–Su calculator: the (ε, δ) guarantee of
@@ -300,4 +301,59 @@ func checkTargetDelta(delta float64) error {
 		return fmt.Errorf("target delta must satisfy 0 < delta < 1, got %v", delta)
 	}
 	return nil
+}
+
+// What a pipeline run charges. Config.Loss is the one accounting function
+// of both release paths: `dpal kanon run` (Run, through release) and
+// dpal-beam's driver (Config.Charge) charge the same Loss, computed here.
+
+// Loss is what one run of c charges the log (group Group): the
+// Li–Qardaji–Su (ε, δ) of (β, k) at Delta for the exact threshold, the
+// amplified loss of the noisy threshold for ThresholdDP, and the zero Loss
+// for the non-private Baseline. An error means (β, k) gives no guarantee.
+func (c Config) Loss() (account.Loss, error) {
+	l, _, err := c.guarantee()
+	return l, err
+}
+
+// guarantee is Loss with the n where the Li–Qardaji–Su tail peaks (exact
+// threshold; 0 otherwise).
+func (c Config) guarantee() (account.Loss, int, error) {
+	switch {
+	case c.Baseline:
+		return account.Loss{}, 0, nil
+	case c.Threshold == ThresholdDP:
+		m, err := NewNoisyThreshold(c.NoiseEpsilon, c.K, c.Beta)
+		if err != nil {
+			return account.Loss{}, 0, err
+		}
+		return m.Loss(), 0, nil
+	}
+	g, err := Epsilon(c.Beta, c.K, c.Delta)
+	if err != nil {
+		return account.Loss{}, 0, fmt.Errorf("beta = %v, k = %d: %w (use the baseline for a non-private reference)", c.Beta, c.K, err)
+	}
+	return g.Loss(), g.NMax, nil
+}
+
+// Charge is the ledger entry of one private run of c: Loss on group Group,
+// with a note naming the threshold; by prefixes the note with the program
+// that released the set ("" for `dpal kanon run`). dpal-beam's driver
+// records it before it publishes the set; Run records the same entry
+// (without the prefix) before the set leaves the stage.
+func (c Config) Charge(by string) (ledger.Charge, error) {
+	loss, err := c.Loss()
+	if err != nil {
+		return ledger.Charge{}, err
+	}
+	return c.charge(loss, by), nil
+}
+
+// charge is Charge for an already computed loss (c.Loss's).
+func (c Config) charge(loss account.Loss, by string) ledger.Charge {
+	if by != "" {
+		by += " "
+	}
+	return ledger.Charge{Groups: []string{Group}, Loss: loss,
+		Note: fmt.Sprintf("%skanon %s threshold, beta=%v k=%d", by, c.Threshold, c.Beta, c.K)}
 }

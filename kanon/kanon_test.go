@@ -241,8 +241,9 @@ func TestNoisyThresholdStatistics(t *testing.T) {
 	const n = 40_000
 	hits := 0
 	for range n {
-		out, _ := m.Apply(r, map[string]uint64{"q": 4})
-		hits += len(out)
+		if ok, _ := m.keep(r, 4); ok {
+			hits++
+		}
 	}
 	p := math.Exp(-m.eps)
 	want := p / (1 + p)
@@ -258,7 +259,7 @@ func TestAuditNoisyThreshold(t *testing.T) {
 	run := func(eps float64) audit.Result {
 		m, _ := NewNoisyThreshold(eps, 5, 1)
 		rel := func(c uint64) func(*rng.Rand) bool {
-			return func(r *rng.Rand) bool { out, _ := m.Apply(r, map[string]uint64{"q": c}); return len(out) == 1 }
+			return func(r *rng.Rand) bool { ok, _ := m.keep(r, c); return ok }
 		}
 		res, err := audit.Bool(rng.Seeded(5), rel(4), rel(5), audit.Config{Trials: 40_000})
 		if err != nil {

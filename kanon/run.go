@@ -21,6 +21,14 @@ const (
 	ThresholdDP = "dp"
 )
 
+// checkThreshold accepts ThresholdExact and ThresholdDP.
+func checkThreshold(t string) error {
+	if t != ThresholdExact && t != ThresholdDP {
+		return fmt.Errorf("threshold must be %q or %q, got %q", ThresholdExact, ThresholdDP, t)
+	}
+	return nil
+}
+
 // Group is the ledger group the pipeline charges: every query occurrence
 // belongs to the one log.
 const Group = "query-log"
@@ -92,8 +100,8 @@ func (c Config) Validate() error {
 		return err
 	}
 	switch {
-	case c.Threshold != ThresholdExact && c.Threshold != ThresholdDP:
-		return fmt.Errorf("threshold must be %q or %q, got %q", ThresholdExact, ThresholdDP, c.Threshold)
+	case checkThreshold(c.Threshold) != nil:
+		return checkThreshold(c.Threshold)
 	case c.LabelsBudget < 0:
 		return fmt.Errorf("labels budget must be >= 0, got %d", c.LabelsBudget)
 	case c.Rounds < 1 || c.Golden < 1 || c.Annotators < 1 || c.Epochs < 1 || c.Copies < 1:
@@ -306,35 +314,6 @@ func relabel(log []Query, positive string) []Query {
 	return out
 }
 
-// Loss is what one run of c charges the log (group Group): the
-// Li–Qardaji–Su (ε, δ) of (β, k) at Delta for the exact threshold, the
-// amplified loss of the noisy threshold for ThresholdDP, and the zero Loss
-// for the non-private Baseline. An error means (β, k) gives no guarantee.
-func (c Config) Loss() (account.Loss, error) {
-	l, _, err := c.guarantee()
-	return l, err
-}
-
-// guarantee is Loss with the n where the Li–Qardaji–Su tail peaks (exact
-// threshold; 0 otherwise).
-func (c Config) guarantee() (account.Loss, int, error) {
-	switch {
-	case c.Baseline:
-		return account.Loss{}, 0, nil
-	case c.Threshold == ThresholdDP:
-		m, err := NewNoisyThreshold(c.NoiseEpsilon, c.K, c.Beta)
-		if err != nil {
-			return account.Loss{}, 0, err
-		}
-		return m.Loss(), 0, nil
-	}
-	g, err := Epsilon(c.Beta, c.K, c.Delta)
-	if err != nil {
-		return account.Loss{}, 0, fmt.Errorf("beta = %v, k = %d: %w (use the baseline for a non-private reference)", c.Beta, c.K, err)
-	}
-	return g.Loss(), g.NMax, nil
-}
-
 // release charges loss (cfg.guarantee's) to the ledger for the stage's
 // kept set (trusted-side until then) and returns it. A baseline run
 // charges nothing.
@@ -346,6 +325,5 @@ func release(cfg Config, loss account.Loss, nmax int, kept []string, led *ledger
 		return nil, errors.New("a private run needs a ledger")
 	}
 	res.Private, res.Epsilon, res.Delta, res.NMax = true, loss.Epsilon, loss.Delta, nmax
-	return ledger.ReleaseCharge(led, ledger.Charge{Groups: []string{Group}, Loss: loss,
-		Note: fmt.Sprintf("kanon %s threshold, beta=%v k=%d", cfg.Threshold, cfg.Beta, cfg.K)}, func() ([]string, error) { return kept, nil })
+	return ledger.ReleaseCharge(led, cfg.charge(loss, ""), func() ([]string, error) { return kept, nil })
 }

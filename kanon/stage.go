@@ -3,7 +3,6 @@ package kanon
 import (
 	"cmp"
 	"crypto/hmac"
-	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -18,7 +17,8 @@ import (
 )
 
 // This file is the one definition of the release stage (holdout split,
-// Bernoulli(β) sample, sketch pre-filter, threshold) that `dpal kanon run`
+// Bernoulli(β) sample, sketch pre-filter in exact mode, exact or noisy
+// threshold) that `dpal kanon run`
 // (through Run) and the Beam pipeline (beam/kanonbeam, calling the
 // per-record parts) share, so that for one seed both release the same set.
 //
@@ -37,12 +37,14 @@ import (
 // of distinct queries are independent uniform bit strings, and within one
 // stream the exact Bernoulli sampler draws independent coins. Adding or
 // removing one occurrence of q adds or removes one coin of q's stream,
-// exactly the coupling of independent sampling. A production run therefore
-// uses a key from crypto/rand (SecureCoins; `dpal kanon run` without
-// --seed, dpal-beam without --seed, where the sampling coins are keyed
-// afresh per bundle); SeededCoins, derived from a published seed, is for
-// experiments and the equality test only and carries no guarantee against
-// anyone who knows the seed.
+// exactly the coupling of independent sampling. The dp threshold's noise
+// is keyed the same way ("n" ‖ q): each query's Z is its own independent
+// discrete Laplace draw, as the noisy threshold's analysis assumes. A
+// production run therefore uses a key from rng.Secure (SecureCoins;
+// `dpal kanon run` without --seed, dpal-beam without --seed, where the
+// sampling and noise streams are keyed afresh per bundle); SeededCoins,
+// derived from a published seed, is for experiments and the equality test
+// only and carries no guarantee against anyone who knows the seed.
 
 // Coins is the per-record randomness of one run's release stage.
 type Coins struct {
@@ -61,11 +63,14 @@ func SeededCoins(seed uint64) Coins {
 	return Coins{Key: sha256.Sum256(b)}
 }
 
-// SecureCoins draws the key from crypto/rand: the production source.
+// SecureCoins draws the key from rng.Secure (ChaCha8 keyed from
+// crypto/rand): the production source. The error is kept for sources
+// that can fail; rng.Secure cannot.
 func SecureCoins() (Coins, error) {
 	var c Coins
-	if _, err := crand.Read(c.Key[:]); err != nil {
-		return Coins{}, fmt.Errorf("kanon coins: %w", err)
+	r := rng.Secure()
+	for i := 0; i < len(c.Key); i += 8 {
+		binary.LittleEndian.PutUint64(c.Key[i:], r.Uint64())
 	}
 	return c, nil
 }
@@ -99,6 +104,10 @@ func (c Coins) mac(domain byte, q string) [sha256.Size]byte {
 func (c Coins) stream(domain byte, q string) *rng.Rand {
 	return rng.FromSource(rand.NewChaCha8(c.mac(domain, q)))
 }
+
+// noise is q's own threshold-noise stream: the dp threshold's Z for q is
+// the first discrete Laplace draw from it, whoever draws it and whenever.
+func (c Coins) noise(q string) *rng.Rand { return c.stream(domainNoise, q) }
 
 // SplitKey is q's uniform 64-bit holdout key: q is a test query when its
 // key is below TestFraction·2⁶⁴, and the golden set is the Golden non-test
@@ -187,10 +196,13 @@ type Stage struct {
 	noise     *NoisyThreshold
 }
 
-// NewStage validates the stage's part of cfg (β, k, threshold, holdout,
-// sketch shape).
+// NewStage validates the stage's part of cfg (β, k, threshold and its
+// noise ε', holdout).
 func NewStage(cfg Config, coins Coins) (*Stage, error) {
 	if err := ValidateSampling(cfg.Beta, cfg.K); err != nil {
+		return nil, err
+	}
+	if err := checkThreshold(cfg.Threshold); err != nil {
 		return nil, err
 	}
 	if !(cfg.TestFraction > 0 && cfg.TestFraction < 1) || cfg.Golden < 1 {
@@ -218,8 +230,10 @@ func (st *Stage) NewGolden() *Smallest { return &Smallest{N: st.cfg.Golden} }
 
 // Exact reports whether the threshold is the exact count ≥ k, which the
 // sketch may pre-filter (a query with fewer than k occurrences in the log
-// can never reach k in the sample); the noisy threshold sees every
-// sampled query.
+// can never reach k in the sample). When it is false (dp mode) nothing may
+// be pre-filtered: a query seen once can pass c + Z ≥ k, so every pool
+// query is counted exactly and goes to Keep; a distributed caller must do
+// the same to release the same set.
 func (st *Stage) Exact() bool { return st.noise == nil }
 
 // NewSketch returns the Count-Mean-Min pre-filter of width w (0: the
@@ -231,10 +245,18 @@ func (st *Stage) NewSketch(w int) (*sketch.CMM, error) {
 	return sketch.NewCMM(st.cfg.SketchRows, w, SketchSeed, true)
 }
 
-// Keep is the per-query decision for a pool query q with n occurrences in
-// the log: draw its sampled count and apply the threshold (c ≥ k, or
-// c ≥ 1 and c + discrete Laplace noise ≥ k). It is trusted-side until the
-// set it builds is charged and released.
+// Keep is the per-query decision, the one definition that Release and the
+// Beam pipeline (one call per distinct pool query, on whichever worker
+// holds it) both call, for a pool query q with n occurrences in the log.
+// It draws q's sampled count from q's own sampling stream (Coins.Sampled),
+// then applies the threshold: exact, c ≥ k; dp, c ≥ 1 and c + Z ≥ k, Z the
+// discrete Laplace noise of NoisyThreshold drawn from q's own noise stream
+// (ChaCha8 keyed by HMAC-SHA256(key, "n" ‖ q), Coins.noise). A query absent
+// from the sample (c = 0) is never released: the mechanism only sees the
+// sample's keys. Both draws are functions of (key, q, n) alone, so the
+// decision cannot depend on which other queries exist, on the log's order,
+// on sharding or on the order in which workers decide queries. It is
+// trusted-side until the set it builds is charged and released.
 func (st *Stage) Keep(q string, n uint64) (bool, error) {
 	c := st.coins.Sampled(q, n, st.cfg.Beta)
 	if st.noise == nil {
@@ -243,7 +265,7 @@ func (st *Stage) Keep(q string, n uint64) (bool, error) {
 	if c == 0 {
 		return false, nil
 	}
-	return st.noise.keep(st.coins.stream(domainNoise, q), c)
+	return st.noise.keep(st.coins.noise(q), c)
 }
 
 // Split is the outcome of Release: the held-out test and golden queries (in
@@ -258,8 +280,9 @@ type Split struct {
 // passes on its count in the log. In exact mode a Count-Mean-Min sketch of
 // the pool (sized by HyperLogLog when the config's width is 0) rejects the
 // queries whose Count-Min value is below k and an exact recount of the rest
-// gives their n (sketch.Survivors). The Beam pipeline computes the same
-// set from the same parts.
+// gives their n (sketch.Survivors); in dp mode every pool query is counted
+// exactly (Exact). The Beam pipeline computes the same set from the same
+// parts.
 func (st *Stage) Release(log []string) (Split, error) {
 	var sp Split
 	sp.Test, sp.Golden = st.Holdout(log)

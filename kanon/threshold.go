@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"slices"
 
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/mech"
@@ -71,24 +70,11 @@ func (m *NoisyThreshold) Loss() account.Loss {
 	return l
 }
 
-// Apply returns the keys of counts whose noisy count reaches k.
-func (m *NoisyThreshold) Apply(r *rng.Rand, counts map[string]uint64) ([]string, error) {
-	var out []string
-	// Sorted, so that a seeded run draws the same noise for the same key.
-	for _, key := range slices.Sorted(maps.Keys(counts)) {
-		ok, err := m.keep(r, counts[key])
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out = append(out, key)
-		}
-	}
-	return out, nil
-}
-
 // keep draws one key's noise from r and reports whether its count c plus
-// the noise reaches k.
+// the noise reaches k. Stage.Keep is its one caller outside tests, with r
+// the key's own noise stream: a shared stream consumed in key order would
+// make one key's noise depend on which other keys exist and in what order
+// they are decided.
 func (m *NoisyThreshold) keep(r *rng.Rand, c uint64) (bool, error) {
 	z, err := mech.DiscreteLaplace(r, m.t, m.s)
 	if err != nil {

@@ -153,6 +153,9 @@ func TestKAnonRunCLI(t *testing.T) {
 		{[]string{"--log", logPath, "--ranker", "dropout"}, "ranker must be"},
 		{[]string{"--log", logPath, "--copies", "0"}, "copies"},
 		{[]string{"--log", logPath, "--sketch-width", "100"}, "power of two"},
+		{[]string{"--log", logPath, "--threshold", "noisy"}, `threshold must be "exact" or "dp"`},
+		{[]string{"--log", logPath, "--threshold", "dp", "--epsilon-noise", "0"}, "epsilon must be finite and > 0"},
+		{[]string{"--log", logPath, "--threshold", "dp", "--epsilon-noise", "-1"}, "epsilon must be finite and > 0"},
 		{[]string{}, "--log is required"},
 	} {
 		_, _, err := runCLI(t, "", append([]string{"kanon", "run"}, c.args...)...)
