@@ -11,14 +11,18 @@
 //     queries (Stage.InTest on the query's keyed split key);
 //   - golden set: a combine keeping the Golden smallest split keys
 //     (kanon.Smallest, merged across workers);
-//   - pre-filter: a Count-Mean-Min sketch of the non-test occurrences,
-//     built per worker and merged (combiner lifting); a query whose
-//     Count-Min value is below k cannot reach k in the sample (the sketch
-//     only rejects);
+//   - exact threshold only, pre-filter: a Count-Mean-Min sketch of the
+//     non-test occurrences, built per worker and merged (combiner
+//     lifting); a query whose Count-Min value is below k cannot reach k in
+//     the sample (the sketch only rejects). The dp threshold has no
+//     pre-filter, as kanon.Stage has none (Stage.Exact): a query seen once
+//     may pass c + Z ≥ k, so every pool query is a candidate;
 //   - exact recount: the candidates counted by a combine per key
-//     (stats.Count), so the threshold stays exact;
-//   - per query: not golden, and Stage.Keep on its count n (the sampled
-//     count drawn from the query's own coins, ≥ k).
+//     (stats.Count), so the count the threshold sees is exact;
+//   - per query: not golden, and Stage.Keep on its count n, the one
+//     per-query decision `dpal kanon run` also calls (the sampled count c
+//     drawn from the query's own coins; exact: c ≥ k; dp: c ≥ 1 and c plus
+//     discrete Laplace noise from the query's own noise stream ≥ k).
 //
 // No state grows with the input on the driver: lines go from the
 // filesystem to the workers. Sketches, counts and the golden set move only
@@ -52,6 +56,7 @@ func init() {
 	register.Combiner3[*kanon.Smallest, kanon.Keyed, *kanon.Smallest](&goldenFn{})
 	register.Combiner3[*sketch.CMM, kanon.Keyed, *sketch.CMM](&sketchFn{})
 	register.DoFn3x0[kanon.Keyed, *sketch.CMM, func(string)](&candidateFn{})
+	register.Function1x1(textOf)
 	register.DoFn4x0[string, int, *kanon.Smallest, func(string, int)](&notGoldenFn{})
 	register.DoFn3x1[string, int, func(string), error](&keepFn{})
 	register.Emitter2[string, int]()
@@ -85,28 +90,33 @@ type Params struct {
 	// Coins key the split (every worker must agree on it) and, when Seeded,
 	// the sampling coins.
 	Coins kanon.Coins
-	// Seeded: the sampling coins come from Coins, reproducibly (experiments
-	// and the equality test). Otherwise each bundle keys them afresh from
-	// crypto/rand (kanon.SecureCoins): every query is decided in exactly one
-	// bundle, so fresh keys per bundle still give each query independent
-	// coins.
+	// Seeded: the sampling coins and the dp threshold's noise come from
+	// Coins, reproducibly (experiments and the equality test). Otherwise
+	// each bundle keys them afresh from rng.Secure (kanon.SecureCoins):
+	// every query is decided in exactly one bundle, so fresh keys per
+	// bundle still give each query independent coins and noise.
 	Seeded bool
 }
 
-// Validate checks p: the exact threshold only (the noisy one is
-// single-process), and a sketch width given, since a Beam combine cannot
-// size itself from a HyperLogLog estimate first.
+// Validate checks p: a private run (not the baseline), the stage's own
+// checks (kanon.NewStage: β, k, threshold, noise ε', holdout) and, for the
+// exact threshold, a sketch width given, since a Beam combine cannot size
+// itself from a HyperLogLog estimate first (the dp threshold uses no
+// sketch).
 func (p Params) Validate() error {
 	c := p.Config
-	if c.Threshold != kanon.ThresholdExact || c.Baseline {
-		return errors.New("the Beam stage runs the exact threshold of a private run only")
-	}
-	if c.SketchWidth == 0 {
-		return errors.New("the Beam stage needs a sketch width (a power of two)")
+	if c.Baseline {
+		return errors.New("the Beam stage runs a private run only, not the baseline")
 	}
 	st, err := kanon.NewStage(c, p.Coins)
 	if err != nil {
 		return err
+	}
+	if !st.Exact() {
+		return nil
+	}
+	if c.SketchWidth == 0 {
+		return errors.New("the Beam stage's exact threshold needs a sketch width (a power of two)")
 	}
 	_, err = st.NewSketch(0)
 	return err
@@ -204,9 +214,9 @@ type keepFn struct {
 
 func (f *keepFn) Setup() { f.st = stageOf(f.P) }
 
-// sampling returns the stage that draws the sampling coins: the seeded
-// one, or, in an unseeded run, one keyed afresh from crypto/rand for each
-// bundle (FinishBundle drops it).
+// sampling returns the stage that draws the sampling coins and the noise:
+// the seeded one, or, in an unseeded run, one keyed afresh from
+// rng.Secure for each bundle (FinishBundle drops it).
 func (f *keepFn) sampling() (*kanon.Stage, error) {
 	if f.P.Seeded {
 		return f.st, nil
@@ -251,15 +261,26 @@ func (f *notGoldenFn) ProcessElement(q string, n int, golden *kanon.Smallest, em
 	}
 }
 
+// textOf drops a pool query's split key: in dp mode every pool occurrence
+// is a candidate.
+func textOf(k kanon.Keyed) string { return k.Text }
+
 // Released adds the stage to s: lines is a PCollection<string> of log
 // lines (textio.Read), the result the PCollection<string> of the released
-// queries (distinct, unordered).
+// queries (distinct, unordered). p must have passed Validate.
 func Released(s beam.Scope, lines beam.PCollection, p Params) beam.PCollection {
 	s = s.Scope("kanon.Released")
 	pool := beam.ParDo(s, &parseFn{P: p}, lines)
 	golden := beam.Combine(s, &goldenFn{P: p}, pool)
-	sk := beam.Combine(s, &sketchFn{P: p}, pool)
-	cands := beam.ParDo(s, &candidateFn{K: uint64(p.Config.K)}, pool, beam.SideInput{Input: sk})
+	var cands beam.PCollection
+	if stageOf(p).Exact() {
+		sk := beam.Combine(s, &sketchFn{P: p}, pool)
+		cands = beam.ParDo(s, &candidateFn{K: uint64(p.Config.K)}, pool, beam.SideInput{Input: sk})
+	} else {
+		// dp: as kanon.Stage (Exact is false), no pre-filter: a query seen
+		// once may pass c + Z ≥ k, so every pool query is counted.
+		cands = beam.ParDo(s, textOf, pool)
+	}
 	pooled := beam.ParDo(s, &notGoldenFn{P: p}, stats.Count(s, cands), beam.SideInput{Input: golden})
 	return beam.ParDo(s, &keepFn{P: p}, pooled)
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,10 +94,52 @@ func params(seed uint64, golden int) Params {
 }
 
 // TestSameAsSingleProcess checks, on prism, that the Beam stage writes
-// byte for byte the released set of the single process for the same seed:
-// on a generated Zipf log, CLINC150 with its Zipf frequency, SLURP, and a
-// CLINC log ten times larger (the shared data's tests skip without it).
+// byte for byte the released set of the single process for the same seed,
+// in both threshold modes: on a generated Zipf log, CLINC150 with its Zipf
+// frequency, SLURP, and a CLINC log ten times larger (the shared data's
+// tests skip without it).
 func TestSameAsSingleProcess(t *testing.T) {
+	gen := generatedLog()
+	logs := []struct {
+		name  string
+		modes []string
+		load  func() ([]kanon.Query, error)
+	}{
+		{"generated", bothModes, func() ([]kanon.Query, error) { return gen, nil }},
+		{"clinc150", bothModes, func() ([]kanon.Query, error) { return kanon.LoadCLINC(dataDir(), kanon.DefaultZipfCLINC, 7) }},
+		{"slurp", bothModes, func() ([]kanon.Query, error) { return kanon.LoadSLURP(dataDir()) }},
+		{"clinc150x10", bothModes, func() ([]kanon.Query, error) {
+			return kanon.LoadCLINC(dataDir(), kanon.ZipfCLINC{C: 10 * kanon.DefaultZipfCLINC.C, S: kanon.DefaultZipfCLINC.S}, 7)
+		}},
+	}
+	for _, l := range logs {
+		for _, mode := range l.modes {
+			t.Run(l.name+"/"+mode, func(t *testing.T) {
+				log, err := l.load()
+				if err != nil {
+					t.Skipf("shared data not available: %v", err)
+				}
+				p := params(7, 100)
+				p.Config.Threshold = mode
+				if l.name == "slurp" {
+					p.Config.K = 5 // SLURP's sentences repeat a few times, not hundreds
+				}
+				want := singleProcess(t, p, log)
+				if bytes.Count(want, []byte("\n")) < 3 {
+					t.Fatalf("test log too thin: released %q", want)
+				}
+				if got := onPrism(t, p, writeLog(t, log)); !bytes.Equal(got, want) {
+					t.Fatalf("prism released %d bytes, single process %d:\n%s\nwant\n%s", len(got), len(want), got, want)
+				}
+			})
+		}
+	}
+}
+
+var bothModes = []string{kanon.ThresholdExact, kanon.ThresholdDP}
+
+// generatedLog is a Zipf log of 20,000 occurrences over 5,000 queries.
+func generatedLog() []kanon.Query {
 	r := rand.New(rand.NewPCG(1, 2))
 	z := rand.NewZipf(r, 1.2, 1, 5000)
 	var gen []kanon.Query
@@ -104,33 +147,34 @@ func TestSameAsSingleProcess(t *testing.T) {
 		v := z.Uint64()
 		gen = append(gen, kanon.Query{Text: fmt.Sprintf("query %d", v), Label: fmt.Sprint(v % 3)})
 	}
-	logs := []struct {
-		name string
-		load func() ([]kanon.Query, error)
-	}{
-		{"generated", func() ([]kanon.Query, error) { return gen, nil }},
-		{"clinc150", func() ([]kanon.Query, error) { return kanon.LoadCLINC(dataDir(), kanon.DefaultZipfCLINC, 7) }},
-		{"slurp", func() ([]kanon.Query, error) { return kanon.LoadSLURP(dataDir()) }},
-		{"clinc150x10", func() ([]kanon.Query, error) {
-			return kanon.LoadCLINC(dataDir(), kanon.ZipfCLINC{C: 10 * kanon.DefaultZipfCLINC.C, S: kanon.DefaultZipfCLINC.S}, 7)
-		}},
+	return gen
+}
+
+// TestShardedInput checks that sharding does not move the released set:
+// the generated log, shuffled and cut into three files read by one glob
+// (textio splits them into separate bundles), releases on prism what the
+// single process releases on the log in order, in both modes.
+func TestShardedInput(t *testing.T) {
+	log := generatedLog()
+	shuffled := slices.Clone(log)
+	rand.New(rand.NewPCG(3, 4)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	dir := t.TempDir()
+	for s := range 3 {
+		var b strings.Builder
+		for _, q := range shuffled[s*len(shuffled)/3 : (s+1)*len(shuffled)/3] {
+			fmt.Fprintf(&b, "%s\t%s\n", q.Text, q.Label)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("part-%d.txt", s)), []byte(b.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	for _, l := range logs {
-		t.Run(l.name, func(t *testing.T) {
-			log, err := l.load()
-			if err != nil {
-				t.Skipf("shared data not available: %v", err)
-			}
-			p := params(7, 100)
-			if l.name == "slurp" {
-				p.Config.K = 5 // SLURP's sentences repeat a few times, not hundreds
-			}
+	for _, mode := range bothModes {
+		t.Run(mode, func(t *testing.T) {
+			p := params(3, 50)
+			p.Config.Threshold = mode
 			want := singleProcess(t, p, log)
-			if bytes.Count(want, []byte("\n")) < 3 {
-				t.Fatalf("test log too thin: released %q", want)
-			}
-			if got := onPrism(t, p, writeLog(t, log)); !bytes.Equal(got, want) {
-				t.Fatalf("prism released %d bytes, single process %d:\n%s\nwant\n%s", len(got), len(want), got, want)
+			if got := onPrism(t, p, filepath.Join(dir, "part-*.txt")); !bytes.Equal(got, want) || len(want) == 0 {
+				t.Fatalf("sharded input released\n%s\nsingle process\n%s", got, want)
 			}
 		})
 	}
@@ -143,12 +187,22 @@ func TestParams(t *testing.T) {
 		func(p *Params) { p.Config.SketchRows = 0 },
 		func(p *Params) { p.Config.SketchWidth = 7 },
 		func(p *Params) { p.Config.SketchWidth = 0 },
-		func(p *Params) { p.Config.Threshold = kanon.ThresholdDP },
+		func(p *Params) { p.Config.Threshold = "noisy" },
+		func(p *Params) { p.Config.Threshold, p.Config.NoiseEpsilon = kanon.ThresholdDP, 0 },
+		func(p *Params) { p.Config.Threshold, p.Config.NoiseEpsilon = kanon.ThresholdDP, -2 },
+		func(p *Params) { p.Config.Threshold, p.Config.K = kanon.ThresholdDP, 1 },
+		func(p *Params) { p.Config.Baseline = true },
 	} {
 		p := params(1, 10)
 		edit(&p)
 		if p.Validate() == nil {
 			t.Errorf("%+v accepted", p.Config)
 		}
+	}
+	// The dp threshold uses no sketch: width 0 is fine there.
+	p := params(1, 10)
+	p.Config.Threshold, p.Config.SketchWidth = kanon.ThresholdDP, 0
+	if err := p.Validate(); err != nil {
+		t.Errorf("dp without a sketch width: %v", err)
 	}
 }

@@ -1,7 +1,10 @@
 // Command dpal-beam runs the release stage of `dpal kanon run` (holdout,
-// Bernoulli(β) sample, Count-Mean-Min pre-filter, exact k threshold;
-// package kanon, Feyisetan et al. 2019) as an Apache Beam pipeline
-// (beam/kanonbeam) on any Beam runner. It is a separate binary in a
+// Bernoulli(β) sample, then the exact k threshold behind a Count-Mean-Min
+// pre-filter, or with --threshold dp the noisy threshold on every sampled
+// query; package kanon, Feyisetan et al. 2019) as an Apache Beam pipeline
+// (beam/kanonbeam) on any Beam runner. For the same log, flags and --seed
+// it publishes the file `dpal kanon run --released-out` writes, and it
+// charges the ledger what that command charges (kanon.Config.Charge). It is a separate binary in a
 // separate module so that the core dpal binary stays free of Beam.
 //
 // It is an ordinary Beam Go program: its flags and Beam's (--runner,

@@ -51,7 +51,7 @@ func TestBeamFlagsReachBeam(t *testing.T) {
 		}
 	}
 	// Ours must not clash with Beam's (flag panics on a redefinition).
-	for _, name := range []string{"log", "output", "ledger", "seed", "beta", "k"} {
+	for _, name := range []string{"log", "output", "ledger", "seed", "beta", "k", "threshold", "epsilon-noise"} {
 		if flag.CommandLine.Lookup(name) != nil {
 			t.Errorf("--%s is also one of Beam's flags", name)
 		}
@@ -132,6 +132,10 @@ func TestRun(t *testing.T) {
 		{[]string{"--log", logPath, "--output", out, "--ledger", led, "--sketch-width", "100"}, "power of two"},
 		{[]string{"--log", logPath, "--output", "hdfs://x/out.txt", "--ledger", led}, `--output: file system scheme "hdfs" not registered`},
 		{[]string{"--log", "nosuch://x/log.txt", "--output", out, "--ledger", led}, `--log: file system scheme "nosuch" not registered`},
+		{[]string{"--log", logPath, "--output", out, "--ledger", led, "--threshold", "noisy"}, `threshold must be "exact" or "dp", got "noisy"`},
+		{[]string{"--log", logPath, "--output", out, "--ledger", led, "--threshold", "dp", "--epsilon-noise", "0"}, "epsilon must be finite and > 0, got 0"},
+		{[]string{"--log", logPath, "--output", out, "--ledger", led, "--threshold", "dp", "--epsilon-noise", "-0.5"}, "epsilon must be finite and > 0, got -0.5"},
+		{[]string{"--log", logPath, "--output", out, "--ledger", led, "--threshold", "dp", "--k", "1"}, "k must be >= 2"},
 	} {
 		o, given := parse(t, c.args...)
 		if _, err := run(context.Background(), o, given, onPrism); err == nil || !strings.Contains(err.Error(), c.want) {

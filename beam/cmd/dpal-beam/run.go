@@ -45,14 +45,16 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.Ledger, "ledger", "", "durable ledger file on the driver, charged before the set is published (required)")
 	fs.Float64Var(&o.Budget.Epsilon, "budget-epsilon", 0, "with --ledger: the ε cap of a new ledger file (default: what this run charges); on an existing one a lower value holds for this run, a higher one is refused")
 	fs.Float64Var(&o.Budget.Delta, "budget-delta", 0, "with --ledger: the δ cap of a new ledger file (default: what this run charges); lower only, as --budget-epsilon")
-	fs.Float64Var(&c.Beta, "beta", c.Beta, "sampling rate β (0 < β < 1)")
-	fs.IntVar(&c.K, "k", c.K, "frequency threshold k (≥ 1)")
-	fs.Float64Var(&c.Delta, "delta", c.Delta, "δ at which the Li–Qardaji–Su ε is charged")
+	fs.Float64Var(&c.Beta, "beta", c.Beta, "sampling rate β (0 < β < 1; β = 1 with --threshold dp only)")
+	fs.IntVar(&c.K, "k", c.K, "frequency threshold k (≥ 1; ≥ 2 with --threshold dp)")
+	fs.Float64Var(&c.Delta, "delta", c.Delta, "δ at which the Li–Qardaji–Su ε is charged (exact threshold)")
+	fs.StringVar(&c.Threshold, "threshold", c.Threshold, "exact (Li–Qardaji–Su: sampled count ≥ k) or dp (sampled count plus discrete Laplace noise ≥ k), as dpal kanon run")
+	fs.Float64Var(&c.NoiseEpsilon, "epsilon-noise", c.NoiseEpsilon, "ε' of the discrete Laplace noise (--threshold dp), as dpal kanon run")
 	fs.Float64Var(&c.TestFraction, "test-fraction", c.TestFraction, "share of the distinct queries held out for evaluation, as dpal kanon run")
 	fs.IntVar(&c.Golden, "golden", c.Golden, "size of the held-out golden set, as dpal kanon run")
-	fs.IntVar(&c.SketchRows, "sketch-rows", c.SketchRows, "Count-Mean-Min rows")
-	fs.IntVar(&c.SketchWidth, "sketch-width", c.SketchWidth, "Count-Mean-Min width, a power of two (the kept set is exact at any width)")
-	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the holdout and sample, for experiments: the set dpal kanon run --seed releases (default: a secure key; sampling keyed afresh per bundle)")
+	fs.IntVar(&c.SketchRows, "sketch-rows", c.SketchRows, "Count-Mean-Min rows (exact threshold)")
+	fs.IntVar(&c.SketchWidth, "sketch-width", c.SketchWidth, "Count-Mean-Min width, a power of two (exact threshold; the kept set is exact at any width)")
+	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the holdout, sample and noise, for experiments: the set dpal kanon run --seed releases (default: a secure key; sampling and noise keyed afresh per bundle)")
 }
 
 // checkScheme refuses a path whose filesystem is not linked in, before
@@ -86,10 +88,13 @@ func run(ctx context.Context, o *options, given map[string]bool, exec executor) 
 	if err := p.Validate(); err != nil {
 		return "", err
 	}
-	loss, err := o.Config.Loss()
+	// The entry `dpal kanon run` records for the same flags (one
+	// accounting function, kanon.Config.Loss), with the program named.
+	charge, err := o.Config.Charge("dpal-beam")
 	if err != nil {
 		return "", err
 	}
+	loss := charge.Loss
 	if p.Seeded {
 		p.Coins = kanon.SeededCoins(o.Seed)
 	} else if p.Coins, err = kanon.SecureCoins(); err != nil {
@@ -113,14 +118,12 @@ func run(ctx context.Context, o *options, given map[string]bool, exec executor) 
 	if err := exec(ctx, pl); err != nil {
 		return "", fmt.Errorf("beam pipeline: %w", err)
 	}
-	n, err := ledger.ReleaseCharge(led, ledger.Charge{Groups: []string{kanon.Group}, Loss: loss,
-		Note: fmt.Sprintf("dpal-beam kanon exact threshold, beta=%v k=%d", o.Config.Beta, o.Config.K)},
-		func() (int, error) { return publish(ctx, staging, o.Output) })
+	n, err := ledger.ReleaseCharge(led, charge, func() (int, error) { return publish(ctx, staging, o.Output) })
 	if err != nil {
 		return "", err
 	}
-	out := fmt.Sprintf("released %d queries to %s at (epsilon = %s, delta = %s), charged to %s",
-		n, o.Output, strconv.FormatFloat(loss.Epsilon, 'g', 6, 64), strconv.FormatFloat(loss.Delta, 'g', 6, 64), o.Ledger)
+	out := fmt.Sprintf("released %d queries (%s threshold) to %s at (epsilon = %s, delta = %s), charged to %s",
+		n, o.Config.Threshold, o.Output, strconv.FormatFloat(loss.Epsilon, 'g', 6, 64), strconv.FormatFloat(loss.Delta, 'g', 6, 64), o.Ledger)
 	if p.Seeded {
 		out += fmt.Sprintf("; seed %d", o.Seed)
 	}
