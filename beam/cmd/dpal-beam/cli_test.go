@@ -68,14 +68,14 @@ func onlyEntry(t *testing.T, path string) ledger.Entry {
 	return es[0]
 }
 
-// TestDPSameAsCLI runs the dp threshold both ways on each log, the real
-// `dpal kanon run --threshold dp --released-out` (built from this
+// TestSameAsCLI runs each threshold both ways on each log, the real
+// `dpal kanon run --threshold T --released-out` (built from this
 // repository) and dpal-beam on prism with the same flags and --seed, and
 // checks that the two released files are byte-identical and that the two
 // ledgers hold the same charge: on a generated log, CLINC150 with its Zipf
 // frequency, SLURP, and a synthetic CLINC150 log ten times larger (the
 // shared data's cases skip without it).
-func TestDPSameAsCLI(t *testing.T) {
+func TestSameAsCLI(t *testing.T) {
 	dir := t.TempDir()
 	dpal := buildDPAL(t, dir)
 	var gen []kanon.Query
@@ -98,48 +98,59 @@ func TestDPSameAsCLI(t *testing.T) {
 	}{
 		{"generated", func() ([]kanon.Query, error) { return gen, nil }, []string{"--golden", "5", "--epsilon-noise", "0.5"}},
 		{"clinc150", clinc(1), nil},
-		{"slurp", func() ([]kanon.Query, error) { return kanon.LoadSLURP(dataDir()) }, []string{"--k", "5", "--epsilon-noise", "2"}},
+		{"slurp", func() ([]kanon.Query, error) { return kanon.LoadSLURP(dataDir()) }, []string{"--k", "5", "--epsilon-noise", "2", "--delta", "0.01"}}, // exact: δ must exceed β^k
 		{"clinc150x10", clinc(10), []string{"--beta", "0.2", "--k", "10"}},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			log, err := c.load()
-			if err != nil {
-				t.Skipf("shared data not available: %v", err)
-			}
-			sub := filepath.Join(dir, c.name)
-			if err := os.Mkdir(sub, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			logPath := filepath.Join(sub, "log.txt")
+		log, err := c.load()
+		logPath := filepath.Join(dir, c.name+".txt")
+		if err == nil {
 			writeQueries(t, logPath, log)
-			stage := append([]string{"--log", logPath, "--threshold", "dp", "--seed", "7"}, c.flags...)
-			cliOut, cliLed := filepath.Join(sub, "cli.txt"), filepath.Join(sub, "cli.db")
-			cli := exec.Command(dpal, append([]string{"kanon", "run", "--released-out", cliOut, "--ledger", cliLed,
-				"--labels-budget", "4", "--rounds", "1", "--epochs", "1", "--hidden", "4", "--passes", "1"}, stage...)...)
-			if out, err := cli.CombinedOutput(); err != nil {
-				t.Fatalf("dpal kanon run: %v\n%s", err, out)
-			}
-			beamOut, beamLed := filepath.Join(sub, "beam.txt"), filepath.Join(sub, "beam.db")
-			o, given := parse(t, append([]string{"--output", beamOut, "--ledger", beamLed}, stage...)...)
-			if _, err := run(context.Background(), o, given, onPrism); err != nil {
-				t.Fatal(err)
-			}
-			want, err := os.ReadFile(cliOut)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := os.ReadFile(beamOut)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) || bytes.Count(want, []byte("\n")) < 3 {
-				t.Fatalf("dpal-beam released\n%s\ndpal kanon run released\n%s", got, want)
-			}
-			ce, be := onlyEntry(t, cliLed), onlyEntry(t, beamLed)
-			if !reflect.DeepEqual(ce.Loss, be.Loss) || ce.Loss.Mechanism != "sample-then-noisy-threshold" || be.Note != "dpal-beam "+ce.Note {
-				t.Fatalf("charges differ: dpal kanon run %+v (%q), dpal-beam %+v (%q)", ce.Loss, ce.Note, be.Loss, be.Note)
-			}
-		})
+		}
+		for _, mode := range []string{kanon.ThresholdExact, kanon.ThresholdDP} {
+			t.Run(c.name+"/"+mode, func(t *testing.T) {
+				if err != nil {
+					t.Skipf("shared data not available: %v", err)
+				}
+				sameAsCLI(t, dpal, filepath.Join(dir, c.name+"-"+mode),
+					append([]string{"--log", logPath, "--threshold", mode, "--seed", "7"}, c.flags...))
+			})
+		}
+	}
+}
+
+// sameAsCLI runs `dpal kanon run` (the binary dpal) and dpal-beam on prism
+// with the stage flags in a new directory sub and compares their released
+// files and ledger charges.
+func sameAsCLI(t *testing.T, dpal, sub string, stage []string) {
+	t.Helper()
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cliOut, cliLed := filepath.Join(sub, "cli.txt"), filepath.Join(sub, "cli.db")
+	cli := exec.Command(dpal, append([]string{"kanon", "run", "--released-out", cliOut, "--ledger", cliLed,
+		"--labels-budget", "4", "--rounds", "1", "--epochs", "1", "--hidden", "4", "--passes", "1"}, stage...)...)
+	if out, err := cli.CombinedOutput(); err != nil {
+		t.Fatalf("dpal kanon run: %v\n%s", err, out)
+	}
+	beamOut, beamLed := filepath.Join(sub, "beam.txt"), filepath.Join(sub, "beam.db")
+	o, given := parse(t, append([]string{"--output", beamOut, "--ledger", beamLed}, stage...)...)
+	if _, err := run(context.Background(), o, given, onPrism); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(cliOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(beamOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) || bytes.Count(want, []byte("\n")) < 3 {
+		t.Fatalf("dpal-beam released\n%s\ndpal kanon run released\n%s", got, want)
+	}
+	ce, be := onlyEntry(t, cliLed), onlyEntry(t, beamLed)
+	if !reflect.DeepEqual(ce.Loss, be.Loss) || ce.Loss.Epsilon <= 0 || be.Note != "dpal-beam "+ce.Note {
+		t.Fatalf("charges differ: dpal kanon run %+v (%q), dpal-beam %+v (%q)", ce.Loss, ce.Note, be.Loss, be.Note)
 	}
 }
 
