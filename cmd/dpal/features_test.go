@@ -159,3 +159,25 @@ func TestTrainFeaturesRawUnrecorded(t *testing.T) {
 		t.Errorf("raw run records features: %s", out)
 	}
 }
+
+// repro dpsgd checks --features and --beside before it trains.
+func TestReproDPSGDFeaturesRefuses(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--features", "hog"}, `features "hog"`},
+		{[]string{"--features", "scatter", "--data", "kdd99-5class"}, "no ScatterNet preset"},
+		{[]string{"--beside", filepath.Join(t.TempDir(), "missing.json")}, "--beside"},
+		{[]string{"--beside", bad}, "--beside"},
+	} {
+		args := append([]string{"repro", "dpsgd", "--out", t.TempDir(), "--seed", "1"}, c.args...)
+		if _, _, err := runCLI(t, "", args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
+		}
+	}
+}
