@@ -181,3 +181,26 @@ func TestReproDPSGDFeaturesRefuses(t *testing.T) {
 		}
 	}
 }
+
+// pool run --features scatter: the active learner trains on the features
+// and its output records them.
+func TestPoolRunFeaturesScatter(t *testing.T) {
+	root := tinyMNIST(t, 200)
+	out, _, err := runCLI(t, "", "pool", "run", "--data", "mnist", "--data-dir", root, "--features", "scatter",
+		"--cache-dir", t.TempDir(), "--acquisition", "random", "--selection", "topk", "--epsilon", "8", "--epsilon-select", "0",
+		"--initial", "60", "--queries", "40", "--batch", "20", "--epochs", "5", "--lr", "1", "--seed", "2",
+		"--ledger", filepath.Join(t.TempDir(), "ledger.db"), "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got poolRunOutput
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got.Features != "scatter" || got.Scatter == nil || got.Model != "logreg" {
+		t.Errorf("features %q (%v), model %s", got.Features, got.Scatter, got.Model)
+	}
+	if got.Result.TestAccuracy < 0.8 {
+		t.Errorf("test accuracy %v on stripes", got.Result.TestAccuracy)
+	}
+}
