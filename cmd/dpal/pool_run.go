@@ -151,11 +151,13 @@ func runPoolRun(cmd *cobra.Command, _ []string) error {
 	if err := poolSizeDefault(cmd, name); err != nil {
 		return err
 	}
-	if train, err = poolSubset(o.PoolSize, r.Split(), train); err != nil {
-		return err
-	}
+	// The features of the whole training part, before the pool is drawn
+	// from it: one cache file serves every seed and pool size.
 	train, test, image, finfo, err := o.applyFeatures(train, test, image)
 	if err != nil {
+		return err
+	}
+	if train, err = poolSubset(o.PoolSize, r.Split(), train); err != nil {
 		return err
 	}
 	in, err := poolRunInput(cmd, name, train, test, image)
