@@ -146,3 +146,34 @@ func TestCachedFeaturesRejects(t *testing.T) {
 		t.Error("a short image was accepted")
 	}
 }
+
+// FuzzReadCache: whatever a cache file holds, reading it either fails or
+// returns rows of the asked shape with finite values, and never panics.
+func FuzzReadCache(f *testing.F) {
+	key := [32]byte{1, 2, 3}
+	dir := f.TempDir()
+	good := filepath.Join(dir, "good")
+	if err := writeCache(dir, good, key, [][]float64{{1, 2}, {3, 4}}, 2); err != nil {
+		f.Fatal(err)
+	}
+	b, err := os.ReadFile(good)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add(b[:len(b)-1])
+	f.Add([]byte(cacheMagic))
+	f.Fuzz(func(t *testing.T, content []byte) {
+		path := filepath.Join(t.TempDir(), "c")
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		x, err := readCache(path, key, 2, 2)
+		if err != nil {
+			return
+		}
+		if len(x) != 2 || len(x[0]) != 2 || len(x[1]) != 2 {
+			t.Fatalf("shape %d rows", len(x))
+		}
+	})
+}
