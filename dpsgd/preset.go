@@ -3,7 +3,6 @@ package dpsgd
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/model/nn"
@@ -119,13 +118,7 @@ func Preset(dataset, model string, eps float64) (Setting, error) {
 	if !ok {
 		return Setting{}, fmt.Errorf("dpsgd: no preset for dataset %q (want one of %q)", dataset, presetDatasets)
 	}
-	if !(eps > 0) || math.IsInf(eps, 0) {
-		return Setting{}, fmt.Errorf("dpsgd: preset for ε = %v: want a finite ε > 0", eps)
-	}
-	if model == "" {
-		model = p.model
-	}
-	spec, err := nn.ParseArch(model)
+	spec, err := presetModel(eps, model, p.model)
 	if err != nil {
 		return Setting{}, err
 	}

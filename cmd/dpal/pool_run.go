@@ -101,6 +101,8 @@ type poolRunOutput struct {
 	Pool    int     `json:"pool"`
 	Labels  string  `json:"label_source"`
 	Seed    *uint64 `json:"seed,omitempty"`
+	// featureInfo is absent for raw features, as before --features.
+	featureInfo
 	// Epsilon … Epochs are the plan's settings (Plan omits its Config).
 	Epsilon       float64      `json:"epsilon"`
 	EpsilonSelect float64      `json:"epsilon_select"`
@@ -127,6 +129,9 @@ func runPoolRun(cmd *cobra.Command, _ []string) error {
 	if err := checkTrainData(name); err != nil {
 		return err
 	}
+	if err := checkFeatures(o.Features, name); err != nil {
+		return err
+	}
 	inputs := []string{"file", "test-file"}
 	if o.LabelsFrom != "-" {
 		inputs = append(inputs, "labels-from")
@@ -146,6 +151,12 @@ func runPoolRun(cmd *cobra.Command, _ []string) error {
 	if err := poolSizeDefault(cmd, name); err != nil {
 		return err
 	}
+	// The features of the whole training part, before the pool is drawn
+	// from it: one cache file serves every seed and pool size.
+	train, test, image, finfo, err := o.applyFeatures(train, test, image)
+	if err != nil {
+		return err
+	}
 	if train, err = poolSubset(o.PoolSize, r.Split(), train); err != nil {
 		return err
 	}
@@ -161,7 +172,7 @@ func runPoolRun(cmd *cobra.Command, _ []string) error {
 	defer led.Close()
 	out := &poolRunOutput{Dataset: name, Model: in.Learner.Spec.String(), Pool: train.Len(), Labels: "dataset",
 		Seed: seed, Plan: in.Plan, Classes: train.ClassNames, Epsilon: cfg.Epsilon, EpsilonSelect: cfg.EpsilonSelect,
-		Delta: cfg.Delta, Batch: cfg.Batch, Epochs: cfg.Epochs}
+		Delta: cfg.Delta, Batch: cfg.Batch, Epochs: cfg.Epochs, featureInfo: finfo.recorded()}
 	if in.Oracle, out.Labels, err = poolOracle(cmd, o.LabelsFrom, train); err != nil {
 		return err
 	}

@@ -18,7 +18,9 @@ func init() {
 		Use:   "predict",
 		Short: "Classify a dataset's test part with a model saved by `dpal train`",
 		Long: `predict loads a model written by dpal train --out, classifies the test part
-of --data (the same dataset names and flags as train) and prints its accuracy
+of --data (the same dataset names and flags as train; a model trained with
+--features scatter is applied to the same features, through the default
+cache directory) and prints its accuracy
 and per-class recall; --probs FILE writes each test row's class
 probabilities as CSV. A trained model is a released value: using it costs no
 further privacy.`,
@@ -82,6 +84,9 @@ func runPredict(cmd *cobra.Command, _ []string) error {
 	_, test, _, err := loadTrainData(o.Source, name)
 	if err != nil {
 		return err
+	}
+	if test, err = modelFeatures(meta, test); err != nil {
+		return fmt.Errorf("--model %s: %w", path, err)
 	}
 	spec := net.Spec()
 	if test.Dim() != spec.Inputs || len(test.ClassNames) > spec.Classes {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -25,7 +27,11 @@ noise for each seed: a reference drawn as a horizontal line and written as
 rows with private=false. Those rows are NOT differentially private.
 --model overrides the dataset's default model (its defaults follow it).
 --epochs-scale shortens every run (σ is calibrated for the epochs run), for
-smoke tests and slow machines; the docs must say when it was below 1.`,
+smoke tests and slow machines; the docs must say when it was below 1.
+--features scatter trains on Tramèr & Boneh's ScatterNet features (mnist,
+fashion-mnist; dpal train --features scatter's defaults, cached in
+--cache-dir); --beside FILE,… draws the curves of earlier runs' summary.json
+(e.g. the end-to-end CNN's) in the same figures.`,
 	Args: cobra.NoArgs,
 	RunE: runReproDPSGD,
 }
@@ -45,6 +51,9 @@ func init() {
 	f.StringVar(&o.Run.Model, "model", "", "logreg|mlp:W1[,W2[,W3]]|cnn (default per dataset)")
 	f.BoolVar(&o.Run.NonPrivate, "non-private", d.NonPrivate, "also train the non-private reference (NOT DP) of the same shape, one run per seed")
 	f.Float64Var(&o.Run.EpochsScale, "epochs-scale", d.EpochsScale, "multiply every default epoch count by this (≤ 1 for quick runs)")
+	f.StringVar(&o.Run.Features, "features", dpsgdrepro.Raw, "raw|scatter (as dpal train --features)")
+	f.StringVar(&o.CacheDir, "cache-dir", "", "--features scatter: the features' cache (default: the user cache dir's dpal/scatter; none: no cache)")
+	f.StringVar(&o.Beside, "beside", "", "comma-separated summary.json files of earlier runs whose curves the figures also draw")
 	f.StringVar(&o.Out, "out", "repro-dpsgd", "output directory")
 	f.Uint64("seed", 0, "base seed; run k uses seed+k (default: drawn at random and reported)")
 	f.Bool("no-progress", false, "do not draw the progress bar")
@@ -57,6 +66,8 @@ func init() {
 type reproDPSGDOptions struct {
 	Run            dpsgdrepro.Options
 	Data, Epsilons string
+	// CacheDir is --cache-dir (scatterCacheDir), Beside --beside.
+	CacheDir, Beside string
 	// Out is the output directory.
 	Out string
 }
@@ -72,6 +83,10 @@ func runReproDPSGD(cmd *cobra.Command, _ []string) error {
 	if err := outfile.ProbeDir(out); err != nil { // before hours of training, as the other repro commands
 		return fmt.Errorf("--out: %w", err)
 	}
+	beside, err := readSummaries(reproDPSGDOpts.Beside)
+	if err != nil {
+		return fmt.Errorf("--beside: %w", err)
+	}
 	if o.Seed, err = experimentSeed(cmd, "repro dpsgd"); err != nil {
 		return err
 	}
@@ -79,7 +94,7 @@ func runReproDPSGD(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return dataFlagError(err)
 	}
-	if err := dpsgdrepro.Write(out, sum); err != nil {
+	if err := dpsgdrepro.Write(out, sum, beside...); err != nil {
 		return err
 	}
 	printReproDPSGD(cmd.OutOrStdout(), &sum, out)
@@ -95,6 +110,7 @@ func (r *reproDPSGDOptions) options() (dpsgdrepro.Options, error) {
 			return o, err
 		}
 	}
+	o.CacheDir = scatterCacheDir(r.CacheDir)
 	var err error
 	if o.Epsilons, err = parseFloats(r.Epsilons); err != nil {
 		return o, fmt.Errorf("--epsilons: %w", err)
@@ -115,4 +131,25 @@ func printReproDPSGD(w io.Writer, sum *dpsgdrepro.Summary, out string) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "files in %s\n", out)
+}
+
+// readSummaries reads the comma-separated summary.json files of list
+// (empty: none).
+func readSummaries(list string) ([]dpsgdrepro.Summary, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var out []dpsgdrepro.Summary
+	for _, path := range strings.Split(list, ",") {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		var s dpsgdrepro.Summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }

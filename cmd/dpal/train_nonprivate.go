@@ -44,7 +44,7 @@ func runTrainNonPrivate(cmd *cobra.Command, s trainSettings, seed *uint64, train
 	}
 	out := &trainOutput{NotDP: notDP, Dataset: s.dataset, Model: s.Model.String(), Params: net.NumParams(),
 		Records: train.Len(), SampleRate: plan.SampleRate, Steps: plan.Steps, Epochs: s.Epochs, LR: s.Config.LR,
-		Optimizer: s.Config.Optimizer, ClassNames: train.ClassNames, Seed: seed}
+		Optimizer: s.Config.Optimizer, ClassNames: train.ClassNames, Seed: seed, featureInfo: s.features.recorded()}
 	if !trainOpts.JSON {
 		fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s on %s (%d records, %d parameters): q=%.6g, %d steps\n",
 			notDP, s.Model, s.dataset, train.Len(), net.NumParams(), plan.SampleRate, plan.Steps)

@@ -2,6 +2,7 @@ package scatter_test
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/dpal-dev/dpal/data"
 	"github.com/dpal-dev/dpal/model/scatter"
@@ -23,6 +24,32 @@ func ExampleFeatures() {
 	}
 	fmt.Println(f.Name, f.Len(), "row of", f.Dim(), "features, class", f.Class[0])
 	// Output: bars-scatter 1 row of 3969 features, class 1
+}
+
+// The features through the on-disk cache: the first call computes and
+// stores them, the second reads them back, verified against the images'
+// hash.
+func ExampleCachedFeatures() {
+	dir, err := os.MkdirTemp("", "scatter-cache")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	img := make([]float64, 28*28)
+	img[14*28+14] = 1
+	d := &data.Dataset{Name: "dot", X: [][]float64{img}, Class: []int{0}, ClassNames: []string{"0"}}
+	for range 2 {
+		f, status, err := scatter.CachedFeatures(d, scatter.MNIST, dir)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(status, f.Len(), "row of", f.Dim())
+	}
+	// Output:
+	// miss 1 row of 3969
+	// hit 1 row of 3969
 }
 
 func ExampleScattering_Transform() {

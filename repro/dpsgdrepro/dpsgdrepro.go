@@ -34,6 +34,7 @@ import (
 	"github.com/dpal-dev/dpal/dp/rng"
 	"github.com/dpal-dev/dpal/dpsgd"
 	"github.com/dpal-dev/dpal/model/nn"
+	"github.com/dpal-dev/dpal/model/scatter"
 	"github.com/dpal-dev/dpal/progress"
 	"github.com/dpal-dev/dpal/repro/figure"
 )
@@ -60,7 +61,19 @@ type Options struct {
 	// EpochsScale multiplies every preset's epochs (σ is calibrated for the
 	// epochs run): below 1 for smoke runs, which the docs must say.
 	EpochsScale float64
+	// Features is "" (or Raw) to train on the pixels with dpsgd.Preset, or
+	// Scatter to train on Tramèr & Boneh's ScatterNet features
+	// (scatter.MNIST's configuration, group-normalised per image: a public
+	// per-record map, no privacy cost) with dpsgd.ScatterPreset; CacheDir
+	// is scatter.CachedFeatures' directory (empty: no cache).
+	Features, CacheDir string
 }
+
+// The values of Options.Features.
+const (
+	Raw     = "raw"
+	Scatter = "scatter"
+)
 
 // DefaultOptions is issue 10's table on MNIST: ε ∈ {0.5, 1, 2, 3, 5, 8} at
 // δ = 10⁻⁵, five seeds, the full presets and the non-private reference.
@@ -78,7 +91,7 @@ func (o Options) Validate() error {
 		if slices.Contains(o.Datasets[:i], d) {
 			return fmt.Errorf("dpsgdrepro: dataset %q listed twice (its figure would be written twice)", d)
 		}
-		if _, err := dpsgd.Preset(d, o.Model, dpsgd.LowEpsilon); err != nil { // a bad Model, before hours of training
+		if _, err := o.preset(d, dpsgd.LowEpsilon); err != nil { // a bad Model, before hours of training
 			return fmt.Errorf("dpsgdrepro: %w", err)
 		}
 	}
@@ -86,6 +99,9 @@ func (o Options) Validate() error {
 		if err := (account.Budget{Epsilon: e, Delta: o.Delta}).Validate(); err != nil {
 			return fmt.Errorf("dpsgdrepro: %w", err)
 		}
+	}
+	if o.Features != "" && o.Features != Raw && o.Features != Scatter {
+		return fmt.Errorf("dpsgdrepro: features %q: want raw or scatter", o.Features)
 	}
 	if o.Seeds < 1 || !(o.EpochsScale > 0) || math.IsInf(o.EpochsScale, 0) {
 		return fmt.Errorf("dpsgdrepro: seeds must be >= 1 (got %d) and the epochs scale finite and > 0 (got %v)", o.Seeds, o.EpochsScale)
@@ -97,6 +113,7 @@ func (o Options) Validate() error {
 type Row struct {
 	Private         bool      `json:"private"` // false: the non-private reference (Epsilon 0, NOT DP)
 	Dataset         string    `json:"dataset"`
+	Features        string    `json:"features,omitempty"` // absent: raw
 	Model           string    `json:"model"`
 	Epsilon         float64   `json:"epsilon"`
 	Seed            uint64    `json:"seed"`
@@ -125,8 +142,12 @@ type Summary struct {
 	Seed        uint64  `json:"seed"`
 	Delta       float64 `json:"delta"`
 	EpochsScale float64 `json:"epochs_scale"`
-	Rows        []Row   `json:"rows"`
-	Points      []Point `json:"points"`
+	// Features and Scatter are the features trained on (absent: raw) and
+	// the ScatterNet's configuration.
+	Features string          `json:"features,omitempty"`
+	Scatter  *scatter.Config `json:"scatter,omitempty"`
+	Rows     []Row           `json:"rows"`
+	Points   []Point         `json:"points"`
 }
 
 // Run trains every (dataset, ε, seed) of o, then each seed's non-private
@@ -137,6 +158,10 @@ func Run(o Options, progress io.Writer) (Summary, error) {
 		return Summary{}, err
 	}
 	sum := Summary{Seed: o.Seed, Delta: o.Delta, EpochsScale: o.EpochsScale}
+	if o.Features == Scatter {
+		c := scatter.MNIST
+		sum.Features, sum.Scatter = Scatter, &c
+	}
 	for _, name := range o.Datasets {
 		if err := o.dataset(name, &sum, progress); err != nil {
 			return sum, err
@@ -158,6 +183,9 @@ func (o Options) dataset(name string, sum *Summary, w io.Writer) error {
 	d := labelled{name: name}
 	var err error
 	if d.train, d.test, d.image, err = data.LoadLabelled(name, o.Source); err != nil {
+		return err
+	}
+	if err := o.features(&d); err != nil {
 		return err
 	}
 	runs := len(o.Epsilons)
@@ -185,9 +213,35 @@ func (o Options) dataset(name string, sum *Summary, w io.Writer) error {
 	return nil
 }
 
+// features replaces d's images by their ScatterNet features when
+// o.Features asks for them (no image shape is left for a CNN).
+func (o Options) features(d *labelled) error {
+	if o.Features != Scatter {
+		return nil
+	}
+	for _, part := range []**data.Dataset{&d.train, &d.test} {
+		f, _, err := scatter.CachedFeatures(*part, scatter.MNIST, o.CacheDir)
+		if err != nil {
+			return fmt.Errorf("dpsgdrepro: %s: %w", d.name, err)
+		}
+		*part = f
+	}
+	d.image = [3]int{}
+	return nil
+}
+
+// preset is dpsgd.Preset, or dpsgd.ScatterPreset on ScatterNet features,
+// for o.Model.
+func (o Options) preset(name string, eps float64) (dpsgd.Setting, error) {
+	if o.Features == Scatter {
+		return dpsgd.ScatterPreset(name, o.Model, eps)
+	}
+	return dpsgd.Preset(name, o.Model, eps)
+}
+
 // setting is d's preset for o.Model at eps, its epochs scaled.
 func (o Options) setting(d labelled, eps float64) (dpsgd.Setting, error) {
-	s, err := dpsgd.Preset(d.name, o.Model, eps)
+	s, err := o.preset(d.name, eps)
 	if err != nil {
 		return s, fmt.Errorf("dpsgdrepro: %w", err)
 	}
@@ -249,13 +303,21 @@ func (o Options) run(d labelled, s dpsgd.Setting, private bool, eps float64, see
 	if err != nil {
 		return Row{}, err
 	}
-	row := Row{Private: private, Dataset: d.name, Model: s.Model.String(), Seed: seed, Epochs: s.Epochs,
+	row := Row{Private: private, Dataset: d.name, Features: o.rowFeatures(), Model: s.Model.String(), Seed: seed, Epochs: s.Epochs,
 		Steps: plan.Steps, NoiseMultiplier: plan.NoiseMultiplier, Seconds: time.Since(start).Seconds()}
 	if private {
 		row.Epsilon = eps
 	}
 	row.TestAccuracy, row.TestRecall, _ = pool.Scores(pred, d.test.Class, len(d.train.ClassNames))
 	return row, nil
+}
+
+// rowFeatures is the Row's Features: empty for raw, as before the field.
+func (o Options) rowFeatures() string {
+	if o.Features == Scatter {
+		return Scatter
+	}
+	return ""
 }
 
 // trainPrivate trains s on every record of train at (eps, delta), charged
@@ -297,8 +359,12 @@ func trainReference(s *dpsgd.Setting, train *data.Dataset, r *rng.Rand) (dpsgd.P
 
 // Write writes s into dir: <dataset>-accuracy.png and .csv per dataset
 // (test accuracy against ε, mean with a ±1 std band, the reference as a
-// horizontal line), rows.csv (one row per run) and summary.json.
-func Write(dir string, s Summary) error {
+// horizontal line), rows.csv (one row per run) and summary.json. Each
+// summary in beside (earlier runs, e.g. the end-to-end CNN's curve beside
+// the ScatterNet one) adds its curve and reference of the same dataset to
+// the figures, labelled by its model and features; its rows stay in its
+// own files.
+func Write(dir string, s Summary, beside ...Summary) error {
 	var names []string
 	for _, p := range s.Points {
 		if !slices.Contains(names, p.Dataset) {
@@ -306,7 +372,16 @@ func Write(dir string, s Summary) error {
 		}
 	}
 	for _, name := range names {
-		if err := writeFigure(dir, name, s.Points); err != nil {
+		pl := figure.Plot{Title: "DP-SGD test accuracy vs ε (" + name + ")", XLabel: "ε (δ fixed)", YLabel: "test accuracy"}
+		labelled := len(beside) > 0 || s.Features == Scatter // else the legend of before beside
+		for _, b := range append([]Summary{s}, beside...) {
+			ser, lines := curve(b, name, labelled)
+			if len(ser.X) > 0 {
+				pl.Series = append(pl.Series, ser)
+			}
+			pl.HLines = append(pl.HLines, lines...)
+		}
+		if err := pl.Save(filepath.Join(dir, name+"-accuracy")); err != nil {
 			return err
 		}
 	}
@@ -316,22 +391,41 @@ func Write(dir string, s Summary) error {
 	return figure.WriteJSON(filepath.Join(dir, "summary.json"), s)
 }
 
-func writeFigure(dir, name string, points []Point) error {
-	ser := figure.Series{Name: name + " DP-SGD", Points: true}
+// curve is s's accuracy-vs-ε series on dataset name and its reference
+// line, named by what s trained (label) when labelled.
+func curve(s Summary, name string, labelled bool) (figure.Series, []figure.HLine) {
+	label := ""
+	if labelled {
+		label = s.label(name)
+	}
+	ser := figure.Series{Name: name + " DP-SGD" + label, Points: true}
 	var lines []figure.HLine
-	for _, p := range points {
+	for _, p := range s.Points {
 		switch {
 		case p.Dataset != name:
 		case !p.Private:
-			lines = append(lines, figure.HLine{Name: fmt.Sprintf("non-private reference (NOT DP) %.4f", p.Mean), Y: p.Mean})
+			lines = append(lines, figure.HLine{Name: fmt.Sprintf("non-private reference%s (NOT DP) %.4f", label, p.Mean), Y: p.Mean})
 		default:
 			ser.X, ser.Y = append(ser.X, p.Epsilon), append(ser.Y, p.Mean)
 			ser.Lo, ser.Hi = append(ser.Lo, p.Mean-p.Std), append(ser.Hi, p.Mean+p.Std)
 		}
 	}
-	pl := figure.Plot{Title: "DP-SGD test accuracy vs ε (" + name + ")", XLabel: "ε (δ fixed)", YLabel: "test accuracy",
-		Series: []figure.Series{ser}, HLines: lines}
-	return pl.Save(filepath.Join(dir, name+"-accuracy"))
+	return ser, lines
+}
+
+// label is " (<model>, ScatterNet features)" or " (<model>)" for s's
+// runs on dataset name, from its first row there.
+func (s Summary) label(name string) string {
+	for _, r := range s.Rows {
+		if r.Dataset != name {
+			continue
+		}
+		if r.Features == Scatter {
+			return " (ScatterNet+" + r.Model + ")"
+		}
+		return " (" + r.Model + ")"
+	}
+	return ""
 }
 
 func writeRows(dir string, rows []Row) error {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dpal-dev/dpal/data"
@@ -84,6 +85,62 @@ func TestReferenceEpochs(t *testing.T) {
 		s, err := o.setting(img, dpsgd.LowEpsilon)
 		if err != nil || s.Epochs != c.epochs {
 			t.Errorf("model %q: reference epochs %v (%v), want %v", c.model, s.Epochs, err, c.epochs)
+		}
+	}
+}
+
+// Scatter features: an image set becomes 81×7×7 features with the linear
+// preset; tabular data, a CNN or an unknown feature kind are refused.
+func TestScatterFeatures(t *testing.T) {
+	img := labelled{name: "mnist", image: [3]int{28, 28, 1}}
+	for _, part := range []**data.Dataset{&img.train, &img.test} {
+		*part = &data.Dataset{X: [][]float64{make([]float64, 784), make([]float64, 784)}, Class: []int{0, 1},
+			ClassNames: make([]string, 10)}
+	}
+	o := Options{Features: Scatter, EpochsScale: 1}
+	if err := o.features(&img); err != nil {
+		t.Fatal(err)
+	}
+	s, err := o.setting(img, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.train.Dim() != 81*49 || img.test.Dim() != 81*49 || img.image != ([3]int{}) || s.Model.Arch != "logreg" || s.Batch != 8192 {
+		t.Errorf("features %d/%d, image %v, setting %+v", img.train.Dim(), img.test.Dim(), img.image, s)
+	}
+	for name, change := range map[string]func(*Options){
+		"tabular": func(o *Options) { o.Datasets = []string{"csv"} },
+		"cnn":     func(o *Options) { o.Model = "cnn" },
+		"unknown": func(o *Options) { o.Features = "hog" },
+	} {
+		o := DefaultOptions()
+		o.Features = Scatter
+		change(&o)
+		if err := o.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// Write with a summary beside: both curves and both references in the
+// figure, labelled by model and features.
+func TestWriteBeside(t *testing.T) {
+	mk := func(features, model string, acc float64) Summary {
+		return Summary{Features: features,
+			Rows:   []Row{{Private: true, Dataset: "mnist", Features: features, Model: model, Epsilon: 1, TestAccuracy: acc}},
+			Points: []Point{{Private: true, Dataset: "mnist", Epsilon: 1, Mean: acc, Runs: 1}, {Dataset: "mnist", Mean: acc + 0.01, Runs: 1}}}
+	}
+	dir := t.TempDir()
+	if err := Write(dir, mk(Scatter, "logreg", 0.98), mk("", "cnn", 0.96)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "mnist-accuracy.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"mnist DP-SGD (ScatterNet+logreg)", "mnist DP-SGD (cnn)"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("figure lacks %q:\n%s", want, b)
 		}
 	}
 }
