@@ -11,13 +11,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dpal-dev/dpal/dp/ledger"
+	"github.com/dpal-dev/dpal/dp/ledger/pgstore/pgtest"
 )
 
 // childEnv makes the test binary a server on the store it names (see
@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m))
 }
 
 // crashClient talks to one child server.
@@ -104,7 +104,7 @@ type crashState struct {
 // acknowledged; every acknowledged label is there; every release has its
 // ledger entry; and the recorded spend never decreases.
 func TestCrash(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "crash.db")
+	path := testStorePath(t, "crash.db")
 	st, err := OpenStore(path)
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/dpal-dev/dpal/dp/ledger"
 )
@@ -112,7 +111,7 @@ func (s *Server) consumeFetches(ctx context.Context, cl *kgo.Client, h *hosted, 
 		}
 	})
 	if len(next) > 0 {
-		res, err := h.ingest(evs, "", nil, func(tx *bolt.Tx) error {
+		res, err := h.ingest(evs, "", nil, func(tx kvTx) error {
 			b := tx.Bucket(bucketKafka)
 			for p, off := range next {
 				if err := b.Put(kafkaKey(h.name, kc.Topic, p), ledger.Uint64Key(uint64(off))); err != nil {
@@ -144,7 +143,7 @@ func kafkaKey(learner, topic string, p int32) []byte {
 // kafkaNext is the first offset of partition p not yet accepted (0: none).
 func (s *Store) kafkaNext(learner, topic string, p int32) int64 {
 	var off int64
-	_ = s.db.View(func(tx *bolt.Tx) error {
+	_ = s.db.View(func(tx kvTx) error {
 		off = int64(ledger.KeyUint64(tx.Bucket(bucketKafka).Get(kafkaKey(learner, topic, p))))
 		return nil
 	})

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
@@ -199,13 +197,13 @@ func (s *Store) openLedger(name string, budget account.Budget) (*ledger.Ledger, 
 	if budget.Epsilon == 0 {
 		b = account.Budget{}
 	}
-	return ledger.Open(&ledgerStore{db: s.db, name: name}, b)
+	return ledger.Open(s.ledgerStore(name), b)
 }
 
 // createLearner creates, charges nothing, and checkpoints a new learner.
 func (s *Store) createLearner(spec learnerSpec) (*hosted, error) {
 	name, cfg, budget := spec.Name, spec.Config, spec.Budget
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx kvTx) error {
 		if tx.Bucket(bucketLearners).Get([]byte(name)) != nil {
 			return errExists
 		}
@@ -234,7 +232,7 @@ func (s *Store) createLearner(spec learnerSpec) (*hosted, error) {
 	if err := l.SaveStateWithoutPending(&state); err != nil {
 		return nil, err
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.db.Update(func(tx kvTx) error {
 		if err := putJSON(tx.Bucket(bucketLearners), []byte(name), h.meta); err != nil {
 			return err
 		}
@@ -247,7 +245,7 @@ func (s *Store) createLearner(spec learnerSpec) (*hosted, error) {
 // later, on its first call (hosted.ensure).
 func (s *Store) loadLearners() (map[string]*hosted, error) {
 	out := map[string]*hosted{}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx kvTx) error {
 		return tx.Bucket(bucketLearners).ForEach(func(k, v []byte) error {
 			var m learnerMeta
 			if err := jsonUnmarshal(v, &m); err != nil {
@@ -270,7 +268,7 @@ func (h *hosted) restore() error {
 	var state []byte
 	var pend []stream.PendingEvent
 	claims := map[uint64]time.Time{}
-	err := h.store.db.View(func(tx *bolt.Tx) error {
+	err := h.store.db.View(func(tx kvTx) error {
 		state = bytes.Clone(tx.Bucket(bucketState).Get([]byte(h.name)))
 		var m learnerMeta
 		if _, err := getJSON(tx.Bucket(bucketLearners), []byte(h.name), &m); err != nil {
@@ -323,7 +321,7 @@ func (h *hosted) indexOpen() error {
 		return err
 	}
 	now := time.Now().UTC()
-	err := h.store.db.Update(func(tx *bolt.Tx) error {
+	err := h.store.db.Update(func(tx kvTx) error {
 		if err := learnerBuckets(tx, meta.Name); err != nil {
 			return err
 		}
@@ -387,7 +385,7 @@ type ingestResult struct {
 // body whose sum differs from the stored one (errKeyReused). If the
 // budget runs out mid-batch, the lines before are accepted and the rest
 // rejected as "budget-exhausted".
-func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx *bolt.Tx) error) ([]byte, error) {
+func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx kvTx) error) ([]byte, error) {
 	h.mu.Lock()
 	if err := h.usable(); err != nil {
 		h.mu.Unlock()
@@ -430,7 +428,7 @@ func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx *bolt
 	if key != "" {
 		h.inflightKeys[key] = true
 	}
-	rels, err := h.enqueue(func(tx *bolt.Tx) error {
+	rels, err := h.enqueue(func(tx kvTx) error {
 		rq, open := bucket(tx, h.name, subRequests), bucket(tx, h.name, subOpen)
 		for _, r := range reqs {
 			if err := putJSON(rq, ledger.Uint64Key(r.ID), r); err != nil {
@@ -536,7 +534,7 @@ func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string
 // idempotency key (nil, nil: none; a nil sum: stored before sums were).
 func (h *hosted) storedAnswer(key string) ([]byte, []byte, error) {
 	var v []byte
-	_ = h.store.db.View(func(tx *bolt.Tx) error {
+	_ = h.store.db.View(func(tx kvTx) error {
 		v = bytes.Clone(bucket(tx, h.name, subIdem).Get([]byte(key)))
 		return nil
 	})
@@ -590,7 +588,7 @@ func bodySum(body []byte, oneJSON bool) []byte {
 func (h *hosted) request(id uint64) (requestRecord, error) {
 	var r requestRecord
 	var ok bool
-	err := h.store.db.View(func(tx *bolt.Tx) error {
+	err := h.store.db.View(func(tx kvTx) error {
 		var err error
 		ok, err = getJSON(bucket(tx, h.name, subRequests), ledger.Uint64Key(id), &r)
 		return err
@@ -615,7 +613,7 @@ func (h *hosted) claim(id uint64, who string) (requestRecord, error) {
 		return r, err
 	}
 	r.ClaimedBy, r.ClaimedAt = who, time.Now().UTC()
-	err = h.store.db.Update(func(tx *bolt.Tx) error {
+	err = h.store.db.Update(func(tx kvTx) error {
 		return putJSON(bucket(tx, h.name, subRequests), ledger.Uint64Key(id), r)
 	})
 	if err == nil {
@@ -658,7 +656,7 @@ func (h *hosted) label(id uint64, y float64, who string, anyClaim bool) error {
 	r.Label, r.ClaimedBy = y, who
 	h.inflightLabels[id] = true
 	h.meta.Open--
-	rels, err := h.enqueue(func(tx *bolt.Tx) error {
+	rels, err := h.enqueue(func(tx kvTx) error {
 		if err := bucket(tx, h.name, subOpen).Delete(ledger.Uint64Key(id)); err != nil {
 			return err
 		}
@@ -710,7 +708,7 @@ type pendingView struct {
 // <name>/open index: its cost is the page's, not the queue's.
 func (h *hosted) pending(after uint64, limit int) ([]pendingView, error) {
 	out := []pendingView{}
-	err := h.store.db.View(func(tx *bolt.Tx) error {
+	err := h.store.db.View(func(tx kvTx) error {
 		rq := bucket(tx, h.name, subRequests)
 		c := bucket(tx, h.name, subOpen).Cursor()
 		for k, _ := c.Seek(ledger.Uint64Key(after + 1)); k != nil && len(out) < limit; k, _ = c.Next() {
@@ -741,7 +739,7 @@ func (h *hosted) queueState() (queueView, int, error) {
 		}
 	}
 	h.mu.Unlock()
-	err := h.store.db.View(func(tx *bolt.Tx) error {
+	err := h.store.db.View(func(tx kvTx) error {
 		if k, v := bucket(tx, h.name, subOpen).Cursor().First(); k != nil {
 			q.OldestAgeSeconds = max(0, time.Since(time.Unix(0, int64(ledger.KeyUint64(v)))).Seconds())
 		}
@@ -753,7 +751,7 @@ func (h *hosted) queueState() (queueView, int, error) {
 // releases lists up to limit stored releases after update after.
 func (h *hosted) releases(after uint64, limit int) ([]releaseRecord, error) {
 	out := []releaseRecord{}
-	err := h.store.db.View(func(tx *bolt.Tx) error {
+	err := h.store.db.View(func(tx kvTx) error {
 		c := bucket(tx, h.name, subReleases).Cursor()
 		for k, v := c.Seek(ledger.Uint64Key(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
 			var r releaseRecord
@@ -896,7 +894,7 @@ func (s *Store) lookupRecord(id string) (recordRef, error) {
 	}
 	var ref recordRef
 	var ok bool
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx kvTx) error {
 		var err error
 		ok, err = getJSON(tx.Bucket(bucketRecords), []byte(id), &ref)
 		return err

@@ -149,7 +149,7 @@ func Run(ctx context.Context, c Config, out io.Writer, log *slog.Logger, listeni
 	if err != nil {
 		return err
 	}
-	log.Info("dpal serve listening", "addr", ln.Addr().String(), "store", c.Store, "tls", opts.TLS != nil)
+	log.Info("dpal serve listening", "addr", ln.Addr().String(), "store", st.Path(), "tls", opts.TLS != nil)
 	if listening != nil {
 		listening(ln.Addr().String())
 	}

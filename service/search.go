@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
@@ -117,7 +115,7 @@ func decodeSearch(b []byte) (searchMeta, error) {
 // createSearch stores a new population and opens its ledger.
 func (s *Store) createSearch(m searchMeta) (*searchPop, error) {
 	pre := searchPrefix(m.Name)
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx kvTx) error {
 		sb, err := tx.CreateBucketIfNotExists(bucketSearches)
 		if err != nil {
 			return err
@@ -152,7 +150,7 @@ func (s *Store) openSearch(m searchMeta) (*searchPop, error) {
 // loadSearches opens every stored population.
 func (s *Store) loadSearches() (map[string]*searchPop, error) {
 	var metas []searchMeta
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx kvTx) error {
 		sb := tx.Bucket(bucketSearches)
 		if sb == nil {
 			return nil
@@ -215,9 +213,9 @@ func (p *searchPop) addScores(body []byte) ([]scoreResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []scoreResult
-	err := p.store.db.Update(func(tx *bolt.Tx) error {
+	err := p.store.db.Update(func(tx kvTx) error {
 		b := tx.Bucket([]byte(searchPrefix(p.meta.Name) + subScores))
-		next := int64(b.Stats().KeyN)
+		next := int64(b.KeyN())
 		for n, line := range strings.Split(string(body), "\n") {
 			line = strings.TrimSpace(line)
 			if line == "" || line[0] == '#' {
@@ -250,8 +248,8 @@ func (p *searchPop) run() (searchRun, error) {
 	var labels []int
 	var scores []float64
 	var n int
-	err := p.store.db.View(func(tx *bolt.Tx) error {
-		n = tx.Bucket([]byte(searchPrefix(p.meta.Name) + subResults)).Stats().KeyN
+	err := p.store.db.View(func(tx kvTx) error {
+		n = tx.Bucket([]byte(searchPrefix(p.meta.Name) + subResults)).KeyN()
 		return tx.Bucket([]byte(searchPrefix(p.meta.Name) + subScores)).ForEach(func(k, v []byte) error {
 			labels = append(labels, int(ledger.KeyUint64(k)))
 			scores = append(scores, math.Float64frombits(binary.BigEndian.Uint64(v)))
@@ -292,7 +290,7 @@ func (p *searchPop) run() (searchRun, error) {
 		res.Top[i] = labels[t]
 	}
 	run := searchRun{Run: n + 1, Time: time.Now().UTC(), Size: len(scores), Res: res}
-	err = p.store.db.Update(func(tx *bolt.Tx) error {
+	err = p.store.db.Update(func(tx kvTx) error {
 		return putJSON(tx.Bucket([]byte(searchPrefix(p.meta.Name)+subResults)), ledger.Uint64Key(uint64(run.Run)), run)
 	})
 	return run, err
@@ -316,7 +314,7 @@ func searchScoreProblem(err error) string {
 // runs lists the stored results.
 func (p *searchPop) runs() ([]searchRun, error) {
 	out := []searchRun{}
-	err := p.store.db.View(func(tx *bolt.Tx) error {
+	err := p.store.db.View(func(tx kvTx) error {
 		return tx.Bucket([]byte(searchPrefix(p.meta.Name) + subResults)).ForEach(func(_, v []byte) error {
 			var r searchRun
 			if err := jsonUnmarshal(v, &r); err != nil {

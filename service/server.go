@@ -16,8 +16,6 @@ import (
 	"sync"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/dpal-dev/dpal/dp/ledger"
 )
 
@@ -113,12 +111,8 @@ func New(store *Store, opts Options) (*Server, error) {
 
 // firstAdmin creates and prints an admin token for a store that has none.
 func (s *Server) firstAdmin() error {
-	ok, err := s.store.hasRole(RoleAdmin)
-	if err != nil || ok {
-		return err
-	}
-	tok, err := s.store.CreateToken(RoleAdmin)
-	if err != nil {
+	tok, made, err := s.store.createToken(RoleAdmin, true)
+	if err != nil || !made {
 		return err
 	}
 	fmt.Fprintf(s.opts.Out, "dpal serve: new store %s: admin token (shown once, keep it secret):\n%s\n", s.store.Path(), tok)
@@ -314,7 +308,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, c caller) e
 }
 
 func (s *Server) ready(w http.ResponseWriter, _ *http.Request, _ caller) error {
-	if err := s.store.db.View(func(*bolt.Tx) error { return nil }); err != nil {
+	if err := s.store.db.View(func(kvTx) error { return nil }); err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "store unavailable"})
 		return nil
 	}
