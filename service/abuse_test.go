@@ -225,6 +225,7 @@ func TestFirstStartPrintsAdminToken(t *testing.T) {
 				t.Errorf("printed token %q has role %q", tok, role)
 			}
 		}
+		srv.Close()
 		st.Close()
 	}
 }

@@ -79,7 +79,7 @@ func (h *hosted) commitGroup(group []*commitJob) commitDone {
 	}
 	meta := h.meta
 	h.mu.Unlock()
-	err := h.store.db.Update(func(tx kvTx) error {
+	err := h.update(func(tx kvTx) error {
 		rb := bucket(tx, meta.Name, subReleases)
 		now := time.Now().UTC()
 		for _, r := range rels {

@@ -26,7 +26,9 @@ const childEnv = "DPAL_SERVE_CRASH_CHILD"
 
 func TestMain(m *testing.M) {
 	if path := os.Getenv(childEnv); path != "" {
-		err := Run(context.Background(), Config{Store: path, Listen: "127.0.0.1:0"}, io.Discard,
+		// A short lease: on a shared store, a restarted child waits for
+		// its killed predecessor's lease to expire.
+		err := Run(context.Background(), Config{Store: path, Listen: "127.0.0.1:0", LeaseSeconds: 0.5}, io.Discard,
 			slog.New(slog.NewJSONHandler(io.Discard, nil)),
 			func(addr string) { fmt.Printf("ADDR %s\n", addr) })
 		fmt.Fprintln(os.Stderr, err)
@@ -42,8 +44,22 @@ type crashClient struct {
 	tok  map[Role]string
 }
 
-// call sends a request; err is a transport error (the server died).
+// call sends a request; err is a transport error (the server died). An
+// answer to retry (502 or 503 with Retry-After: on a shared store, while
+// the lease of a killed server's learner expires) is retried, with the
+// same key, for up to 10 s.
 func (c *crashClient) call(role Role, method, path, body string, out any, key string) (int, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, retry, err := c.callOnce(role, method, path, body, out, key)
+		if !retry || time.Now().After(deadline) {
+			return code, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (c *crashClient) callOnce(role Role, method, path, body string, out any, key string) (code int, retry bool, err error) {
 	req, _ := http.NewRequest(method, c.base+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+c.tok[role])
 	if key != "" {
@@ -51,19 +67,22 @@ func (c *crashClient) call(role Role, method, path, body string, out any, key st
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, err
+		return 0, false, err
+	}
+	if resp.Header.Get("Retry-After") != "" && (resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable) {
+		return resp.StatusCode, true, nil
 	}
 	if out != nil && resp.StatusCode < 300 {
 		if err := json.Unmarshal(b, out); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, false, nil
 }
 
 // startChild runs a server on path and returns it with its address.
@@ -118,6 +137,7 @@ func TestCrash(t *testing.T) {
 	srv, err := New(st, Options{Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err == nil {
 		err = srv.ensureLearner([]byte(`{"name":"c","dim":2,"config":{"window":2}}`))
+		srv.Close()
 	}
 	st.Close()
 	if err != nil {

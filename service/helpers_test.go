@@ -61,6 +61,7 @@ func (ts *testServer) open() {
 func (ts *testServer) close() {
 	if ts.http != nil {
 		ts.http.Close()
+		ts.srv.Close()
 		ts.store.Close()
 		ts.http = nil
 	}

@@ -50,6 +50,18 @@ type KafkaConfig struct {
 // reading) are committed to Kafka only after the events are durably
 // accepted, so a crash loses nothing.
 func (s *Server) ConsumeKafka(ctx context.Context, kc KafkaConfig) error {
+	if s.rep != nil && s.learnerExists(kc.Learner) {
+		// With replicas, the consumer runs where the learner is owned;
+		// if the lease is lost, its commits are refused and it stops.
+		tok, owner, err := s.rep.acquire(kc.Learner)
+		if err != nil {
+			return fmt.Errorf("kafka: learner %s: taking its lease: %w", kc.Learner, err)
+		}
+		if owner != "" {
+			return fmt.Errorf("kafka: learner %s is owned by the replica at %s: run its consumer there", kc.Learner, owner)
+		}
+		s.adopt(kc.Learner, tok)
+	}
 	s.mu.RLock()
 	h, ok := s.learners[kc.Learner]
 	s.mu.RUnlock()

@@ -32,6 +32,16 @@ var serviceSchema = pgstore.Schema{Component: "service", What: "service store", 
 		value  bytea NOT NULL,
 		PRIMARY KEY (bucket, key)
 	);`,
+	// 2: one lease per learner owned by a replica (replica.go): the
+	// owner's id and advertised URL, the fencing token (one above the
+	// last at every change of owner), the expiry (the database's clock).
+	`CREATE TABLE service_leases (
+		learner text PRIMARY KEY,
+		owner   text NOT NULL,
+		address text NOT NULL,
+		token   bigint NOT NULL,
+		expires timestamptz NOT NULL
+	);`,
 }}
 
 // pgOpTimeout bounds one transaction, waiting for locks included.

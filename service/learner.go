@@ -118,6 +118,24 @@ type hosted struct {
 	// claims holds the claim time of the open requests claimed, for the
 	// unclaimed count.
 	claims map[uint64]time.Time
+	// token is the fencing token of the lease under which this replica
+	// holds the learner, and fence the check that every transaction
+	// changing it makes (replica.go); nil with a store of one process.
+	token int64
+	fence func(kvTx) error
+}
+
+// update runs fn in a transaction that changes the learner: with
+// replicas, only while the learner's lease carries h.token.
+func (h *hosted) update(fn func(kvTx) error) error {
+	return h.store.db.Update(func(tx kvTx) error {
+		if h.fence != nil {
+			if err := h.fence(tx); err != nil {
+				return err
+			}
+		}
+		return fn(tx)
+	})
 }
 
 // ensure restores the learner and its ledger if this is its first call
@@ -156,6 +174,11 @@ func (h *hosted) ledger() (*ledger.Ledger, error) {
 	defer h.loadMu.Unlock()
 	if err := h.openLedger(); err != nil {
 		return nil, err
+	}
+	if h.store.shared { // other replicas may have charged it
+		if err := h.led.Refresh(); err != nil {
+			return nil, fmt.Errorf("learner %s: %w", h.name, err)
+		}
 	}
 	return h.led, nil
 }
@@ -200,10 +223,14 @@ func (s *Store) openLedger(name string, budget account.Budget) (*ledger.Ledger, 
 	return ledger.Open(s.ledgerStore(name), b)
 }
 
-// createLearner creates, charges nothing, and checkpoints a new learner.
-func (s *Store) createLearner(spec learnerSpec) (*hosted, error) {
+// createLearner creates, charges nothing, and checkpoints a new learner
+// (with replicas, under the lease token and fence the caller took).
+func (s *Store) createLearner(spec learnerSpec, token int64, fence func(kvTx) error) (*hosted, error) {
 	name, cfg, budget := spec.Name, spec.Config, spec.Budget
 	err := s.db.Update(func(tx kvTx) error {
+		if err := lockTx(tx, "learner/"+name); err != nil {
+			return err
+		}
 		if tx.Bucket(bucketLearners).Get([]byte(name)) != nil {
 			return errExists
 		}
@@ -227,18 +254,31 @@ func (s *Store) createLearner(spec learnerSpec) (*hosted, error) {
 	}
 	h := newHosted(s, learnerMeta{Name: name, Config: cfg, Budget: budget, Created: time.Now().UTC(),
 		MaxOpen: spec.MaxOpen, PendingOutside: true}, led)
-	h.l = l
+	h.l, h.token, h.fence = l, token, fence
 	var state bytes.Buffer
 	if err := l.SaveStateWithoutPending(&state); err != nil {
 		return nil, err
 	}
-	err = s.db.Update(func(tx kvTx) error {
+	err = h.update(func(tx kvTx) error {
 		if err := putJSON(tx.Bucket(bucketLearners), []byte(name), h.meta); err != nil {
 			return err
 		}
 		return tx.Bucket(bucketState).Put([]byte(name), state.Bytes())
 	})
 	return h, err
+}
+
+// learnerMeta reads the settings of learner name; false when the store
+// has none.
+func (s *Store) learnerMeta(name string) (learnerMeta, bool, error) {
+	var m learnerMeta
+	var ok bool
+	err := s.db.View(func(tx kvTx) error {
+		var err error
+		ok, err = getJSON(tx.Bucket(bucketLearners), []byte(name), &m)
+		return err
+	})
+	return m, ok, err
 }
 
 // loadLearners returns every learner's shell: its settings, restored
@@ -321,7 +361,7 @@ func (h *hosted) indexOpen() error {
 		return err
 	}
 	now := time.Now().UTC()
-	err := h.store.db.Update(func(tx kvTx) error {
+	err := h.update(func(tx kvTx) error {
 		if err := learnerBuckets(tx, meta.Name); err != nil {
 			return err
 		}
@@ -613,7 +653,7 @@ func (h *hosted) claim(id uint64, who string) (requestRecord, error) {
 		return r, err
 	}
 	r.ClaimedBy, r.ClaimedAt = who, time.Now().UTC()
-	err = h.store.db.Update(func(tx kvTx) error {
+	err = h.update(func(tx kvTx) error {
 		return putJSON(bucket(tx, h.name, subRequests), ledger.Uint64Key(id), r)
 	})
 	if err == nil {

@@ -43,6 +43,12 @@ type Options struct {
 	// TLS, when set, makes Serve speak HTTPS only (its certificate, its
 	// minimum version); nil serves plain HTTP.
 	TLS *tls.Config
+	// Advertise is the URL other replicas of a shared store forward this
+	// replica's learners' requests to (replica.go); LeaseTTL is how long
+	// a learner's lease lasts unrenewed (default DefaultLeaseTTL). Both
+	// are unused with a store of one process.
+	Advertise string
+	LeaseTTL  time.Duration
 }
 
 // Server serves the learners of one Store.
@@ -55,6 +61,7 @@ type Server struct {
 	lim   *limiters
 	mux   *http.ServeMux
 
+	rep      *replica // with a shared store
 	mu       sync.RWMutex
 	learners map[string]*hosted
 	searches map[string]*searchPop
@@ -96,6 +103,14 @@ func New(store *Store, opts Options) (*Server, error) {
 	learners, err := store.loadLearners()
 	if err != nil {
 		return nil, err
+	}
+	if pg, ok := store.db.(*pgKV); ok {
+		if s.rep, err = newReplica(pg, opts.Advertise, opts.LeaseTTL, opts.Log); err != nil {
+			return nil, err
+		}
+		for name, h := range learners {
+			h.fence = s.rep.fence(name, -1) // never valid: route adopts the owner's
+		}
 	}
 	for _, h := range learners {
 		h.log, h.met = s.log, s.met
@@ -168,6 +183,9 @@ func (s *Server) handle(pattern string, h handler, roles ...Role) {
 				return
 			}
 			c = caller{role: role, who: who}
+			if s.rep != nil && s.route(sw, r, pattern) {
+				return
+			}
 		}
 		if err := h(sw, r, c); err != nil {
 			if statusOf(err) == http.StatusInternalServerError {
@@ -389,7 +407,19 @@ func (s *Server) addLearner(spec learnerSpec) error {
 	if _, ok := s.learners[spec.Name]; ok {
 		return errExists
 	}
-	h, err := s.store.createLearner(spec)
+	var token int64
+	var fence func(kvTx) error
+	if s.rep != nil {
+		tok, owner, err := s.rep.acquire(spec.Name)
+		if err != nil {
+			return err
+		}
+		if owner != "" {
+			return errExists // another replica holds it: it exists, or is being created
+		}
+		token, fence = tok, s.rep.fence(spec.Name, tok)
+	}
+	h, err := s.store.createLearner(spec, token, fence)
 	if err != nil {
 		return err
 	}
@@ -680,6 +710,15 @@ func (s *Server) ledger(w http.ResponseWriter, r *http.Request, _ caller) error 
 	}
 	writeJSON(w, http.StatusOK, all)
 	return nil
+}
+
+// Close ends the server's part in a group of replicas: it releases the
+// learners' leases, so that other replicas take them over at once. It
+// does not close the store.
+func (s *Server) Close() {
+	if s.rep != nil {
+		s.rep.close()
+	}
 }
 
 // Serve serves on ln until ctx ends, then shuts down gracefully (waiting

@@ -18,7 +18,7 @@ import (
 
 // serveOptions are the flags of `dpal serve`.
 type serveOptions struct {
-	Store, Listen, Config                string
+	Store, Listen, Config, Advertise     string
 	TLSCert, TLSKey                      string
 	KafkaBrokers                         []string
 	KafkaTopic, KafkaLearner, KafkaGroup string
@@ -57,8 +57,9 @@ replicas share (docs/serve.md, Deployment); every spend is committed before
 its release leaves, and a restart resumes each learner exactly. A fresh
 store prints an admin token once, on stdout.
 
---config FILE is JSON: {"store", "listen", "tls_cert", "tls_key",
-"max_events_body", "max_body", "learners": [bodies of POST /v1/learners]};
+--config FILE is JSON: {"store", "listen", "advertise", "lease_seconds",
+"tls_cert", "tls_key", "max_events_body", "max_body",
+"learners": [bodies of POST /v1/learners]};
 flags override it. --tls-cert and --tls-key (together) make it serve HTTPS
 only, TLS 1.2 at least; SIGHUP re-reads both files. SIGTERM or SIGINT shut
 down gracefully. Logs are JSON lines on stderr.`,
@@ -68,6 +69,7 @@ down gracefully. Logs are JSON lines on stderr.`,
 	f, o := serveCmd.Flags(), &serveOpts
 	f.StringVar(&o.Store, "store", service.DefaultStore, "store file (created if absent, mode 0600; holds private data), or a postgres:// URL that replicas share (default $"+storeDSNEnv+" when set)")
 	f.StringVar(&o.Listen, "listen", service.DefaultListen, "address to listen on")
+	f.StringVar(&o.Advertise, "advertise", "", "with a postgres:// --store: the URL other replicas forward this one's learners' requests to (default: the listening address)")
 	f.StringVar(&o.TLSCert, "tls-cert", "", "serve HTTPS only, with this PEM certificate chain (needs --tls-key; reloaded on SIGHUP)")
 	f.StringVar(&o.TLSKey, "tls-key", "", "with --tls-cert: the PEM private key of the certificate")
 	f.StringVar(&o.Config, "config", "", "JSON config file (learners to create, limits)")
@@ -149,6 +151,9 @@ func runServe(cmd *cobra.Command, _ []string) error {
 	}
 	if f.Changed("listen") || c.Listen == "" {
 		c.Listen = o.Listen
+	}
+	if f.Changed("advertise") {
+		c.Advertise = o.Advertise
 	}
 	if f.Changed("tls-cert") {
 		c.TLSCert = o.TLSCert

@@ -1,0 +1,213 @@
+package service
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dpal-dev/dpal/dp/ledger"
+	"github.com/dpal-dev/dpal/dp/ledger/pgstore/pgtest"
+)
+
+// testReplica is one replica on a shared store, serving on loopback.
+type testReplica struct {
+	store *Store
+	srv   *Server
+	hs    *http.Server
+	base  string
+}
+
+func startReplica(t *testing.T, dsn string, ttl time.Duration) *testReplica {
+	t.Helper()
+	st, err := OpenStore(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	srv, err := New(st, Options{Advertise: base, LeaseTTL: ttl, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &testReplica{store: st, srv: srv, hs: &http.Server{Handler: srv.Handler()}, base: base}
+	go r.hs.Serve(ln)
+	return r
+}
+
+// kill stops the replica as a crash would: no more renewals, no answers,
+// its leases left to expire.
+func (r *testReplica) kill() {
+	r.srv.rep.abandon()
+	r.hs.Close()
+}
+
+// replicaClient calls any replica, resending an answer to retry (502,
+// 503 with Retry-After) with the same idempotency key.
+type replicaClient struct {
+	t   *testing.T
+	tok map[Role]string
+}
+
+func (c *replicaClient) call(base string, role Role, method, path, body string, out any, key string) int {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+c.tok[role])
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			c.t.Fatalf("%s %s%s: %v", method, base, path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		retry := resp.Header.Get("Retry-After") != "" && (resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable)
+		if retry && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if out != nil && resp.StatusCode < 300 {
+			if err := jsonUnmarshal(b, out); err != nil {
+				c.t.Fatal(err)
+			}
+		}
+		return resp.StatusCode
+	}
+}
+
+// TestReplicasFailover: two replicas on one PostgreSQL database. Events
+// and labels sent to either reach the learner's one owner (the other
+// forwards them); budget and ledger read alike on both. The owner is
+// killed without cleanup: the other takes the lease within the lease
+// time, restores the learner from its last checkpoint and continues;
+// the dead owner's late commit is refused by the fencing token. In the
+// end every acknowledged event is observed exactly once, no event id is
+// acknowledged twice, and the spend stays within the budget.
+func TestReplicasFailover(t *testing.T) {
+	dsn := pgtest.Start(t)
+	const ttl = time.Second
+	a, b := startReplica(t, dsn, ttl), startReplica(t, dsn, ttl)
+	defer func() {
+		b.srv.Close()
+		b.hs.Close()
+		b.store.Close()
+		a.store.Close()
+	}()
+	c := &replicaClient{t: t, tok: map[Role]string{}}
+	for _, r := range []Role{RoleIngest, RoleAnnotator, RoleOfficer, RoleAdmin} {
+		tok, err := a.store.CreateToken(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.tok[r] = tok
+	}
+	if code := c.call(a.base, RoleAdmin, "POST", "/v1/learners", `{"name":"k","dim":2,"config":{"window":1}}`, nil, ""); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	acked, batch := 0, 0
+	seen := map[uint64]bool{}
+	ingest := func(r *testReplica) {
+		t.Helper()
+		var ans ingestAnswer
+		if code := c.call(r.base, RoleIngest, "POST", "/v1/learners/k/events", events(20), &ans, fmt.Sprintf("b%d", batch)); code != http.StatusOK {
+			t.Fatalf("batch %d via %s: %d", batch, r.base, code)
+		}
+		for _, res := range ans.Results {
+			if res.Event != 0 && seen[res.Event] {
+				t.Fatalf("event %d acknowledged twice", res.Event)
+			}
+			seen[res.Event] = true
+		}
+		acked += ans.Accepted
+		batch++
+	}
+	labelSome := func(r *testReplica) {
+		t.Helper()
+		var list requestList
+		c.call(r.base, RoleAnnotator, "GET", "/v1/learners/k/requests?limit=3", "", &list, "")
+		for _, q := range list.Requests {
+			if code := c.call(r.base, RoleAnnotator, "POST", fmt.Sprintf("/v1/learners/k/requests/%d/claim", q.ID), "", nil, ""); code != http.StatusOK {
+				t.Fatalf("claim %d via %s: %d", q.ID, r.base, code)
+			}
+			if code := c.call(r.base, RoleAnnotator, "POST", "/v1/learners/k/labels", fmt.Sprintf(`{"id":%d,"y":1}`, q.ID), nil, ""); code != http.StatusOK {
+				t.Fatalf("label %d via %s: %d", q.ID, r.base, code)
+			}
+		}
+	}
+	for i := range 6 {
+		ingest([]*testReplica{a, b}[i%2])
+		labelSome([]*testReplica{b, a}[i%2])
+	}
+	sameOnBoth := func(rs ...*testReplica) budgetView {
+		t.Helper()
+		var views []budgetView
+		var reps []ledger.Report
+		for _, r := range rs {
+			var v budgetView
+			var rep ledger.Report
+			c.call(r.base, RoleOfficer, "GET", "/v1/learners/k/budget", "", &v, "")
+			c.call(r.base, RoleOfficer, "GET", "/v1/ledger?learner=k", "", &rep, "")
+			v.Queue.OldestAgeSeconds = 0
+			views, reps = append(views, v), append(reps, rep)
+		}
+		for i := 1; i < len(rs); i++ {
+			if !reflect.DeepEqual(views[i], views[0]) || !reflect.DeepEqual(reps[i], reps[0]) {
+				t.Fatalf("replicas answer differently:\n%+v\n%+v", views[0], views[i])
+			}
+		}
+		return views[0]
+	}
+	if v := sameOnBoth(a, b); v.Stats.Observed != acked {
+		t.Fatalf("observed %d, acknowledged %d", v.Stats.Observed, acked)
+	}
+
+	a.srv.mu.RLock()
+	stale := a.srv.learners["k"]
+	a.srv.mu.RUnlock()
+	b.srv.mu.RLock()
+	if h := b.srv.learners["k"]; h == nil || h.token != 0 || h.l != nil {
+		t.Error("the replica that does not own the learner served it itself, not by forwarding")
+	}
+	b.srv.mu.RUnlock()
+	killed := time.Now()
+	a.kill()
+	ingest(b) // retried until b takes the lease
+	took := time.Since(killed)
+	t.Logf("the surviving replica served the learner %v after the owner was killed (lease %v)", took.Round(time.Millisecond), ttl)
+	if took > ttl+2*time.Second {
+		t.Errorf("takeover took %v, lease time %v", took, ttl)
+	}
+	// The dead owner's late commit is refused.
+	_, err := stale.ingest(parseEvents([]byte(events(5)), false, 2), "late", nil, nil)
+	if !errors.Is(err, errFenced) {
+		t.Errorf("the stale owner's commit: %v, want it refused by the fencing token", err)
+	}
+	for range 3 {
+		ingest(b)
+		labelSome(b)
+	}
+	v := sameOnBoth(b)
+	if v.Stats.Observed != acked {
+		t.Fatalf("after failover: observed %d, acknowledged %d", v.Stats.Observed, acked)
+	}
+	var rep ledger.Report
+	c.call(b.base, RoleOfficer, "GET", "/v1/ledger?learner=k", "", &rep, "")
+	for _, g := range rep.Groups {
+		if g.Epsilon > rep.Meta.Budget.Epsilon+1e-9 {
+			t.Errorf("group %s spent ε %v over the budget %v", g.Group, g.Epsilon, rep.Meta.Budget.Epsilon)
+		}
+	}
+	t.Logf("%d events and %d labels acknowledged across the failover", acked, v.Stats.Labelled)
+}
