@@ -128,6 +128,8 @@ open label requests at the end; then it deletes the store.`,
 	bf.Uint64Var(&b.Spec.Seed, "seed", 1, "seed of the synthetic events (the learner's noise stays secure)")
 	bf.StringVar(&b.LearnerConfig, "learner-config", "", `the learner's stream settings, as "config" of POST /v1/learners (JSON; default: the defaults)`)
 	bf.IntVar(&b.Spec.MaxOpen, "max-open", 0, "the learner's max_open_requests (0: the default)")
+	bf.StringVar(&b.Spec.Store, "store", "", "a postgres:// URL of an empty database to bench on, instead of a scratch store file")
+	bf.IntVar(&b.Spec.Replicas, "replicas", 1, "replicas serving the postgres:// --store; requests alternate between them")
 	serveCmd.AddCommand(token, bench)
 	rootCmd.AddCommand(serveCmd)
 }
