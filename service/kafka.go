@@ -58,7 +58,7 @@ func (s *Server) ConsumeKafka(ctx context.Context, kc KafkaConfig) error {
 			return fmt.Errorf("kafka: learner %s: taking its lease: %w", kc.Learner, err)
 		}
 		if owner != "" {
-			return fmt.Errorf("kafka: learner %s is owned by the replica at %s: run its consumer there", kc.Learner, owner)
+			return fmt.Errorf("kafka: learner %s is owned by the replica at %s: %w", kc.Learner, owner, errNotOwner)
 		}
 		s.adopt(kc.Learner, tok)
 	}
@@ -99,6 +99,48 @@ func (s *Server) ConsumeKafka(ctx context.Context, kc KafkaConfig) error {
 			return err
 		}
 		cl.AllowRebalance()
+	}
+}
+
+// errNotOwner is ConsumeKafka's error where another replica owns the
+// learner.
+var errNotOwner = errors.New("another replica owns the learner")
+
+// RunKafka feeds kc.Topic to its learner until ctx ends: ConsumeKafka,
+// and with replicas on a shared store a consumer that follows the
+// learner's lease. Every replica started with the same Kafka settings
+// runs RunKafka; the one that owns the learner consumes (the learner is
+// one process's, so its records go there), the others wait and take over
+// when the owner's lease expires. A consumer whose replica loses the
+// lease is stopped (its late commits are refused by the fencing token,
+// before its group offsets are committed), and the new owner's consumer
+// resumes from the offsets stored with the events: exactly once across
+// the move, as across a crash.
+func (s *Server) RunKafka(ctx context.Context, kc KafkaConfig) error {
+	if s.rep == nil {
+		return s.ConsumeKafka(ctx, kc)
+	}
+	wait := s.rep.ttl / 3
+	for {
+		cctx, cancel := context.WithCancel(ctx)
+		go s.rep.watch(cctx, kc.Learner, cancel)
+		err := s.ConsumeKafka(cctx, kc)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err == nil, errors.Is(err, errNotOwner), errors.Is(err, errFenced), errors.Is(err, errBroken), errors.Is(err, errReplicaStopping):
+			// The lease moved (or was never here): wait to own it.
+		case s.learnerExists(kc.Learner):
+			s.log.Warn("kafka: consumer stopped; it restarts when this replica owns the learner", "learner", kc.Learner, "err", err)
+		default:
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
 	}
 }
 

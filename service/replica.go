@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -141,7 +142,7 @@ func (rp *replica) owned(learner string) (int64, bool) {
 func (rp *replica) acquire(learner string) (token int64, owner string, err error) {
 	select {
 	case <-rp.stop:
-		return 0, "", errors.New("the replica is stopping")
+		return 0, "", errReplicaStopping
 	default:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pgOpTimeout)
@@ -168,6 +169,26 @@ func (rp *replica) acquire(learner string) (token int64, owner string, err error
 	rp.held[learner] = heldLease{token: token, until: start.Add(rp.ttl - rp.ttl/5)}
 	rp.mu.Unlock()
 	return token, "", nil
+}
+
+var errReplicaStopping = errors.New("the replica is stopping")
+
+// watch calls lost once this replica no longer holds learner's lease
+// (checked every tenth of the lease time), or when ctx ends.
+func (rp *replica) watch(ctx context.Context, learner string, lost func()) {
+	t := time.NewTicker(rp.ttl / 10)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, ok := rp.owned(learner); !ok {
+			lost()
+			return
+		}
+	}
 }
 
 var errRetryLease = &apiError{status: http.StatusServiceUnavailable, msg: "the learner's owner is changing; retry"}
@@ -273,7 +294,12 @@ func (rp *replica) proxy(addr string) (*httputil.ReverseProxy, error) {
 	if err != nil || target.Host == "" {
 		return nil, fmt.Errorf("the owner's advertised address %q is not a URL (start replicas with --advertise)", addr)
 	}
+	// A dead owner's host may not refuse but drop connections: give up
+	// dialling it well within a lease time, not the default 30 s.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Timeout: min(rp.ttl/2, 5*time.Second), KeepAlive: 30 * time.Second}).DialContext
 	p := &httputil.ReverseProxy{
+		Transport: tr,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Header.Set(forwardedHeader, rp.addr)

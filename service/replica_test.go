@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/ledger/pgstore/pgtest"
@@ -210,4 +213,80 @@ func TestReplicasFailover(t *testing.T) {
 		}
 	}
 	t.Logf("%d events and %d labels acknowledged across the failover", acked, v.Stats.Labelled)
+}
+
+// TestReplicasKafkaFailover: both replicas run the Kafka consumer of one
+// learner; the owner's consumes. The owner is killed mid-stream (no
+// renewals, no answers, its consumer stopped when its lease runs out):
+// the other replica takes the lease, its consumer joins the group, the
+// partitions move to it, and it resumes from the offsets stored with the
+// events. Every valid event is ingested exactly once.
+func TestReplicasKafkaFailover(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	brokers := kc.ListenAddrs()
+	dsn := pgtest.Start(t)
+	const ttl = time.Second
+	a, b := startReplica(t, dsn, ttl), startReplica(t, dsn, ttl)
+	c := &replicaClient{t: t, tok: map[Role]string{}}
+	for _, r := range []Role{RoleOfficer, RoleAdmin} {
+		if c.tok[r], err = a.store.CreateToken(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code := c.call(a.base, RoleAdmin, "POST", "/v1/learners", `{"name":"k","dim":2,"config":{"window":1}}`, nil, ""); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	cfg := KafkaConfig{Brokers: brokers, Topic: "events", Learner: "k"}
+	run := func(r *testReplica) (context.CancelFunc, chan error) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- r.srv.RunKafka(ctx, cfg) }()
+		return cancel, done
+	}
+	stopA, doneA := run(a)
+	stopB, doneB := run(b)
+	defer func() {
+		stopB()
+		if err := <-doneB; err != nil {
+			t.Error(err)
+		}
+		b.srv.Close()
+		b.hs.Close()
+		b.store.Close()
+		a.store.Close()
+	}()
+	observed := func() int {
+		var v budgetView
+		c.call(b.base, RoleOfficer, "GET", "/v1/learners/k/budget", "", &v, "")
+		return v.Stats.Observed
+	}
+	waitFor := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for observed() < want && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(500 * time.Millisecond) // a duplicate, if any, would arrive
+		if got := observed(); got != want {
+			t.Fatalf("observed %d events, want %d", got, want)
+		}
+	}
+	produce(t, brokers, "events", 0, 100)
+	waitFor(90) // every tenth is invalid
+	a.kill()
+	produce(t, brokers, "events", 100, 100)
+	waitFor(180)
+	stopA()
+	<-doneA
+	b.srv.mu.RLock()
+	if h := b.srv.learners["k"]; h == nil || h.token < 2 {
+		t.Error("the surviving replica did not take the learner over")
+	}
+	b.srv.mu.RUnlock()
+	produce(t, brokers, "events", 200, 50)
+	waitFor(225)
 }

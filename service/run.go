@@ -178,7 +178,7 @@ func Run(ctx context.Context, c Config, out io.Writer, log *slog.Logger, listeni
 	kafkaErr := make(chan error, 1)
 	if c.Kafka != nil {
 		go func() {
-			err := srv.ConsumeKafka(ctx, *c.Kafka)
+			err := srv.RunKafka(ctx, *c.Kafka)
 			if err != nil {
 				log.Error("kafka consumer stopped; shutting down", "err", err)
 			}
