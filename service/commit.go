@@ -48,7 +48,7 @@ func (h *hosted) enqueue(write func(tx kvTx) error, settle func()) (int, error) 
 		h.queue = nil
 		d := h.commitGroup(group)
 		if d.err != nil && h.broken == nil {
-			h.broken = d.err
+			h.setBroken(d.err)
 			h.log.Error("commit failed; the learner stops until a restart", "learner", h.name, "err", d.err)
 		}
 		for _, g := range group {

@@ -115,6 +115,7 @@ type crashState struct {
 	inLabel   uint64 // a label sent but not acknowledged
 	maxSpent  map[string]float64
 	batchSize int
+	until     time.Time // load stops then (zero: when the server dies)
 }
 
 // TestCrash kills a server with SIGKILL at random moments under load, 50
@@ -176,24 +177,27 @@ func (c *crashClient) claimAndLabel(id uint64) (int, error) {
 }
 
 // load sends batches and labels until the server dies.
+// A 5xx answer is treated as a transport error: the call may or may not
+// have committed (a database restarted under it), and check resends it.
+// With until set, load also returns then.
 func (s *crashState) load(c *crashClient) {
-	for {
+	for s.until.IsZero() || time.Now().Before(s.until) {
 		key := fmt.Sprintf("b%d", s.batch)
 		s.inflight = key
 		var ans ingestAnswer
-		if _, err := c.call(RoleIngest, "POST", "/v1/learners/c/events", events(s.batchSize), &ans, key); err != nil {
+		if code, err := c.call(RoleIngest, "POST", "/v1/learners/c/events", events(s.batchSize), &ans, key); err != nil || code >= 500 {
 			return
 		}
 		s.acked += ans.Accepted
 		s.inflight, s.batch = "", s.batch+1
 		var list requestList
-		if _, err := c.call(RoleAnnotator, "GET", "/v1/learners/c/requests?limit=2", "", &list, ""); err != nil {
+		if code, err := c.call(RoleAnnotator, "GET", "/v1/learners/c/requests?limit=2", "", &list, ""); err != nil || code >= 500 {
 			return
 		}
 		for _, r := range list.Requests {
 			s.inLabel = r.ID
 			code, err := c.claimAndLabel(r.ID)
-			if err != nil {
+			if err != nil || code >= 500 {
 				return
 			}
 			if code == http.StatusOK {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dpal-dev/dpal/active/stream"
@@ -112,6 +113,9 @@ type hosted struct {
 	// may be ahead of the store, so the learner refuses everything until
 	// a restart restores it from its checkpoint.
 	broken error
+	// isBroken is broken != nil, read without h.mu (a replica replaces
+	// a broken learner it owns by one restored from the store).
+	isBroken atomic.Bool
 	commitQueue
 	inflightKeys   map[string]bool // idempotency keys being committed
 	inflightLabels map[uint64]bool // labels being committed
@@ -123,6 +127,12 @@ type hosted struct {
 	// changing it makes (replica.go); nil with a store of one process.
 	token int64
 	fence func(kvTx) error
+}
+
+// setBroken marks the learner broken by err (h.mu held).
+func (h *hosted) setBroken(err error) {
+	h.broken = err
+	h.isBroken.Store(true)
 }
 
 // update runs fn in a transaction that changes the learner: with
@@ -451,7 +461,7 @@ func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx kvTx)
 	}
 	res, reqs, refs, masked, err := h.observe(evs)
 	if err != nil {
-		h.broken = err
+		h.setBroken(err)
 		h.mu.Unlock()
 		return nil, err
 	}
@@ -461,7 +471,7 @@ func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx kvTx)
 		stored, err = idemValue(sum, answer)
 	}
 	if err != nil {
-		h.broken = err // the learner observed what will not be committed
+		h.setBroken(err) // the learner observed what will not be committed
 		h.mu.Unlock()
 		return nil, err
 	}
@@ -689,7 +699,7 @@ func (h *hosted) label(id uint64, y float64, who string, anyClaim bool) error {
 	}
 	r.LabelledAtUpdate = h.l.Stats().Updates
 	if err := h.l.Label(id, y); err != nil {
-		h.broken = err
+		h.setBroken(err)
 		h.mu.Unlock()
 		return err
 	}

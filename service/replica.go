@@ -406,18 +406,20 @@ func (s *Server) learnerExists(name string) bool {
 
 // adopt makes the hosted learner name the one of lease token: a learner
 // held under another token (a lease lost and taken again, or never
-// held) is replaced by a shell restored from the last committed
-// checkpoint on its first call.
+// held), or broken (a commit failed, e.g. while PostgreSQL restarted: its
+// memory may be ahead of the store), is replaced by a shell restored
+// from the last committed checkpoint on its first call. The old one
+// refuses everything, so it commits nothing more.
 func (s *Server) adopt(name string, token int64) {
 	s.mu.RLock()
 	h := s.learners[name]
 	s.mu.RUnlock()
-	if h != nil && h.token == token {
+	if h != nil && h.token == token && !h.isBroken.Load() {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if h = s.learners[name]; h != nil && h.token == token {
+	if h = s.learners[name]; h != nil && h.token == token && !h.isBroken.Load() {
 		return
 	}
 	m, ok, err := s.store.learnerMeta(name)

@@ -6,13 +6,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"reflect"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/dpal-dev/dpal/dp/ledger"
@@ -289,4 +295,133 @@ func TestReplicasKafkaFailover(t *testing.T) {
 	b.srv.mu.RUnlock()
 	produce(t, brokers, "events", 200, 50)
 	waitFor(225)
+}
+
+// TestReplicasCrash: two replicas (child processes, 0.5 s leases) on one
+// PostgreSQL database under ingest and labelling through either; one of
+// them, at random, is SIGKILLed at a random moment and started again,
+// and every few rounds PostgreSQL itself is restarted as a crash would
+// (immediate shutdown). After each: the surviving replica serves the
+// learner within the lease time (plus slack for a loaded machine), and
+// crashState.check's invariants hold — events acknowledged = events
+// observed, every acknowledged label there, every release with its
+// ledger entry, spend never decreasing. DPAL_REPLICA_KILLS and
+// DPAL_PG_RESTARTS set the counts (default 10 and 2; the documented run
+// is 30 and 5).
+func TestReplicasCrash(t *testing.T) {
+	kills, restarts := envInt("DPAL_REPLICA_KILLS", 10), envInt("DPAL_PG_RESTARTS", 2)
+	dsn := pgtest.Start(t)
+	// The throw-away cluster acknowledges commits before writing their
+	// WAL (synchronous_commit off, for speed): a crash of PostgreSQL
+	// would lose acknowledged commits, which no deployment should allow.
+	// This database's sessions wait for the WAL as PostgreSQL's default
+	// does.
+	durable(t, dsn)
+	st, err := OpenStore(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := map[Role]string{}
+	for _, r := range []Role{RoleIngest, RoleAnnotator, RoleOfficer} {
+		if tok[r], err = st.CreateToken(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := New(st, Options{Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err == nil {
+		err = srv.ensureLearner([]byte(`{"name":"c","dim":2,"config":{"window":2}}`))
+		srv.Close()
+	}
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type child struct {
+		cmd  *exec.Cmd
+		base string
+	}
+	var reps [2]child
+	for i := range reps {
+		reps[i].cmd, reps[i].base = startChild(t, dsn)
+	}
+	defer func() {
+		for _, r := range reps {
+			r.cmd.Process.Signal(syscall.SIGTERM)
+			r.cmd.Wait()
+		}
+	}()
+	s := &crashState{maxSpent: map[string]float64{}, batchSize: 20}
+	rnd := rand.New(rand.NewPCG(3, 4))
+	const lease = 500 * time.Millisecond
+	var worst time.Duration
+	every := max(kills/max(restarts, 1), 1)
+	pgRestarts := 0
+	for i := range kills {
+		via, victim := rnd.IntN(2), rnd.IntN(2)
+		c := &crashClient{t: t, base: reps[via].base, tok: tok}
+		s.check(t, c, i)
+		s.until = time.Now().Add(time.Duration(100+rnd.IntN(400)) * time.Millisecond)
+		if i%every == every-1 && pgRestarts < restarts {
+			// PostgreSQL crashes under the load, and comes back.
+			loaded := make(chan struct{})
+			go func() { s.load(c); close(loaded) }()
+			time.Sleep(time.Duration(20+rnd.IntN(80)) * time.Millisecond)
+			pgtest.Restart(t)
+			pgRestarts++
+			<-loaded
+			s.check(t, c, i)
+			s.until = time.Now().Add(time.Duration(100+rnd.IntN(400)) * time.Millisecond)
+		}
+		timer := time.AfterFunc(time.Duration(2+rnd.IntN(100))*time.Millisecond, func() { reps[victim].cmd.Process.Signal(syscall.SIGKILL) })
+		s.load(c)
+		timer.Stop()
+		reps[victim].cmd.Process.Signal(syscall.SIGKILL)
+		killed := time.Now()
+		reps[victim].cmd.Wait()
+		// The survivor serves the learner (taking the lease if it was the
+		// victim's) within the lease time.
+		survivor := &crashClient{t: t, base: reps[1-victim].base, tok: tok}
+		if code, err := survivor.call(RoleOfficer, "GET", "/v1/learners/c/budget", "", nil, ""); err != nil || code != http.StatusOK {
+			t.Fatalf("round %d: the surviving replica: %d %v", i, code, err)
+		}
+		worst = max(worst, time.Since(killed))
+		reps[victim].cmd, reps[victim].base = startChild(t, dsn)
+	}
+	s.until = time.Time{}
+	s.check(t, &crashClient{t: t, base: reps[0].base, tok: tok}, kills)
+	s.check(t, &crashClient{t: t, base: reps[1].base, tok: tok}, kills)
+	t.Logf("%d SIGKILLs of a replica, %d PostgreSQL restarts: %d events and %d labels acknowledged; the survivor served the learner at most %v after a kill (lease %v)",
+		kills, pgRestarts, s.acked, s.labels, worst.Round(time.Millisecond), lease)
+	if worst > lease+2*time.Second {
+		t.Errorf("the survivor took %v to serve the learner; the lease is %v", worst, lease)
+	}
+	if s.acked == 0 || s.labels == 0 {
+		t.Error("the load acknowledged nothing")
+	}
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// durable makes the sessions of the database dsn names commit only once
+// their WAL is written (synchronous_commit on, PostgreSQL's default).
+func durable(t *testing.T, dsn string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var db string
+	if err := conn.QueryRow(ctx, `SELECT current_database()`).Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{db}.Sanitize()+` SET synchronous_commit = on`); err != nil {
+		t.Fatal(err)
+	}
 }
