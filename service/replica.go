@@ -432,3 +432,47 @@ func (s *Server) adopt(name string, token int64) {
 	s.learners[name] = nh
 	s.log.Info("took the learner's lease; it is restored from its last checkpoint", "learner", name, "token", token)
 }
+
+// syncShared hosts the learners and search populations that other
+// replicas created since this one started (as shells: a learner is
+// restored only where its lease is taken), so that listings, the ledger
+// and the metrics answer alike on every replica.
+func (s *Server) syncShared() error {
+	learners, err := s.store.loadLearners()
+	if err != nil {
+		return err
+	}
+	s.mu.RLock()
+	var newL []string
+	for name := range learners {
+		if _, ok := s.learners[name]; !ok {
+			newL = append(newL, name)
+		}
+	}
+	s.mu.RUnlock()
+	for _, name := range newL {
+		s.learnerExists(name)
+	}
+	searches, err := s.store.loadSearchMetas()
+	if err != nil {
+		return err
+	}
+	for _, m := range searches {
+		s.mu.RLock()
+		_, ok := s.searches[m.Name]
+		s.mu.RUnlock()
+		if ok {
+			continue
+		}
+		p, err := s.store.openSearch(m)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		if _, ok := s.searches[m.Name]; !ok {
+			s.searches[m.Name] = p
+		}
+		s.mu.Unlock()
+	}
+	return nil
+}

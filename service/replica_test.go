@@ -425,3 +425,99 @@ func durable(t *testing.T, dsn string) {
 		t.Fatal(err)
 	}
 }
+
+// TestReplicasSearchAndListings: a search population and a learner
+// created on one replica are listed, fed, run and reported on the other;
+// runs from both replicas concurrently get distinct numbers, and the
+// population's spend stays within its budget.
+func TestReplicasSearchAndListings(t *testing.T) {
+	dsn := pgtest.Start(t)
+	a, b := startReplica(t, dsn, time.Second), startReplica(t, dsn, time.Second)
+	defer func() {
+		for _, r := range []*testReplica{a, b} {
+			r.srv.Close()
+			r.hs.Close()
+			r.store.Close()
+		}
+	}()
+	c := &replicaClient{t: t, tok: map[Role]string{}}
+	var err error
+	for _, r := range []Role{RoleIngest, RoleOfficer, RoleAdmin} {
+		if c.tok[r], err = a.store.CreateToken(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.call(a.base, RoleAdmin, "POST", "/v1/learners", `{"name":"k","dim":2}`, nil, "")
+	if code := c.call(a.base, RoleAdmin, "POST", "/v1/searches",
+		`{"name":"hosts","oracle":"noisy-max","params":{"t_low":1,"t_high":10,"epsilon":0.5},"halting":{"posterior":0.99},"budget":6}`, nil, ""); code != http.StatusCreated {
+		t.Fatalf("create search: %d", code)
+	}
+	var scores strings.Builder
+	for i := range 100 {
+		v := float64(i%10) / 10
+		if i == 57 {
+			v = 20
+		}
+		fmt.Fprintf(&scores, "%d,%g\n", 1000+i, v)
+	}
+	if code := c.call(b.base, RoleIngest, "POST", "/v1/searches/hosts/scores", scores.String(), nil, ""); code != http.StatusOK {
+		t.Fatalf("scores via the other replica: %d", code)
+	}
+	var list struct{ Learners []learnerView }
+	c.call(b.base, RoleOfficer, "GET", "/v1/learners", "", &list, "")
+	if len(list.Learners) != 1 || list.Learners[0].Name != "k" {
+		t.Errorf("the other replica lists %+v", list.Learners)
+	}
+	runs := make(chan int, 40)
+	done := make(chan struct{})
+	for _, r := range []*testReplica{a, b} {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 20 {
+				var run searchRun
+				req, _ := http.NewRequest("POST", r.base+"/v1/searches/hosts/runs", nil)
+				req.Header.Set("Authorization", "Bearer "+c.tok[RoleAdmin])
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return
+				}
+				code := resp.StatusCode
+				if code == http.StatusOK {
+					jsonDecode(resp, &run)
+					runs <- run.Run
+				}
+				resp.Body.Close()
+				if code != http.StatusOK {
+					return // the budget is spent
+				}
+			}
+		}()
+	}
+	<-done
+	<-done
+	close(runs)
+	seen := map[int]bool{}
+	for n := range runs {
+		if seen[n] {
+			t.Errorf("run number %d given twice", n)
+		}
+		seen[n] = true
+	}
+	var ga, gb struct{ Runs []searchRun }
+	c.call(a.base, RoleOfficer, "GET", "/v1/searches/hosts", "", &ga, "")
+	c.call(b.base, RoleOfficer, "GET", "/v1/searches/hosts", "", &gb, "")
+	if len(ga.Runs) != len(seen) || len(gb.Runs) != len(seen) {
+		t.Errorf("%d and %d runs stored, %d answered", len(ga.Runs), len(gb.Runs), len(seen))
+	}
+	var ra, rb ledger.Report
+	c.call(a.base, RoleOfficer, "GET", "/v1/ledger?search=hosts", "", &ra, "")
+	c.call(b.base, RoleOfficer, "GET", "/v1/ledger?search=hosts", "", &rb, "")
+	if !reflect.DeepEqual(ra, rb) || len(ra.Groups) != 1 || ra.Groups[0].Epsilon > 6+1e-9 {
+		t.Errorf("ledgers differ or overspend: %+v / %+v", ra.Groups, rb.Groups)
+	}
+}
+
+func jsonDecode(resp *http.Response, v any) {
+	b, _ := io.ReadAll(resp.Body)
+	_ = jsonUnmarshal(b, v)
+}

@@ -116,6 +116,9 @@ func decodeSearch(b []byte) (searchMeta, error) {
 func (s *Store) createSearch(m searchMeta) (*searchPop, error) {
 	pre := searchPrefix(m.Name)
 	err := s.db.Update(func(tx kvTx) error {
+		if err := lockTx(tx, pre); err != nil {
+			return err
+		}
 		sb, err := tx.CreateBucketIfNotExists(bucketSearches)
 		if err != nil {
 			return err
@@ -149,6 +152,20 @@ func (s *Store) openSearch(m searchMeta) (*searchPop, error) {
 
 // loadSearches opens every stored population.
 func (s *Store) loadSearches() (map[string]*searchPop, error) {
+	metas, err := s.loadSearchMetas()
+	out := map[string]*searchPop{}
+	for _, m := range metas {
+		p, err := s.openSearch(m)
+		if err != nil {
+			return nil, err
+		}
+		out[m.Name] = p
+	}
+	return out, err
+}
+
+// loadSearchMetas reads every stored population's settings.
+func (s *Store) loadSearchMetas() ([]searchMeta, error) {
 	var metas []searchMeta
 	err := s.db.View(func(tx kvTx) error {
 		sb := tx.Bucket(bucketSearches)
@@ -164,15 +181,7 @@ func (s *Store) loadSearches() (map[string]*searchPop, error) {
 			return nil
 		})
 	})
-	out := map[string]*searchPop{}
-	for _, m := range metas {
-		p, err := s.openSearch(m)
-		if err != nil {
-			return nil, err
-		}
-		out[m.Name] = p
-	}
-	return out, err
+	return metas, err
 }
 
 // scoreResult is the public answer for one scores line.
@@ -214,6 +223,10 @@ func (p *searchPop) addScores(body []byte) ([]scoreResult, error) {
 	defer p.mu.Unlock()
 	var out []scoreResult
 	err := p.store.db.Update(func(tx kvTx) error {
+		// Replicas on a shared store add scores one at a time.
+		if err := lockTx(tx, searchPrefix(p.meta.Name)); err != nil {
+			return err
+		}
 		b := tx.Bucket([]byte(searchPrefix(p.meta.Name) + subScores))
 		next := int64(b.KeyN())
 		for n, line := range strings.Split(string(body), "\n") {
@@ -247,9 +260,7 @@ func (p *searchPop) run() (searchRun, error) {
 	defer p.mu.Unlock()
 	var labels []int
 	var scores []float64
-	var n int
 	err := p.store.db.View(func(tx kvTx) error {
-		n = tx.Bucket([]byte(searchPrefix(p.meta.Name) + subResults)).KeyN()
 		return tx.Bucket([]byte(searchPrefix(p.meta.Name) + subScores)).ForEach(func(k, v []byte) error {
 			labels = append(labels, int(ledger.KeyUint64(k)))
 			scores = append(scores, math.Float64frombits(binary.BigEndian.Uint64(v)))
@@ -277,6 +288,9 @@ func (p *searchPop) run() (searchRun, error) {
 		return searchRun{}, err
 	}
 	h := p.meta.Halting
+	if err := p.led.Refresh(); err != nil { // other replicas' runs
+		return searchRun{}, err
+	}
 	spent, _ := p.led.Spent("search")
 	h.Budget = p.meta.Budget - spent // what this population has left
 	if h.Budget < p.meta.Params.Epsilon {
@@ -289,9 +303,16 @@ func (p *searchPop) run() (searchRun, error) {
 	for i, t := range res.Top {
 		res.Top[i] = labels[t]
 	}
-	run := searchRun{Run: n + 1, Time: time.Now().UTC(), Size: len(scores), Res: res}
+	run := searchRun{Time: time.Now().UTC(), Size: len(scores), Res: res}
 	err = p.store.db.Update(func(tx kvTx) error {
-		return putJSON(tx.Bucket([]byte(searchPrefix(p.meta.Name)+subResults)), ledger.Uint64Key(uint64(run.Run)), run)
+		// Numbered under the population's lock: replicas' runs never
+		// share a number.
+		if err := lockTx(tx, searchPrefix(p.meta.Name)); err != nil {
+			return err
+		}
+		b := tx.Bucket([]byte(searchPrefix(p.meta.Name) + subResults))
+		run.Run = b.KeyN() + 1
+		return putJSON(b, ledger.Uint64Key(uint64(run.Run)), run)
 	})
 	return run, err
 }
@@ -331,8 +352,16 @@ func (p *searchPop) runs() ([]searchRun, error) {
 
 func (s *Server) search(r *http.Request) (*searchPop, error) {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	p, ok := s.searches[r.PathValue("name")]
+	s.mu.RUnlock()
+	if !ok && s.rep != nil { // created on another replica?
+		if err := s.syncShared(); err != nil {
+			return nil, err
+		}
+		s.mu.RLock()
+		p, ok = s.searches[r.PathValue("name")]
+		s.mu.RUnlock()
+	}
 	if !ok {
 		return nil, errNoSearch
 	}
@@ -400,6 +429,11 @@ func (s *Server) getSearch(w http.ResponseWriter, r *http.Request, _ caller) err
 	p, err := s.search(r)
 	if err != nil {
 		return err
+	}
+	if s.rep != nil { // other replicas' runs
+		if err := p.led.Refresh(); err != nil {
+			return err
+		}
 	}
 	runs, err := p.runs()
 	if err != nil {

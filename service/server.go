@@ -360,6 +360,11 @@ func (s *Server) listLearners(w http.ResponseWriter, r *http.Request, _ caller) 
 	if err != nil {
 		return err
 	}
+	if s.rep != nil {
+		if err := s.syncShared(); err != nil {
+			return err
+		}
+	}
 	s.mu.RLock()
 	total := len(s.learners)
 	var names []string
@@ -603,6 +608,11 @@ func (s *Server) requests(w http.ResponseWriter, r *http.Request, _ caller) erro
 // learner not restored since the start is read from its settings, its
 // index and its ledger, and stays unrestored.
 func (s *Server) queueGauges() error {
+	if s.rep != nil {
+		if err := s.syncShared(); err != nil {
+			return err
+		}
+	}
 	s.mu.RLock()
 	hs := make([]*hosted, 0, len(s.learners))
 	for _, h := range s.learners {
@@ -653,6 +663,11 @@ func (s *Server) recordEpsilon(w http.ResponseWriter, r *http.Request, _ caller)
 // (?learner=NAME or ?search=NAME), the JSON of `dpal ledger show --json`,
 // or all of them under "learners" and "searches".
 func (s *Server) ledger(w http.ResponseWriter, r *http.Request, _ caller) error {
+	if s.rep != nil {
+		if err := s.syncShared(); err != nil {
+			return err
+		}
+	}
 	s.mu.RLock()
 	hs := make(map[string]*hosted, len(s.learners))
 	for k, v := range s.learners {
@@ -663,6 +678,13 @@ func (s *Server) ledger(w http.ResponseWriter, r *http.Request, _ caller) error 
 		searches[k] = v.led
 	}
 	s.mu.RUnlock()
+	if s.rep != nil { // other replicas' runs
+		for _, led := range searches {
+			if err := led.Refresh(); err != nil {
+				return err
+			}
+		}
+	}
 	// The ledgers are opened, not the learners.
 	if name := r.URL.Query().Get("learner"); name != "" {
 		if h, ok := hs[name]; ok {
