@@ -452,15 +452,7 @@ func TestReplicasSearchAndListings(t *testing.T) {
 		`{"name":"hosts","oracle":"noisy-max","params":{"t_low":1,"t_high":10,"epsilon":0.5},"halting":{"posterior":0.99},"budget":6}`, nil, ""); code != http.StatusCreated {
 		t.Fatalf("create search: %d", code)
 	}
-	var scores strings.Builder
-	for i := range 100 {
-		v := float64(i%10) / 10
-		if i == 57 {
-			v = 20
-		}
-		fmt.Fprintf(&scores, "%d,%g\n", 1000+i, v)
-	}
-	if code := c.call(b.base, RoleIngest, "POST", "/v1/searches/hosts/scores", scores.String(), nil, ""); code != http.StatusOK {
+	if code := c.call(b.base, RoleIngest, "POST", "/v1/searches/hosts/scores", hostScores(), nil, ""); code != http.StatusOK {
 		t.Fatalf("scores via the other replica: %d", code)
 	}
 	var list struct{ Learners []learnerView }
