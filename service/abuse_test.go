@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/dpal-dev/dpal/dp/ledger"
 )
 
@@ -205,7 +203,7 @@ func TestTokens(t *testing.T) {
 // TestFirstStartPrintsAdminToken: a fresh store prints one admin token,
 // which works; a second start prints none.
 func TestFirstStartPrintsAdminToken(t *testing.T) {
-	path := t.TempDir() + "/s.db"
+	path := testStorePath(t, "s.db")
 	for i, want := range []bool{true, false} {
 		st, err := OpenStore(path)
 		if err != nil {
@@ -227,6 +225,7 @@ func TestFirstStartPrintsAdminToken(t *testing.T) {
 				t.Errorf("printed token %q has role %q", tok, role)
 			}
 		}
+		srv.Close()
 		st.Close()
 	}
 }
@@ -273,7 +272,7 @@ func TestLabelNeedsClaim(t *testing.T) {
 	}
 	// A claim that has expired no longer admits the label.
 	ts.mustDo(http.StatusOK, RoleAnnotator, "POST", fmt.Sprintf("/v1/learners/a/requests/%d/claim", id), "", nil)
-	if err := ts.store.db.Update(func(tx *bolt.Tx) error {
+	if err := ts.store.db.Update(func(tx kvTx) error {
 		var r requestRecord
 		if _, err := getJSON(bucket(tx, "a", subRequests), ledger.Uint64Key(id), &r); err != nil {
 			return err

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/session"
 )
@@ -22,8 +20,8 @@ type commitQueue struct {
 }
 
 type commitJob struct {
-	write  func(tx *bolt.Tx) error // the call's own writes
-	settle func()                  // run under hosted.mu once the group is done
+	write  func(tx kvTx) error // the call's own writes
+	settle func()              // run under hosted.mu once the group is done
 	done   chan commitDone
 }
 
@@ -36,7 +34,7 @@ type commitDone struct {
 // on entry, released on return) and returns once it is durable, with the
 // number of releases stored alongside. A failed commit marks the learner
 // broken: the state in memory is ahead of the store.
-func (h *hosted) enqueue(write func(tx *bolt.Tx) error, settle func()) (int, error) {
+func (h *hosted) enqueue(write func(tx kvTx) error, settle func()) (int, error) {
 	j := &commitJob{write: write, settle: settle, done: make(chan commitDone, 1)}
 	h.queue = append(h.queue, j)
 	if h.committing {
@@ -50,7 +48,7 @@ func (h *hosted) enqueue(write func(tx *bolt.Tx) error, settle func()) (int, err
 		h.queue = nil
 		d := h.commitGroup(group)
 		if d.err != nil && h.broken == nil {
-			h.broken = d.err
+			h.setBroken(d.err)
 			h.log.Error("commit failed; the learner stops until a restart", "learner", h.name, "err", d.err)
 		}
 		for _, g := range group {
@@ -81,7 +79,7 @@ func (h *hosted) commitGroup(group []*commitJob) commitDone {
 	}
 	meta := h.meta
 	h.mu.Unlock()
-	err := h.store.db.Update(func(tx *bolt.Tx) error {
+	err := h.update(func(tx kvTx) error {
 		rb := bucket(tx, meta.Name, subReleases)
 		now := time.Now().UTC()
 		for _, r := range rels {

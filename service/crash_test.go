@@ -11,13 +11,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dpal-dev/dpal/dp/ledger"
+	"github.com/dpal-dev/dpal/dp/ledger/pgstore/pgtest"
 )
 
 // childEnv makes the test binary a server on the store it names (see
@@ -26,13 +26,15 @@ const childEnv = "DPAL_SERVE_CRASH_CHILD"
 
 func TestMain(m *testing.M) {
 	if path := os.Getenv(childEnv); path != "" {
-		err := Run(context.Background(), Config{Store: path, Listen: "127.0.0.1:0"}, io.Discard,
+		// A short lease: on a shared store, a restarted child waits for
+		// its killed predecessor's lease to expire.
+		err := Run(context.Background(), Config{Store: path, Listen: "127.0.0.1:0", LeaseSeconds: 0.5}, io.Discard,
 			slog.New(slog.NewJSONHandler(io.Discard, nil)),
 			func(addr string) { fmt.Printf("ADDR %s\n", addr) })
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m))
 }
 
 // crashClient talks to one child server.
@@ -42,8 +44,22 @@ type crashClient struct {
 	tok  map[Role]string
 }
 
-// call sends a request; err is a transport error (the server died).
+// call sends a request; err is a transport error (the server died). An
+// answer to retry (502 or 503 with Retry-After: on a shared store, while
+// the lease of a killed server's learner expires) is retried, with the
+// same key, for up to 10 s.
 func (c *crashClient) call(role Role, method, path, body string, out any, key string) (int, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, retry, err := c.callOnce(role, method, path, body, out, key)
+		if !retry || time.Now().After(deadline) {
+			return code, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (c *crashClient) callOnce(role Role, method, path, body string, out any, key string) (code int, retry bool, err error) {
 	req, _ := http.NewRequest(method, c.base+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+c.tok[role])
 	if key != "" {
@@ -51,19 +67,22 @@ func (c *crashClient) call(role Role, method, path, body string, out any, key st
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, err
+		return 0, false, err
+	}
+	if resp.Header.Get("Retry-After") != "" && (resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable) {
+		return resp.StatusCode, true, nil
 	}
 	if out != nil && resp.StatusCode < 300 {
 		if err := json.Unmarshal(b, out); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, false, nil
 }
 
 // startChild runs a server on path and returns it with its address.
@@ -96,6 +115,7 @@ type crashState struct {
 	inLabel   uint64 // a label sent but not acknowledged
 	maxSpent  map[string]float64
 	batchSize int
+	until     time.Time // load stops then (zero: when the server dies)
 }
 
 // TestCrash kills a server with SIGKILL at random moments under load, 50
@@ -104,7 +124,7 @@ type crashState struct {
 // acknowledged; every acknowledged label is there; every release has its
 // ledger entry; and the recorded spend never decreases.
 func TestCrash(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "crash.db")
+	path := testStorePath(t, "crash.db")
 	st, err := OpenStore(path)
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +138,7 @@ func TestCrash(t *testing.T) {
 	srv, err := New(st, Options{Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err == nil {
 		err = srv.ensureLearner([]byte(`{"name":"c","dim":2,"config":{"window":2}}`))
+		srv.Close()
 	}
 	st.Close()
 	if err != nil {
@@ -156,24 +177,27 @@ func (c *crashClient) claimAndLabel(id uint64) (int, error) {
 }
 
 // load sends batches and labels until the server dies.
+// A 5xx answer is treated as a transport error: the call may or may not
+// have committed (a database restarted under it), and check resends it.
+// With until set, load also returns then.
 func (s *crashState) load(c *crashClient) {
-	for {
+	for s.until.IsZero() || time.Now().Before(s.until) {
 		key := fmt.Sprintf("b%d", s.batch)
 		s.inflight = key
 		var ans ingestAnswer
-		if _, err := c.call(RoleIngest, "POST", "/v1/learners/c/events", events(s.batchSize), &ans, key); err != nil {
+		if code, err := c.call(RoleIngest, "POST", "/v1/learners/c/events", events(s.batchSize), &ans, key); err != nil || code >= 500 {
 			return
 		}
 		s.acked += ans.Accepted
 		s.inflight, s.batch = "", s.batch+1
 		var list requestList
-		if _, err := c.call(RoleAnnotator, "GET", "/v1/learners/c/requests?limit=2", "", &list, ""); err != nil {
+		if code, err := c.call(RoleAnnotator, "GET", "/v1/learners/c/requests?limit=2", "", &list, ""); err != nil || code >= 500 {
 			return
 		}
 		for _, r := range list.Requests {
 			s.inLabel = r.ID
 			code, err := c.claimAndLabel(r.ID)
-			if err != nil {
+			if err != nil || code >= 500 {
 				return
 			}
 			if code == http.StatusOK {

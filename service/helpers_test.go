@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -28,7 +27,7 @@ type testServer struct {
 
 func newTestServer(t *testing.T) *testServer {
 	t.Helper()
-	ts := &testServer{t: t, path: filepath.Join(t.TempDir(), "serve.db"), tok: map[Role]string{}}
+	ts := &testServer{t: t, path: testStorePath(t, "serve.db"), tok: map[Role]string{}}
 	ts.open()
 	for _, r := range []Role{RoleIngest, RoleAnnotator, RoleOfficer, RoleAdmin} {
 		tok, err := ts.store.CreateToken(r)
@@ -62,6 +61,7 @@ func (ts *testServer) open() {
 func (ts *testServer) close() {
 	if ts.http != nil {
 		ts.http.Close()
+		ts.srv.Close()
 		ts.store.Close()
 		ts.http = nil
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/dpal-dev/dpal/dp/ledger"
 )
@@ -51,6 +50,18 @@ type KafkaConfig struct {
 // reading) are committed to Kafka only after the events are durably
 // accepted, so a crash loses nothing.
 func (s *Server) ConsumeKafka(ctx context.Context, kc KafkaConfig) error {
+	if s.rep != nil && s.learnerExists(kc.Learner) {
+		// With replicas, the consumer runs where the learner is owned;
+		// if the lease is lost, its commits are refused and it stops.
+		tok, owner, err := s.rep.acquire(kc.Learner)
+		if err != nil {
+			return fmt.Errorf("kafka: learner %s: taking its lease: %w", kc.Learner, err)
+		}
+		if owner != "" {
+			return fmt.Errorf("kafka: learner %s is owned by the replica at %s: %w", kc.Learner, owner, errNotOwner)
+		}
+		s.adopt(kc.Learner, tok)
+	}
 	s.mu.RLock()
 	h, ok := s.learners[kc.Learner]
 	s.mu.RUnlock()
@@ -91,6 +102,48 @@ func (s *Server) ConsumeKafka(ctx context.Context, kc KafkaConfig) error {
 	}
 }
 
+// errNotOwner is ConsumeKafka's error where another replica owns the
+// learner.
+var errNotOwner = errors.New("another replica owns the learner")
+
+// RunKafka feeds kc.Topic to its learner until ctx ends: ConsumeKafka,
+// and with replicas on a shared store a consumer that follows the
+// learner's lease. Every replica started with the same Kafka settings
+// runs RunKafka; the one that owns the learner consumes (the learner is
+// one process's, so its records go there), the others wait and take over
+// when the owner's lease expires. A consumer whose replica loses the
+// lease is stopped (its late commits are refused by the fencing token,
+// before its group offsets are committed), and the new owner's consumer
+// resumes from the offsets stored with the events: exactly once across
+// the move, as across a crash.
+func (s *Server) RunKafka(ctx context.Context, kc KafkaConfig) error {
+	if s.rep == nil {
+		return s.ConsumeKafka(ctx, kc)
+	}
+	wait := s.rep.ttl / 3
+	for {
+		cctx, cancel := context.WithCancel(ctx)
+		go s.rep.watch(cctx, kc.Learner, cancel)
+		err := s.ConsumeKafka(cctx, kc)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err == nil, errors.Is(err, errNotOwner), errors.Is(err, errFenced), errors.Is(err, errBroken), errors.Is(err, errReplicaStopping):
+			// The lease moved (or was never here): wait to own it.
+		case s.learnerExists(kc.Learner):
+			s.log.Warn("kafka: consumer stopped; it restarts when this replica owns the learner", "learner", kc.Learner, "err", err)
+		default:
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
 // consumeFetches ingests one poll's new records and then commits the
 // group's offsets.
 func (s *Server) consumeFetches(ctx context.Context, cl *kgo.Client, h *hosted, kc KafkaConfig, fetches kgo.Fetches) error {
@@ -112,7 +165,7 @@ func (s *Server) consumeFetches(ctx context.Context, cl *kgo.Client, h *hosted, 
 		}
 	})
 	if len(next) > 0 {
-		res, err := h.ingest(evs, "", nil, func(tx *bolt.Tx) error {
+		res, err := h.ingest(evs, "", nil, func(tx kvTx) error {
 			b := tx.Bucket(bucketKafka)
 			for p, off := range next {
 				if err := b.Put(kafkaKey(h.name, kc.Topic, p), ledger.Uint64Key(uint64(off))); err != nil {
@@ -144,7 +197,7 @@ func kafkaKey(learner, topic string, p int32) []byte {
 // kafkaNext is the first offset of partition p not yet accepted (0: none).
 func (s *Store) kafkaNext(learner, topic string, p int32) int64 {
 	var off int64
-	_ = s.db.View(func(tx *bolt.Tx) error {
+	_ = s.db.View(func(tx kvTx) error {
 		off = int64(ledger.KeyUint64(tx.Bucket(bucketKafka).Get(kafkaKey(learner, topic, p))))
 		return nil
 	})

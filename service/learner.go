@@ -12,9 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/dpal-dev/dpal/active/stream"
 	"github.com/dpal-dev/dpal/dp/account"
@@ -114,12 +113,39 @@ type hosted struct {
 	// may be ahead of the store, so the learner refuses everything until
 	// a restart restores it from its checkpoint.
 	broken error
+	// isBroken is broken != nil, read without h.mu (a replica replaces
+	// a broken learner it owns by one restored from the store).
+	isBroken atomic.Bool
 	commitQueue
 	inflightKeys   map[string]bool // idempotency keys being committed
 	inflightLabels map[uint64]bool // labels being committed
 	// claims holds the claim time of the open requests claimed, for the
 	// unclaimed count.
 	claims map[uint64]time.Time
+	// token is the fencing token of the lease under which this replica
+	// holds the learner, and fence the check that every transaction
+	// changing it makes (replica.go); nil with a store of one process.
+	token int64
+	fence func(kvTx) error
+}
+
+// setBroken marks the learner broken by err (h.mu held).
+func (h *hosted) setBroken(err error) {
+	h.broken = err
+	h.isBroken.Store(true)
+}
+
+// update runs fn in a transaction that changes the learner: with
+// replicas, only while the learner's lease carries h.token.
+func (h *hosted) update(fn func(kvTx) error) error {
+	return h.store.db.Update(func(tx kvTx) error {
+		if h.fence != nil {
+			if err := h.fence(tx); err != nil {
+				return err
+			}
+		}
+		return fn(tx)
+	})
 }
 
 // ensure restores the learner and its ledger if this is its first call
@@ -158,6 +184,11 @@ func (h *hosted) ledger() (*ledger.Ledger, error) {
 	defer h.loadMu.Unlock()
 	if err := h.openLedger(); err != nil {
 		return nil, err
+	}
+	if h.store.shared { // other replicas may have charged it
+		if err := h.led.Refresh(); err != nil {
+			return nil, fmt.Errorf("learner %s: %w", h.name, err)
+		}
 	}
 	return h.led, nil
 }
@@ -199,13 +230,17 @@ func (s *Store) openLedger(name string, budget account.Budget) (*ledger.Ledger, 
 	if budget.Epsilon == 0 {
 		b = account.Budget{}
 	}
-	return ledger.Open(&ledgerStore{db: s.db, name: name}, b)
+	return ledger.Open(s.ledgerStore(name), b)
 }
 
-// createLearner creates, charges nothing, and checkpoints a new learner.
-func (s *Store) createLearner(spec learnerSpec) (*hosted, error) {
+// createLearner creates, charges nothing, and checkpoints a new learner
+// (with replicas, under the lease token and fence the caller took).
+func (s *Store) createLearner(spec learnerSpec, token int64, fence func(kvTx) error) (*hosted, error) {
 	name, cfg, budget := spec.Name, spec.Config, spec.Budget
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx kvTx) error {
+		if err := lockTx(tx, "learner/"+name); err != nil {
+			return err
+		}
 		if tx.Bucket(bucketLearners).Get([]byte(name)) != nil {
 			return errExists
 		}
@@ -229,12 +264,12 @@ func (s *Store) createLearner(spec learnerSpec) (*hosted, error) {
 	}
 	h := newHosted(s, learnerMeta{Name: name, Config: cfg, Budget: budget, Created: time.Now().UTC(),
 		MaxOpen: spec.MaxOpen, PendingOutside: true}, led)
-	h.l = l
+	h.l, h.token, h.fence = l, token, fence
 	var state bytes.Buffer
 	if err := l.SaveStateWithoutPending(&state); err != nil {
 		return nil, err
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = h.update(func(tx kvTx) error {
 		if err := putJSON(tx.Bucket(bucketLearners), []byte(name), h.meta); err != nil {
 			return err
 		}
@@ -243,11 +278,24 @@ func (s *Store) createLearner(spec learnerSpec) (*hosted, error) {
 	return h, err
 }
 
+// learnerMeta reads the settings of learner name; false when the store
+// has none.
+func (s *Store) learnerMeta(name string) (learnerMeta, bool, error) {
+	var m learnerMeta
+	var ok bool
+	err := s.db.View(func(tx kvTx) error {
+		var err error
+		ok, err = getJSON(tx.Bucket(bucketLearners), []byte(name), &m)
+		return err
+	})
+	return m, ok, err
+}
+
 // loadLearners returns every learner's shell: its settings, restored
 // later, on its first call (hosted.ensure).
 func (s *Store) loadLearners() (map[string]*hosted, error) {
 	out := map[string]*hosted{}
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx kvTx) error {
 		return tx.Bucket(bucketLearners).ForEach(func(k, v []byte) error {
 			var m learnerMeta
 			if err := jsonUnmarshal(v, &m); err != nil {
@@ -270,7 +318,7 @@ func (h *hosted) restore() error {
 	var state []byte
 	var pend []stream.PendingEvent
 	claims := map[uint64]time.Time{}
-	err := h.store.db.View(func(tx *bolt.Tx) error {
+	err := h.store.db.View(func(tx kvTx) error {
 		state = bytes.Clone(tx.Bucket(bucketState).Get([]byte(h.name)))
 		var m learnerMeta
 		if _, err := getJSON(tx.Bucket(bucketLearners), []byte(h.name), &m); err != nil {
@@ -323,7 +371,7 @@ func (h *hosted) indexOpen() error {
 		return err
 	}
 	now := time.Now().UTC()
-	err := h.store.db.Update(func(tx *bolt.Tx) error {
+	err := h.update(func(tx kvTx) error {
 		if err := learnerBuckets(tx, meta.Name); err != nil {
 			return err
 		}
@@ -387,7 +435,7 @@ type ingestResult struct {
 // body whose sum differs from the stored one (errKeyReused). If the
 // budget runs out mid-batch, the lines before are accepted and the rest
 // rejected as "budget-exhausted".
-func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx *bolt.Tx) error) ([]byte, error) {
+func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx kvTx) error) ([]byte, error) {
 	h.mu.Lock()
 	if err := h.usable(); err != nil {
 		h.mu.Unlock()
@@ -413,7 +461,7 @@ func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx *bolt
 	}
 	res, reqs, refs, masked, err := h.observe(evs)
 	if err != nil {
-		h.broken = err
+		h.setBroken(err)
 		h.mu.Unlock()
 		return nil, err
 	}
@@ -423,14 +471,14 @@ func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx *bolt
 		stored, err = idemValue(sum, answer)
 	}
 	if err != nil {
-		h.broken = err // the learner observed what will not be committed
+		h.setBroken(err) // the learner observed what will not be committed
 		h.mu.Unlock()
 		return nil, err
 	}
 	if key != "" {
 		h.inflightKeys[key] = true
 	}
-	rels, err := h.enqueue(func(tx *bolt.Tx) error {
+	rels, err := h.enqueue(func(tx kvTx) error {
 		rq, open := bucket(tx, h.name, subRequests), bucket(tx, h.name, subOpen)
 		for _, r := range reqs {
 			if err := putJSON(rq, ledger.Uint64Key(r.ID), r); err != nil {
@@ -536,7 +584,7 @@ func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string
 // idempotency key (nil, nil: none; a nil sum: stored before sums were).
 func (h *hosted) storedAnswer(key string) ([]byte, []byte, error) {
 	var v []byte
-	_ = h.store.db.View(func(tx *bolt.Tx) error {
+	_ = h.store.db.View(func(tx kvTx) error {
 		v = bytes.Clone(bucket(tx, h.name, subIdem).Get([]byte(key)))
 		return nil
 	})
@@ -590,7 +638,7 @@ func bodySum(body []byte, oneJSON bool) []byte {
 func (h *hosted) request(id uint64) (requestRecord, error) {
 	var r requestRecord
 	var ok bool
-	err := h.store.db.View(func(tx *bolt.Tx) error {
+	err := h.store.db.View(func(tx kvTx) error {
 		var err error
 		ok, err = getJSON(bucket(tx, h.name, subRequests), ledger.Uint64Key(id), &r)
 		return err
@@ -615,7 +663,7 @@ func (h *hosted) claim(id uint64, who string) (requestRecord, error) {
 		return r, err
 	}
 	r.ClaimedBy, r.ClaimedAt = who, time.Now().UTC()
-	err = h.store.db.Update(func(tx *bolt.Tx) error {
+	err = h.update(func(tx kvTx) error {
 		return putJSON(bucket(tx, h.name, subRequests), ledger.Uint64Key(id), r)
 	})
 	if err == nil {
@@ -651,14 +699,14 @@ func (h *hosted) label(id uint64, y float64, who string, anyClaim bool) error {
 	}
 	r.LabelledAtUpdate = h.l.Stats().Updates
 	if err := h.l.Label(id, y); err != nil {
-		h.broken = err
+		h.setBroken(err)
 		h.mu.Unlock()
 		return err
 	}
 	r.Label, r.ClaimedBy = y, who
 	h.inflightLabels[id] = true
 	h.meta.Open--
-	rels, err := h.enqueue(func(tx *bolt.Tx) error {
+	rels, err := h.enqueue(func(tx kvTx) error {
 		if err := bucket(tx, h.name, subOpen).Delete(ledger.Uint64Key(id)); err != nil {
 			return err
 		}
@@ -710,7 +758,7 @@ type pendingView struct {
 // <name>/open index: its cost is the page's, not the queue's.
 func (h *hosted) pending(after uint64, limit int) ([]pendingView, error) {
 	out := []pendingView{}
-	err := h.store.db.View(func(tx *bolt.Tx) error {
+	err := h.store.db.View(func(tx kvTx) error {
 		rq := bucket(tx, h.name, subRequests)
 		c := bucket(tx, h.name, subOpen).Cursor()
 		for k, _ := c.Seek(ledger.Uint64Key(after + 1)); k != nil && len(out) < limit; k, _ = c.Next() {
@@ -741,7 +789,7 @@ func (h *hosted) queueState() (queueView, int, error) {
 		}
 	}
 	h.mu.Unlock()
-	err := h.store.db.View(func(tx *bolt.Tx) error {
+	err := h.store.db.View(func(tx kvTx) error {
 		if k, v := bucket(tx, h.name, subOpen).Cursor().First(); k != nil {
 			q.OldestAgeSeconds = max(0, time.Since(time.Unix(0, int64(ledger.KeyUint64(v)))).Seconds())
 		}
@@ -753,7 +801,7 @@ func (h *hosted) queueState() (queueView, int, error) {
 // releases lists up to limit stored releases after update after.
 func (h *hosted) releases(after uint64, limit int) ([]releaseRecord, error) {
 	out := []releaseRecord{}
-	err := h.store.db.View(func(tx *bolt.Tx) error {
+	err := h.store.db.View(func(tx kvTx) error {
 		c := bucket(tx, h.name, subReleases).Cursor()
 		for k, v := c.Seek(ledger.Uint64Key(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
 			var r releaseRecord
@@ -896,7 +944,7 @@ func (s *Store) lookupRecord(id string) (recordRef, error) {
 	}
 	var ref recordRef
 	var ok bool
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx kvTx) error {
 		var err error
 		ok, err = getJSON(tx.Bucket(bucketRecords), []byte(id), &ref)
 		return err

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dpal-dev/dpal/dp/ledger"
 )
 
 // LoadSpec is a fixed-count load: Events events of dimension Dim sent
@@ -36,6 +38,13 @@ type LoadSpec struct {
 	// and 0: the defaults, as `dpal serve --learner NAME:DIM` makes).
 	LearnerConfig json.RawMessage
 	MaxOpen       int
+	// Store and Replicas, for SelfLoad: a postgres:// store instead of a
+	// scratch file, and how many replicas serve it.
+	Store    string
+	Replicas int
+	// MoreURLs are other replicas' base URLs: request i goes to
+	// (URL, MoreURLs...)[i mod their number].
+	MoreURLs []string
 }
 
 // LoadResult is what a load measured. Every event counted was durably
@@ -108,7 +117,7 @@ func Load(ctx context.Context, c LoadSpec) (LoadResult, error) {
 				n := min(c.Batch, c.Events-i*c.Batch)
 				body := loadBody(c, i, n)
 				t0 := time.Now()
-				err := postEvents(ctx, client, c, body, fmt.Sprintf("load-%d-%d", c.Seed, i))
+				err := postEvents(ctx, client, c, i, body, fmt.Sprintf("load-%d-%d", c.Seed, i))
 				lat := time.Since(t0)
 				mu.Lock()
 				if err != nil {
@@ -220,8 +229,12 @@ func loadBody(c LoadSpec, i, n int) []byte {
 	return b
 }
 
-func postEvents(ctx context.Context, client *http.Client, c LoadSpec, body []byte, key string) error {
-	req, err := http.NewRequestWithContext(ctx, "POST", c.URL+"/v1/learners/"+c.Learner+"/events", bytes.NewReader(body))
+func postEvents(ctx context.Context, client *http.Client, c LoadSpec, i int, body []byte, key string) error {
+	url := c.URL
+	if i %= len(c.MoreURLs) + 1; i > 0 {
+		url = c.MoreURLs[i-1]
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", url+"/v1/learners/"+c.Learner+"/events", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -247,51 +260,109 @@ func postEvents(ctx context.Context, client *http.Client, c LoadSpec, body []byt
 	return nil
 }
 
-// SelfLoad starts a server on a fresh store in dir, listening on
-// loopback, creates a learner of dimension c.Dim, runs c against it and
-// shuts it down: the benchmark of `dpal serve bench`.
+// SelfLoad starts a server on a fresh store in dir (or on c.Store, a
+// postgres:// URL: an empty database), listening on loopback, creates a
+// learner of dimension c.Dim, runs c against it and shuts it down: the
+// benchmark of `dpal serve bench`. With c.Replicas 2 (a postgres://
+// store only) a second replica serves too, and the requests alternate
+// between them: the one that does not own the learner forwards its
+// share.
 func SelfLoad(ctx context.Context, dir string, c LoadSpec) (LoadResult, error) {
-	st, err := OpenStore(filepath.Join(dir, "bench.db"))
-	if err != nil {
-		return LoadResult{}, err
+	path := filepath.Join(dir, "bench.db")
+	if c.Store != "" {
+		path = c.Store
 	}
-	defer st.Close()
-	// The bench measures the server, not its per-token rate limit: one
-	// token drives every worker.
-	srv, err := New(st, Options{Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), RatePerToken: 1e9, Burst: 1 << 20})
-	if err != nil {
-		return LoadResult{}, err
-	}
-	if c.Token, err = st.CreateToken(RoleIngest); err == nil {
-		err = srv.auth.reload()
-	}
-	if err != nil {
-		return LoadResult{}, err
+	if c.Replicas > 1 && !IsSharedStore(path) {
+		return LoadResult{}, errors.New("load: replicas > 1 need a postgres:// store")
 	}
 	c.Learner = "bench"
-	create := createRequest{Name: c.Learner, Dim: c.Dim, Config: c.LearnerConfig, MaxOpenRequests: c.MaxOpen}
-	body, err := json.Marshal(create)
-	if err != nil {
-		return LoadResult{}, err
-	}
-	if err := srv.ensureLearner(body); err != nil {
-		return LoadResult{}, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return LoadResult{}, err
-	}
+	var urls []string
+	var errs []chan error
+	var first *Server
 	sctx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(sctx, ln, 5*time.Second) }()
-	c.URL = "http://" + ln.Addr().String()
+	defer stop()
+	for i := range max(c.Replicas, 1) {
+		srv, url, served, err := selfServe(sctx, path)
+		if err != nil {
+			stop()
+			for _, e := range errs {
+				<-e
+			}
+			return LoadResult{}, err
+		}
+		errs = append(errs, served)
+		urls = append(urls, url)
+		if i > 0 {
+			continue
+		}
+		// The bench measures the server, not its per-token rate limit:
+		// one token drives every worker.
+		if c.Token, err = srv.store.CreateToken(RoleIngest); err == nil {
+			err = srv.auth.reload()
+		}
+		if err == nil {
+			err = srv.ensureLearner(mustJSON(createRequest{Name: c.Learner, Dim: c.Dim, Config: c.LearnerConfig, MaxOpenRequests: c.MaxOpen}))
+		}
+		if err != nil {
+			stop()
+			<-served
+			return LoadResult{}, err
+		}
+		first = srv
+	}
+	c.URL, c.MoreURLs = urls[0], urls[1:]
 	res, err := Load(ctx, c)
 	if err == nil {
 		var q queueView
-		if q, _, err = srv.learners[c.Learner].queueState(); err == nil {
+		if q, _, err = first.learners[c.Learner].queueState(); err == nil {
 			res.Queue = &q
 		}
 	}
 	stop()
-	return res, errors.Join(err, <-served)
+	for _, e := range errs {
+		err = errors.Join(err, <-e)
+	}
+	return res, err
+}
+
+// IsSharedStore reports whether path names a store that replicas share
+// (a postgres:// URL) rather than a file.
+func IsSharedStore(path string) bool { return ledger.IsURL(path) }
+
+// selfServe opens the store at path and serves it on a loopback port
+// until ctx ends; served receives Serve's error, after the store is
+// closed.
+func selfServe(ctx context.Context, path string) (*Server, string, chan error, error) {
+	st, err := OpenStore(path)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		st.Close()
+		return nil, "", nil, err
+	}
+	url := "http://" + ln.Addr().String()
+	srv, err := New(st, Options{Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), RatePerToken: 1e9, Burst: 1 << 20, Advertise: url})
+	if err != nil {
+		ln.Close()
+		st.Close()
+		return nil, "", nil, err
+	}
+	served := make(chan error, 1)
+	go func() {
+		err := srv.Serve(ctx, ln, 5*time.Second)
+		srv.Close()
+		st.Close()
+		served <- err
+	}()
+	return srv, url, served, nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // a fixed struct of plain fields always encodes
+	}
+	return b
 }

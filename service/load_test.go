@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"testing"
+
+	"github.com/dpal-dev/dpal/dp/ledger/pgstore/pgtest"
 )
 
 func TestSelfLoad(t *testing.T) {
@@ -37,4 +39,21 @@ func BenchmarkIngestBatch(b *testing.B) {
 	}
 	b.ReportMetric(res.EventsPerSec, "events/s")
 	b.ReportMetric(res.P99ms, "p99-ms")
+}
+
+// TestSelfLoadReplicas: the bench on a PostgreSQL store with two
+// replicas, every other request forwarded to the learner's owner; a
+// file store refuses a second replica.
+func TestSelfLoadReplicas(t *testing.T) {
+	if _, err := SelfLoad(context.Background(), t.TempDir(), LoadSpec{Dim: 4, Events: 10, Batch: 5, Workers: 1, Replicas: 2}); err == nil {
+		t.Error("two replicas on a store file")
+	}
+	res, err := SelfLoad(context.Background(), t.TempDir(), LoadSpec{Dim: 4, Events: 2000, Batch: 250, Workers: 2, Seed: 1,
+		Store: pgtest.Start(t), Replicas: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 8 || res.EventsPerSec <= 0 || res.Queue == nil || res.Queue.Open == 0 {
+		t.Errorf("result %+v", res)
+	}
 }

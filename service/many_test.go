@@ -22,7 +22,7 @@ func manyStore(t testing.TB, path string, n int) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	st.db.NoSync = true
+	st.db.(boltKV).db.NoSync = true
 	srv, err := New(st, Options{Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

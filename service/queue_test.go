@@ -9,15 +9,13 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // checkpointSize is the size of learner name's stored checkpoint.
 func (ts *testServer) checkpointSize(name string) int {
 	ts.t.Helper()
 	var n int
-	if err := ts.store.db.View(func(tx *bolt.Tx) error {
+	if err := ts.store.db.View(func(tx kvTx) error {
 		n = len(tx.Bucket(bucketState).Get([]byte(name)))
 		return nil
 	}); err != nil {
@@ -158,7 +156,7 @@ func TestOpenIndexFromOldStore(t *testing.T) {
 	}
 	meta := h.meta
 	meta.PendingOutside = false
-	if err := ts.store.db.Update(func(tx *bolt.Tx) error {
+	if err := ts.store.db.Update(func(tx kvTx) error {
 		if err := tx.DeleteBucket([]byte("a" + subOpen)); err != nil {
 			return err
 		}

@@ -43,6 +43,11 @@ type Config struct {
 	Learners []json.RawMessage `json:"learners,omitempty"`
 	// Kafka, when set, feeds a learner from a Kafka topic.
 	Kafka *KafkaConfig `json:"kafka,omitempty"`
+	// Advertise is the URL other replicas on a shared store reach this
+	// one at (default: http:// or https:// and the listening address);
+	// LeaseSeconds is a learner's lease time (default DefaultLeaseTTL).
+	Advertise    string  `json:"advertise,omitempty"`
+	LeaseSeconds float64 `json:"lease_seconds,omitempty"`
 }
 
 // The defaults of Config.
@@ -94,7 +99,8 @@ func (s *Server) ensureLearner(raw []byte) error {
 func (c Config) options(out io.Writer, log *slog.Logger) (opts Options, stop func(), err error) {
 	opts = Options{MaxEventsBody: c.MaxEventsBody, MaxBody: c.MaxBody,
 		RatePerToken: c.RatePerToken, Burst: c.Burst, Log: log, Out: out,
-		MaxConns: c.MaxConns, MaxConnsPerIP: c.MaxConnsPerIP, BodyTimeout: time.Duration(c.BodyTimeoutSeconds * float64(time.Second))}
+		MaxConns: c.MaxConns, MaxConnsPerIP: c.MaxConnsPerIP, BodyTimeout: time.Duration(c.BodyTimeoutSeconds * float64(time.Second)),
+		Advertise: c.Advertise, LeaseTTL: time.Duration(c.LeaseSeconds * float64(time.Second))}
 	useTLS, err := c.tlsFiles()
 	if err != nil || !useTLS {
 		return opts, func() {}, err
@@ -136,20 +142,34 @@ func Run(ctx context.Context, c Config, out io.Writer, log *slog.Logger, listeni
 		return err
 	}
 	defer st.Close()
+	// Listening comes first: a replica's default advertised URL is its
+	// address.
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	if opts.Advertise == "" && st.Shared() {
+		scheme := "http://"
+		if opts.TLS != nil {
+			scheme = "https://"
+		}
+		opts.Advertise = scheme + ln.Addr().String()
+		if a, ok := ln.Addr().(*net.TCPAddr); ok && a.IP.IsUnspecified() {
+			log.Warn("replicas forward requests to this one's --advertise URL; the default, the listening address, names no host", "advertise", opts.Advertise)
+		}
+	}
 	srv, err := New(st, opts)
 	if err != nil {
 		return err
 	}
 	for i, raw := range c.Learners {
 		if err := srv.ensureLearner(raw); err != nil {
+			srv.Close()
 			return fmt.Errorf("config learners[%d]: %w", i, err)
 		}
 	}
-	ln, err := net.Listen("tcp", c.Listen)
-	if err != nil {
-		return err
-	}
-	log.Info("dpal serve listening", "addr", ln.Addr().String(), "store", c.Store, "tls", opts.TLS != nil)
+	log.Info("dpal serve listening", "addr", ln.Addr().String(), "store", st.Path(), "tls", opts.TLS != nil, "advertise", opts.Advertise)
 	if listening != nil {
 		listening(ln.Addr().String())
 	}
@@ -158,7 +178,7 @@ func Run(ctx context.Context, c Config, out io.Writer, log *slog.Logger, listeni
 	kafkaErr := make(chan error, 1)
 	if c.Kafka != nil {
 		go func() {
-			err := srv.ConsumeKafka(ctx, *c.Kafka)
+			err := srv.RunKafka(ctx, *c.Kafka)
 			if err != nil {
 				log.Error("kafka consumer stopped; shutting down", "err", err)
 			}
@@ -171,6 +191,7 @@ func Run(ctx context.Context, c Config, out io.Writer, log *slog.Logger, listeni
 	err = srv.Serve(ctx, ln, 10*time.Second)
 	cancel()
 	err = errors.Join(err, <-kafkaErr)
+	srv.Close()
 	log.Info("dpal serve stopped", "err", err)
 	return err
 }

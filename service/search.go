@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/rng"
@@ -117,7 +115,10 @@ func decodeSearch(b []byte) (searchMeta, error) {
 // createSearch stores a new population and opens its ledger.
 func (s *Store) createSearch(m searchMeta) (*searchPop, error) {
 	pre := searchPrefix(m.Name)
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.db.Update(func(tx kvTx) error {
+		if err := lockTx(tx, pre); err != nil {
+			return err
+		}
 		sb, err := tx.CreateBucketIfNotExists(bucketSearches)
 		if err != nil {
 			return err
@@ -151,8 +152,22 @@ func (s *Store) openSearch(m searchMeta) (*searchPop, error) {
 
 // loadSearches opens every stored population.
 func (s *Store) loadSearches() (map[string]*searchPop, error) {
+	metas, err := s.loadSearchMetas()
+	out := map[string]*searchPop{}
+	for _, m := range metas {
+		p, err := s.openSearch(m)
+		if err != nil {
+			return nil, err
+		}
+		out[m.Name] = p
+	}
+	return out, err
+}
+
+// loadSearchMetas reads every stored population's settings.
+func (s *Store) loadSearchMetas() ([]searchMeta, error) {
 	var metas []searchMeta
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.db.View(func(tx kvTx) error {
 		sb := tx.Bucket(bucketSearches)
 		if sb == nil {
 			return nil
@@ -166,15 +181,7 @@ func (s *Store) loadSearches() (map[string]*searchPop, error) {
 			return nil
 		})
 	})
-	out := map[string]*searchPop{}
-	for _, m := range metas {
-		p, err := s.openSearch(m)
-		if err != nil {
-			return nil, err
-		}
-		out[m.Name] = p
-	}
-	return out, err
+	return metas, err
 }
 
 // scoreResult is the public answer for one scores line.
@@ -215,9 +222,13 @@ func (p *searchPop) addScores(body []byte) ([]scoreResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []scoreResult
-	err := p.store.db.Update(func(tx *bolt.Tx) error {
+	err := p.store.db.Update(func(tx kvTx) error {
+		// Replicas on a shared store add scores one at a time.
+		if err := lockTx(tx, searchPrefix(p.meta.Name)); err != nil {
+			return err
+		}
 		b := tx.Bucket([]byte(searchPrefix(p.meta.Name) + subScores))
-		next := int64(b.Stats().KeyN)
+		next := int64(b.KeyN())
 		for n, line := range strings.Split(string(body), "\n") {
 			line = strings.TrimSpace(line)
 			if line == "" || line[0] == '#' {
@@ -249,9 +260,7 @@ func (p *searchPop) run() (searchRun, error) {
 	defer p.mu.Unlock()
 	var labels []int
 	var scores []float64
-	var n int
-	err := p.store.db.View(func(tx *bolt.Tx) error {
-		n = tx.Bucket([]byte(searchPrefix(p.meta.Name) + subResults)).Stats().KeyN
+	err := p.store.db.View(func(tx kvTx) error {
 		return tx.Bucket([]byte(searchPrefix(p.meta.Name) + subScores)).ForEach(func(k, v []byte) error {
 			labels = append(labels, int(ledger.KeyUint64(k)))
 			scores = append(scores, math.Float64frombits(binary.BigEndian.Uint64(v)))
@@ -279,6 +288,9 @@ func (p *searchPop) run() (searchRun, error) {
 		return searchRun{}, err
 	}
 	h := p.meta.Halting
+	if err := p.led.Refresh(); err != nil { // other replicas' runs
+		return searchRun{}, err
+	}
 	spent, _ := p.led.Spent("search")
 	h.Budget = p.meta.Budget - spent // what this population has left
 	if h.Budget < p.meta.Params.Epsilon {
@@ -291,9 +303,16 @@ func (p *searchPop) run() (searchRun, error) {
 	for i, t := range res.Top {
 		res.Top[i] = labels[t]
 	}
-	run := searchRun{Run: n + 1, Time: time.Now().UTC(), Size: len(scores), Res: res}
-	err = p.store.db.Update(func(tx *bolt.Tx) error {
-		return putJSON(tx.Bucket([]byte(searchPrefix(p.meta.Name)+subResults)), ledger.Uint64Key(uint64(run.Run)), run)
+	run := searchRun{Time: time.Now().UTC(), Size: len(scores), Res: res}
+	err = p.store.db.Update(func(tx kvTx) error {
+		// Numbered under the population's lock: replicas' runs never
+		// share a number.
+		if err := lockTx(tx, searchPrefix(p.meta.Name)); err != nil {
+			return err
+		}
+		b := tx.Bucket([]byte(searchPrefix(p.meta.Name) + subResults))
+		run.Run = b.KeyN() + 1
+		return putJSON(b, ledger.Uint64Key(uint64(run.Run)), run)
 	})
 	return run, err
 }
@@ -316,7 +335,7 @@ func searchScoreProblem(err error) string {
 // runs lists the stored results.
 func (p *searchPop) runs() ([]searchRun, error) {
 	out := []searchRun{}
-	err := p.store.db.View(func(tx *bolt.Tx) error {
+	err := p.store.db.View(func(tx kvTx) error {
 		return tx.Bucket([]byte(searchPrefix(p.meta.Name) + subResults)).ForEach(func(_, v []byte) error {
 			var r searchRun
 			if err := jsonUnmarshal(v, &r); err != nil {
@@ -333,8 +352,16 @@ func (p *searchPop) runs() ([]searchRun, error) {
 
 func (s *Server) search(r *http.Request) (*searchPop, error) {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	p, ok := s.searches[r.PathValue("name")]
+	s.mu.RUnlock()
+	if !ok && s.rep != nil { // created on another replica?
+		if err := s.syncShared(); err != nil {
+			return nil, err
+		}
+		s.mu.RLock()
+		p, ok = s.searches[r.PathValue("name")]
+		s.mu.RUnlock()
+	}
 	if !ok {
 		return nil, errNoSearch
 	}
@@ -402,6 +429,11 @@ func (s *Server) getSearch(w http.ResponseWriter, r *http.Request, _ caller) err
 	p, err := s.search(r)
 	if err != nil {
 		return err
+	}
+	if s.rep != nil { // other replicas' runs
+		if err := p.led.Refresh(); err != nil {
+			return err
+		}
 	}
 	runs, err := p.runs()
 	if err != nil {

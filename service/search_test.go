@@ -18,13 +18,7 @@ func TestSearch(t *testing.T) {
 	ts.mustDo(http.StatusCreated, RoleAdmin, "POST", "/v1/searches",
 		`{"name":"hosts","oracle":"noisy-max","params":{"t_low":1,"t_high":10,"epsilon":0.5},"halting":{"posterior":0.99},"budget":6}`, nil)
 	var b strings.Builder
-	for i := range 100 {
-		v := float64(i%10) / 10
-		if i == 57 {
-			v = 20
-		}
-		fmt.Fprintf(&b, "%d,%g\n", 1000+i, v)
-	}
+	b.WriteString(hostScores())
 	b.WriteString("x,1\n-1\n5,NaN\n")
 	var ans struct{ Results []scoreResult }
 	ts.mustDo(http.StatusOK, RoleIngest, "POST", "/v1/searches/hosts/scores", b.String(), &ans)
@@ -126,4 +120,17 @@ func FuzzDecodeSearch(f *testing.F) {
 			t.Fatalf("accepted %+v", m)
 		}
 	})
+}
+
+// hostScores is 100 scores of indexes 1000–1099, one anomaly (1057).
+func hostScores() string {
+	var b strings.Builder
+	for i := range 100 {
+		v := float64(i%10) / 10
+		if i == 57 {
+			v = 20
+		}
+		fmt.Fprintf(&b, "%d,%g\n", 1000+i, v)
+	}
+	return b.String()
 }

@@ -16,8 +16,6 @@ import (
 	"sync"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/dpal-dev/dpal/dp/ledger"
 )
 
@@ -45,6 +43,12 @@ type Options struct {
 	// TLS, when set, makes Serve speak HTTPS only (its certificate, its
 	// minimum version); nil serves plain HTTP.
 	TLS *tls.Config
+	// Advertise is the URL other replicas of a shared store forward this
+	// replica's learners' requests to (replica.go); LeaseTTL is how long
+	// a learner's lease lasts unrenewed (default DefaultLeaseTTL). Both
+	// are unused with a store of one process.
+	Advertise string
+	LeaseTTL  time.Duration
 }
 
 // Server serves the learners of one Store.
@@ -57,6 +61,7 @@ type Server struct {
 	lim   *limiters
 	mux   *http.ServeMux
 
+	rep      *replica // with a shared store
 	mu       sync.RWMutex
 	learners map[string]*hosted
 	searches map[string]*searchPop
@@ -99,6 +104,14 @@ func New(store *Store, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if pg, ok := store.db.(*pgKV); ok {
+		if s.rep, err = newReplica(pg, opts.Advertise, opts.LeaseTTL, opts.Log); err != nil {
+			return nil, err
+		}
+		for name, h := range learners {
+			h.fence = s.rep.fence(name, -1) // never valid: route adopts the owner's
+		}
+	}
 	for _, h := range learners {
 		h.log, h.met = s.log, s.met
 		s.met.masked.WithLabelValues(h.name).Add(float64(h.meta.Masked))
@@ -113,12 +126,8 @@ func New(store *Store, opts Options) (*Server, error) {
 
 // firstAdmin creates and prints an admin token for a store that has none.
 func (s *Server) firstAdmin() error {
-	ok, err := s.store.hasRole(RoleAdmin)
-	if err != nil || ok {
-		return err
-	}
-	tok, err := s.store.CreateToken(RoleAdmin)
-	if err != nil {
+	tok, made, err := s.store.createToken(RoleAdmin, true)
+	if err != nil || !made {
 		return err
 	}
 	fmt.Fprintf(s.opts.Out, "dpal serve: new store %s: admin token (shown once, keep it secret):\n%s\n", s.store.Path(), tok)
@@ -174,6 +183,9 @@ func (s *Server) handle(pattern string, h handler, roles ...Role) {
 				return
 			}
 			c = caller{role: role, who: who}
+			if s.rep != nil && s.route(sw, r, pattern) {
+				return
+			}
 		}
 		if err := h(sw, r, c); err != nil {
 			if statusOf(err) == http.StatusInternalServerError {
@@ -314,7 +326,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, c caller) e
 }
 
 func (s *Server) ready(w http.ResponseWriter, _ *http.Request, _ caller) error {
-	if err := s.store.db.View(func(*bolt.Tx) error { return nil }); err != nil {
+	if err := s.store.db.View(func(kvTx) error { return nil }); err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "store unavailable"})
 		return nil
 	}
@@ -347,6 +359,11 @@ func (s *Server) listLearners(w http.ResponseWriter, r *http.Request, _ caller) 
 	limit, err := listLimit(r, 1000)
 	if err != nil {
 		return err
+	}
+	if s.rep != nil {
+		if err := s.syncShared(); err != nil {
+			return err
+		}
 	}
 	s.mu.RLock()
 	total := len(s.learners)
@@ -395,7 +412,19 @@ func (s *Server) addLearner(spec learnerSpec) error {
 	if _, ok := s.learners[spec.Name]; ok {
 		return errExists
 	}
-	h, err := s.store.createLearner(spec)
+	var token int64
+	var fence func(kvTx) error
+	if s.rep != nil {
+		tok, owner, err := s.rep.acquire(spec.Name)
+		if err != nil {
+			return err
+		}
+		if owner != "" {
+			return errExists // another replica holds it: it exists, or is being created
+		}
+		token, fence = tok, s.rep.fence(spec.Name, tok)
+	}
+	h, err := s.store.createLearner(spec, token, fence)
 	if err != nil {
 		return err
 	}
@@ -579,6 +608,11 @@ func (s *Server) requests(w http.ResponseWriter, r *http.Request, _ caller) erro
 // learner not restored since the start is read from its settings, its
 // index and its ledger, and stays unrestored.
 func (s *Server) queueGauges() error {
+	if s.rep != nil {
+		if err := s.syncShared(); err != nil {
+			return err
+		}
+	}
 	s.mu.RLock()
 	hs := make([]*hosted, 0, len(s.learners))
 	for _, h := range s.learners {
@@ -629,6 +663,11 @@ func (s *Server) recordEpsilon(w http.ResponseWriter, r *http.Request, _ caller)
 // (?learner=NAME or ?search=NAME), the JSON of `dpal ledger show --json`,
 // or all of them under "learners" and "searches".
 func (s *Server) ledger(w http.ResponseWriter, r *http.Request, _ caller) error {
+	if s.rep != nil {
+		if err := s.syncShared(); err != nil {
+			return err
+		}
+	}
 	s.mu.RLock()
 	hs := make(map[string]*hosted, len(s.learners))
 	for k, v := range s.learners {
@@ -639,6 +678,13 @@ func (s *Server) ledger(w http.ResponseWriter, r *http.Request, _ caller) error 
 		searches[k] = v.led
 	}
 	s.mu.RUnlock()
+	if s.rep != nil { // other replicas' runs
+		for _, led := range searches {
+			if err := led.Refresh(); err != nil {
+				return err
+			}
+		}
+	}
 	// The ledgers are opened, not the learners.
 	if name := r.URL.Query().Get("learner"); name != "" {
 		if h, ok := hs[name]; ok {
@@ -686,6 +732,15 @@ func (s *Server) ledger(w http.ResponseWriter, r *http.Request, _ caller) error 
 	}
 	writeJSON(w, http.StatusOK, all)
 	return nil
+}
+
+// Close ends the server's part in a group of replicas: it releases the
+// learners' leases, so that other replicas take them over at once. It
+// does not close the store.
+func (s *Server) Close() {
+	if s.rep != nil {
+		s.rep.close()
+	}
 }
 
 // Serve serves on ln until ctx ends, then shuts down gracefully (waiting

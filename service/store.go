@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -12,9 +13,11 @@ import (
 	"github.com/dpal-dev/dpal/dp/ledger"
 )
 
-// Store is the service's one durable file, a bbolt database (single-file
+// Store is the service's one durable store: a bbolt file (single-file
 // copy-on-write B+tree, fsync'd crash-atomic transactions, an exclusive
-// file lock). Top-level buckets:
+// file lock: one process), or a PostgreSQL database (postgres://… URL)
+// that several replicas share, holding the same buckets (kvpg.go).
+// Top-level buckets:
 //
 //	tokens                 SHA-256 of a token (hex) → tokenRecord
 //	learners               name → learnerMeta
@@ -28,11 +31,13 @@ import (
 //	<name>/ledger/meta     "ledger" → ledger.Meta      (dp/ledger's layout)
 //	<name>/ledger/entries  sequence (8 bytes) → ledger.Entry
 //
-// The file holds private data (records awaiting labels, model state):
-// it is created with mode 0600 and must be kept like the stream itself.
+// The store holds private data (records awaiting labels, model state):
+// a file is created with mode 0600; a file or a database must be kept
+// like the stream itself.
 type Store struct {
-	db   *bolt.DB
-	path string
+	db     kvDB
+	path   string // the file, or the URL without its password
+	shared bool   // other processes may use the store at the same time
 }
 
 var (
@@ -57,8 +62,14 @@ const (
 // the store.
 var ErrLocked = errors.New("store is in use by another process")
 
-// OpenStore opens (creating, mode 0600) the store at path.
+// OpenStore opens (creating, mode 0600) the store at path, or the
+// PostgreSQL database a postgres:// (or postgresql://) URL names,
+// applying the schema migrations it lacks and refusing a database written
+// by a newer dpal.
 func OpenStore(path string) (*Store, error) {
+	if ledger.IsURL(path) {
+		return openSharedStore(path)
+	}
 	// Checked before bbolt maps it: a cut or damaged store is one error,
 	// not a SIGBUS.
 	if err := ledger.CheckBoltFile(path); err != nil {
@@ -74,7 +85,36 @@ func OpenStore(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	st := &Store{db: boltKV{db}, path: path}
+	if err := st.init(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// openSharedStore opens the PostgreSQL store rawURL names.
+func openSharedStore(rawURL string) (*Store, error) {
+	shown := ledger.Redact(rawURL)
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, fmt.Errorf("store %s: want a postgres:// URL or a file", shown)
+	}
+	kv, err := openPG(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", shown, err)
+	}
+	st := &Store{db: kv, path: shown, shared: true}
+	if err := st.init(); err != nil {
+		kv.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// init creates the top-level buckets.
+func (s *Store) init() error {
+	err := s.db.Update(func(tx kvTx) error {
 		for _, b := range [][]byte{bucketTokens, bucketLearners, bucketState, bucketRecords, bucketKafka} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
@@ -83,20 +123,23 @@ func OpenStore(path string) (*Store, error) {
 		return nil
 	})
 	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store %s: %w", path, err)
+		return fmt.Errorf("store %s: %w", s.path, err)
 	}
-	return &Store{db: db, path: path}, nil
+	return nil
 }
 
-// Path is the store's file.
+// Path is the store's file, or its URL without the password.
 func (s *Store) Path() string { return s.path }
+
+// Shared reports whether other processes may use the store at the same
+// time (a PostgreSQL store).
+func (s *Store) Shared() bool { return s.shared }
 
 // Close closes the file.
 func (s *Store) Close() error { return s.db.Close() }
 
 // learnerBuckets creates the per-learner buckets of name.
-func learnerBuckets(tx *bolt.Tx, name string) error {
+func learnerBuckets(tx kvTx, name string) error {
 	for _, sub := range []string{subRequests, subOpen, subReleases, subIdem, subLedgerMeta, subLedgerLog} {
 		if _, err := tx.CreateBucketIfNotExists([]byte(name + sub)); err != nil {
 			return err
@@ -108,19 +151,19 @@ func learnerBuckets(tx *bolt.Tx, name string) error {
 // dropLearnerBuckets removes the buckets of a learner whose creation never
 // committed (its ledger, if any, holds no charge: a learner spends only
 // after its creation is committed).
-func dropLearnerBuckets(tx *bolt.Tx, name string) error {
+func dropLearnerBuckets(tx kvTx, name string) error {
 	for _, sub := range []string{subRequests, subOpen, subReleases, subIdem, subLedgerMeta, subLedgerLog} {
 		err := tx.DeleteBucket([]byte(name + sub))
-		if err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+		if err != nil && !errors.Is(err, errBucketNotFound) {
 			return err
 		}
 	}
 	return nil
 }
 
-func bucket(tx *bolt.Tx, name, sub string) *bolt.Bucket { return tx.Bucket([]byte(name + sub)) }
+func bucket(tx kvTx, name, sub string) kvBucket { return tx.Bucket([]byte(name + sub)) }
 
-func putJSON(b *bolt.Bucket, k []byte, v any) error {
+func putJSON(b kvBucket, k []byte, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -129,7 +172,7 @@ func putJSON(b *bolt.Bucket, k []byte, v any) error {
 }
 
 // getJSON decodes the value at k into v; false when k is absent.
-func getJSON(b *bolt.Bucket, k []byte, v any) (bool, error) {
+func getJSON(b kvBucket, k []byte, v any) (bool, error) {
 	raw := b.Get(k)
 	if raw == nil {
 		return false, nil
@@ -141,17 +184,27 @@ func getJSON(b *bolt.Bucket, k []byte, v any) (bool, error) {
 // same meta and entry layout as ledger.FileStore, under the learner's
 // buckets. Every Append is its own fsync'd transaction, so a charge is
 // on disk before the learner draws the noise it pays for. Close does not
-// close the shared file.
+// close the shared file. In a shared store, a learner's ledger is a
+// pgSyncLedger.
 type ledgerStore struct {
-	db   *bolt.DB
+	kv   kvDB
 	name string
+}
+
+// ledgerStore is the ledger.Store of learner name.
+func (s *Store) ledgerStore(name string) ledger.Store {
+	ls := ledgerStore{kv: s.db, name: name}
+	if s.shared {
+		return &pgSyncLedger{ls}
+	}
+	return &ls
 }
 
 // Meta implements ledger.Store.
 func (s *ledgerStore) Meta() (ledger.Meta, bool, error) {
 	var m ledger.Meta
 	var ok bool
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.kv.View(func(tx kvTx) error {
 		var err error
 		m, ok, err = ledger.ReadMeta(bucket(tx, s.name, subLedgerMeta))
 		return err
@@ -161,7 +214,7 @@ func (s *ledgerStore) Meta() (ledger.Meta, bool, error) {
 
 // Init implements ledger.Store.
 func (s *ledgerStore) Init(m ledger.Meta) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.kv.Update(func(tx kvTx) error {
 		return s.wrap(ledger.InitMeta(bucket(tx, s.name, subLedgerMeta), m))
 	})
 }
@@ -169,14 +222,16 @@ func (s *ledgerStore) Init(m ledger.Meta) error {
 // Append implements ledger.Store: one fsync'd transaction, refusing an
 // entry that does not follow the last one.
 func (s *ledgerStore) Append(e ledger.Entry) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		return s.wrap(ledger.AppendEntry(bucket(tx, s.name, subLedgerLog), e))
+	return s.kv.Update(func(tx kvTx) error {
+		b := bucket(tx, s.name, subLedgerLog)
+		last, _ := b.Cursor().Last()
+		return s.wrap(ledger.AppendEntry(b, ledger.KeyUint64(last), e))
 	})
 }
 
 // Scan implements ledger.Store.
 func (s *ledgerStore) Scan(fn func(ledger.Entry) error) error {
-	return s.db.View(func(tx *bolt.Tx) error {
+	return s.kv.View(func(tx kvTx) error {
 		return bucket(tx, s.name, subLedgerLog).ForEach(func(k, v []byte) error {
 			e, err := ledger.StoredEntry(k, v)
 			if err != nil {

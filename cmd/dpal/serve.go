@@ -12,12 +12,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/service"
 )
 
 // serveOptions are the flags of `dpal serve`.
 type serveOptions struct {
-	Store, Listen, Config                string
+	Store, Listen, Config, Advertise     string
 	TLSCert, TLSKey                      string
 	KafkaBrokers                         []string
 	KafkaTopic, KafkaLearner, KafkaGroup string
@@ -50,12 +51,15 @@ func init() {
 		Long: `serve runs named private stream learners (the learner of 'dpal stream') behind
 an HTTP/JSON API (GET /openapi.json describes it; docs/serve.md has a quick
 start). Everything — each learner's ledger and checkpoint, label requests,
-labels, releases and the hashed API tokens — lives in one store file; every
-spend is committed before its release leaves, and a restart resumes each
-learner exactly. A fresh store prints an admin token once, on stdout.
+labels, releases and the hashed API tokens — lives in one store file, or, with
+--store postgres://… (or $DPAL_STORE_DSN), in a PostgreSQL database that
+replicas share (docs/serve.md, Deployment); every spend is committed before
+its release leaves, and a restart resumes each learner exactly. A fresh
+store prints an admin token once, on stdout.
 
---config FILE is JSON: {"store", "listen", "tls_cert", "tls_key",
-"max_events_body", "max_body", "learners": [bodies of POST /v1/learners]};
+--config FILE is JSON: {"store", "listen", "advertise", "lease_seconds",
+"tls_cert", "tls_key", "max_events_body", "max_body",
+"learners": [bodies of POST /v1/learners]};
 flags override it. --tls-cert and --tls-key (together) make it serve HTTPS
 only, TLS 1.2 at least; SIGHUP re-reads both files. SIGTERM or SIGINT shut
 down gracefully. Logs are JSON lines on stderr.`,
@@ -63,8 +67,9 @@ down gracefully. Logs are JSON lines on stderr.`,
 		RunE: runServe,
 	}
 	f, o := serveCmd.Flags(), &serveOpts
-	f.StringVar(&o.Store, "store", service.DefaultStore, "store file (created if absent, mode 0600; holds private data)")
+	f.StringVar(&o.Store, "store", service.DefaultStore, "store file (created if absent, mode 0600; holds private data), or a postgres:// URL that replicas share (default $"+storeDSNEnv+" when set)")
 	f.StringVar(&o.Listen, "listen", service.DefaultListen, "address to listen on")
+	f.StringVar(&o.Advertise, "advertise", "", "with a postgres:// --store: the URL other replicas forward this one's learners' requests to (default: the listening address)")
 	f.StringVar(&o.TLSCert, "tls-cert", "", "serve HTTPS only, with this PEM certificate chain (needs --tls-key; reloaded on SIGHUP)")
 	f.StringVar(&o.TLSKey, "tls-key", "", "with --tls-cert: the PEM private key of the certificate")
 	f.StringVar(&o.Config, "config", "", "JSON config file (learners to create, limits)")
@@ -96,7 +101,7 @@ down gracefully. Logs are JSON lines on stderr.`,
 		c *cobra.Command
 		o *tokenOptions
 	}{{create, &tokenCreateOpts}, {revoke, &tokenRevokeOpts}} {
-		t.c.Flags().StringVar(&t.o.Store, "store", service.DefaultStore, "store file")
+		t.c.Flags().StringVar(&t.o.Store, "store", service.DefaultStore, "store file, or postgres:// URL (default $"+storeDSNEnv+" when set)")
 		token.AddCommand(t.c)
 	}
 	bench := &cobra.Command{
@@ -123,6 +128,8 @@ open label requests at the end; then it deletes the store.`,
 	bf.Uint64Var(&b.Spec.Seed, "seed", 1, "seed of the synthetic events (the learner's noise stays secure)")
 	bf.StringVar(&b.LearnerConfig, "learner-config", "", `the learner's stream settings, as "config" of POST /v1/learners (JSON; default: the defaults)`)
 	bf.IntVar(&b.Spec.MaxOpen, "max-open", 0, "the learner's max_open_requests (0: the default)")
+	bf.StringVar(&b.Spec.Store, "store", "", "a postgres:// URL of an empty database to bench on, instead of a scratch store file")
+	bf.IntVar(&b.Spec.Replicas, "replicas", 1, "replicas serving the postgres:// --store; requests alternate between them")
 	serveCmd.AddCommand(token, bench)
 	rootCmd.AddCommand(serveCmd)
 }
@@ -136,11 +143,19 @@ func runServe(cmd *cobra.Command, _ []string) error {
 			return fmt.Errorf("--config: %w", err)
 		}
 	}
-	if f.Changed("store") || c.Store == "" {
+	switch dsn := os.Getenv(storeDSNEnv); {
+	case f.Changed("store"):
+		c.Store = o.Store
+	case dsn != "":
+		c.Store = dsn
+	case c.Store == "":
 		c.Store = o.Store
 	}
 	if f.Changed("listen") || c.Listen == "" {
 		c.Listen = o.Listen
+	}
+	if f.Changed("advertise") {
+		c.Advertise = o.Advertise
 	}
 	if f.Changed("tls-cert") {
 		c.TLSCert = o.TLSCert
@@ -187,9 +202,24 @@ func kafkaFlags(o *serveOptions, c *service.Config) error {
 	return nil
 }
 
-// openTokenStore opens --store path, which must exist: a token for a
-// store that a typo would create is useless.
-func openTokenStore(path string) (*service.Store, error) {
+// storeDSNEnv names the store when --store is not given: a postgres://
+// URL's password in a flag would show in the process list.
+const storeDSNEnv = "DPAL_STORE_DSN"
+
+// openTokenStore opens --store path (else $DPAL_STORE_DSN), which must
+// exist: a token for a store that a typo would create is useless. A
+// PostgreSQL store is shared: the running replicas see the token at once.
+func openTokenStore(cmd *cobra.Command, path string) (*service.Store, error) {
+	if dsn := os.Getenv(storeDSNEnv); dsn != "" && !cmd.Flags().Changed("store") {
+		path = dsn
+	}
+	if ledger.IsURL(path) {
+		st, err := service.OpenStore(path)
+		if err != nil {
+			return nil, fmt.Errorf("--store: %w", err)
+		}
+		return st, nil
+	}
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("--store: %w", err)
 	}
@@ -205,7 +235,7 @@ func runTokenCreate(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return fmt.Errorf("--role: %w", err)
 	}
-	st, err := openTokenStore(tokenCreateOpts.Store)
+	st, err := openTokenStore(cmd, tokenCreateOpts.Store)
 	if err != nil {
 		return err
 	}
@@ -219,8 +249,8 @@ func runTokenCreate(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-func runTokenRevoke(_ *cobra.Command, args []string) error {
-	st, err := openTokenStore(tokenRevokeOpts.Store)
+func runTokenRevoke(cmd *cobra.Command, args []string) error {
+	st, err := openTokenStore(cmd, tokenRevokeOpts.Store)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -245,7 +246,9 @@ func (s *FileStore) Init(m Meta) error {
 // an entry whose sequence number is not the next one.
 func (s *FileStore) Append(e Entry) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		if err := AppendEntry(tx.Bucket(bucketEntries), e); err != nil {
+		b := tx.Bucket(bucketEntries)
+		last, _ := b.Cursor().Last()
+		if err := AppendEntry(b, KeyUint64(last), e); err != nil {
 			return fmt.Errorf("%s: %w", s.path, err)
 		}
 		return nil
@@ -278,9 +281,20 @@ func (s *FileStore) Close() error { return s.db.Close() }
 // an entries bucket mapping each sequence number (8 bytes big-endian) to
 // the entry's JSON.
 
+// LayoutBucket is what the layout helpers need of a bucket: a
+// *bolt.Bucket, or a bucket of another store with bbolt's shape (the
+// service's PostgreSQL store).
+type LayoutBucket interface {
+	Get(key []byte) []byte
+	Put(key, value []byte) error
+}
+
+// MetaKey is the key of the settings in a meta bucket.
+func MetaKey() []byte { return slices.Clone(keyMeta) }
+
 // ReadMeta reads the settings stored in the meta bucket b; false when
 // there are none.
-func ReadMeta(b *bolt.Bucket) (Meta, bool, error) {
+func ReadMeta(b LayoutBucket) (Meta, bool, error) {
 	raw := b.Get(keyMeta)
 	if raw == nil {
 		return Meta{}, false, nil
@@ -294,7 +308,7 @@ func ReadMeta(b *bolt.Bucket) (Meta, bool, error) {
 
 // InitMeta stores m in the meta bucket b, refusing a bucket that already
 // holds settings.
-func InitMeta(b *bolt.Bucket, m Meta) error {
+func InitMeta(b LayoutBucket, m Meta) error {
 	if b.Get(keyMeta) != nil {
 		return ErrInitialised
 	}
@@ -305,11 +319,11 @@ func InitMeta(b *bolt.Bucket, m Meta) error {
 	return b.Put(keyMeta, raw)
 }
 
-// AppendEntry stores e in the entries bucket b, refusing an entry whose
-// sequence number does not follow the last stored one.
-func AppendEntry(b *bolt.Bucket, e Entry) error {
-	if k, _ := b.Cursor().Last(); KeyUint64(k) != e.Seq-1 {
-		return fmt.Errorf("entry %d does not follow the last stored entry %d", e.Seq, KeyUint64(k))
+// AppendEntry stores e in the entries bucket b, whose last stored entry
+// is last (0 for none), refusing an entry that does not follow it.
+func AppendEntry(b LayoutBucket, last uint64, e Entry) error {
+	if last != e.Seq-1 {
+		return fmt.Errorf("entry %d does not follow the last stored entry %d", e.Seq, last)
 	}
 	raw, err := json.Marshal(e)
 	if err != nil {

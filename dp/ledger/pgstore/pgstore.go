@@ -113,18 +113,10 @@ func open(dsn, name string, readOnly bool) (*Store, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := ledgerSchema.Connect(ctx, dsn, readOnly)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	if err := migrate(ctx, pool, readOnly); err != nil {
-		pool.Close()
 		return nil, err
 	}
 	return &Store{pool: pool, name: name, readOnly: readOnly}, nil

@@ -185,6 +185,7 @@ type cluster struct {
 	dir, pgctl string
 	cred       *syscall.Credential
 	dsn        string
+	opts       string // the server's options (port, socket, fsync)
 }
 
 // start runs initdb and starts the server; a non-nil cluster must be
@@ -218,7 +219,33 @@ func start(initdb, pgctl string) (*cluster, error) {
 		return c, fmt.Errorf("pg_ctl start: %v: %s\n%s", err, out, log)
 	}
 	c.dsn = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	c.opts = opts
 	return c, nil
+}
+
+// Restart stops the shared cluster's server as a crash would (immediate
+// shutdown: no checkpoint, clients' connections cut) and starts it again
+// on the same port, for tests of how clients recover. It skips t where
+// the tests run on DSNEnv's server, and fails it without a cluster that
+// Start started under Main.
+func Restart(t testing.TB) {
+	t.Helper()
+	if os.Getenv(DSNEnv) != "" {
+		t.Skipf("restarting PostgreSQL needs the throw-away cluster, not %s's server", DSNEnv)
+	}
+	shared.Lock()
+	c := shared.c
+	shared.Unlock()
+	if c == nil {
+		t.Fatal("pgtest.Restart: no shared cluster (call Start first, from a test binary run through Main)")
+	}
+	data := filepath.Join(c.dir, "data")
+	if out, err := c.run(c.pgctl, "-D", data, "-m", "immediate", "-w", "-t", "60", "stop"); err != nil {
+		t.Fatalf("pg_ctl stop: %v: %s", err, out)
+	}
+	if out, err := c.run(c.pgctl, "-D", data, "-o", c.opts, "-l", filepath.Join(c.dir, "log"), "-w", "-t", "60", "start"); err != nil {
+		t.Fatalf("pg_ctl start: %v: %s", err, out)
+	}
 }
 
 // stop stops the server (immediate shutdown: nothing in it is kept) and
