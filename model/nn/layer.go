@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/model/nn/internal/f32"
 )
 
 // layer is one stage of a Net. A batch flows through forward; backward
@@ -156,12 +157,8 @@ func (a *activation) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 		}
 		return a.y
 	}
-	parallel(x.r, func(i int) {
-		y := a.y.row(i)
-		for j, v := range x.row(i) {
-			y[j] = float32(math.Tanh(float64(v)))
-		}
-	})
+	// f32.Tanh gives float32(math.Tanh(float64(v))) bit for bit.
+	parallel(x.r, func(i int) { f32.Tanh(a.y.row(i), x.row(i)) })
 	return a.y
 }
 
