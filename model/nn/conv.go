@@ -148,13 +148,15 @@ func (c *conv) sqNorms(acc []float64) {
 	})
 }
 
-// accumulate adds Uᵀ·diag(c)·G = ∇W (each example's rows scaled by its
-// c_i) and the bias gradient.
-func (c *conv) accumulate(cl []float64) {
+// accumulate sets (or with add, adds to) the gradient Uᵀ·diag(c)·G = ∇W
+// (each example's rows scaled by its c_i) and the bias gradient.
+func (c *conv) accumulate(cl []float64, add bool) {
 	c.scale = c.scale.resize(c.g.r, c.g.c)
 	scaleRows(c.scale, c.g, cl, c.positions())
-	gemm(true, false, 1, c.u, c.scale, 0, c.wt.gw())
-	clear(c.wt.gb())
+	gemm(true, false, 1, c.u, c.scale, beta(add), c.wt.gw())
+	if !add {
+		clear(c.wt.gb())
+	}
 	addColSums(c.wt.gb(), c.scale)
 }
 

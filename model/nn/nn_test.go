@@ -336,3 +336,41 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// TestClippedGradChunks checks that a batch run in chunks of clipChunk
+// gives the sum of the whole batch in one pass: the same bits on the SIMD
+// route (see clipChunk), within float32 rounding on blas32.
+func TestClippedGradChunks(t *testing.T) {
+	defer func(old int) { clipChunk = old }(clipChunk)
+	specs := append(testSpecs, struct {
+		name string
+		spec Spec
+	}{"mlp-dropout", Spec{Arch: MLP, Inputs: 6, Classes: 3, Hidden: []int{9}, Activation: Tanh, Dropout: 0.3}})
+	forEachRoute(t, func(t *testing.T) {
+		exact := f32.Route() != "blas32"
+		for _, tc := range specs {
+			t.Run(tc.name, func(t *testing.T) {
+				r := rng.Seeded(5)
+				n, _ := New(tc.spec, r)
+				randomise(n, r)
+				rows, labels := testBatch(r, tc.spec, 600)
+				clipChunk = 1 << 20
+				want, err := n.ClippedGrad(rows, labels, 0.5, rng.Seeded(2))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append([]float64(nil), want...)
+				clipChunk = 256
+				got, err := n.ClippedGrad(rows, labels, 0.5, rng.Seeded(2))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k, v := range got {
+					if exact && v != want[k] || math.Abs(v-want[k]) > 1e-4*(1+math.Abs(want[k])) {
+						t.Fatalf("parameter %d: %v in chunks, %v in one pass", k, v, want[k])
+					}
+				}
+			})
+		}
+	})
+}
