@@ -374,3 +374,53 @@ func TestClippedGradChunks(t *testing.T) {
 		}
 	})
 }
+
+// TestMaxPoolFirstMaximum checks the pooling's values and arguments
+// against a direct scan of each window (its first maximum in row-major
+// order, by orderKey), on values with many ties, signed zeros and NaNs:
+// the 2×2 stride-1 pool (forward2) and a general one.
+func TestMaxPoolFirstMaximum(t *testing.T) {
+	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 2, float32(math.NaN()), float32(math.Inf(-1))}
+	for _, c := range []struct {
+		name         string
+		in           shape
+		size, stride int
+	}{
+		{"2x2-stride1", shape{7, 6, 3}, 2, 1},
+		{"2x2-stride1-wide", shape{14, 14, 16}, 2, 1},
+		{"3x3-stride2", shape{9, 7, 2}, 3, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := rng.Seeded(9)
+			m := newMaxPool(c.in, c.size, c.stride)
+			x := matrix{5, c.in.size(), make([]float32, 5*c.in.size())}
+			for i := range x.d {
+				x.d[i] = vals[r.IntN(len(vals))]
+			}
+			y := m.forward(x, true, nil)
+			ch := c.in.c
+			for i := range x.r {
+				for oy := range m.oh {
+					for ox := range m.ow {
+						for k := range ch {
+							best := -1
+							for ky := range c.size {
+								for kx := range c.size {
+									s := ((oy*c.stride+ky)*c.in.w+ox*c.stride+kx)*ch + k
+									if best < 0 || orderKey(x.row(i)[s]) > orderKey(x.row(i)[best]) {
+										best = s
+									}
+								}
+							}
+							o := (oy*m.ow+ox)*ch + k
+							got, arg := y.row(i)[o], m.arg[i*m.outDim()+o]
+							if int(arg) != best || math.Float32bits(got) != math.Float32bits(x.row(i)[best]) {
+								t.Fatalf("example %d output %d: %v at %d, want %v at %d", i, o, got, arg, x.row(i)[best], best)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
