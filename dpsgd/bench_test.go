@@ -41,6 +41,7 @@ func BenchmarkEpoch(b *testing.B) {
 	}{
 		{"logreg-784-10", nn.Spec{Arch: nn.LogReg, Inputs: 784, Classes: 10}},
 		{"mlp-784-256-10", nn.Spec{Arch: nn.MLP, Inputs: 784, Classes: 10, Hidden: []int{256}, Activation: nn.ReLU}},
+		{"mlp-784-256-10-tanh", nn.Spec{Arch: nn.MLP, Inputs: 784, Classes: 10, Hidden: []int{256}, Activation: nn.Tanh}},
 		{"cnn", nn.Spec{Arch: nn.CNN, Inputs: 784, Classes: 10, Image: [3]int{28, 28, 1}}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
@@ -64,6 +65,44 @@ func BenchmarkEpoch(b *testing.B) {
 			idle1, total1 := idleCPU()
 			b.ReportMetric(float64(steps*256*b.N)/b.Elapsed().Seconds(), "ex/s")
 			b.ReportMetric(100*(idle1-idle0)/(total1-total0), "idle%")
+			b.ReportMetric(peakRSS(), "peak-RSS-MB")
+		})
+	}
+}
+
+// BenchmarkNonPrivate times one epoch of the non-private twin
+// (NonPrivate: the same sampling, batch 256 and SGD, no clipping or noise)
+// of BenchmarkEpoch's models: the reference a private epoch's cost is
+// compared with where PyTorch is not installed (not named Epoch…, so that
+// bench/torch_mlp.py's -bench Epoch/… patterns leave it out).
+func BenchmarkNonPrivate(b *testing.B) {
+	d := mnistTrain(b)
+	n := len(d.X32)
+	for _, c := range []struct {
+		name string
+		spec nn.Spec
+	}{
+		{"mlp-784-256-10", nn.Spec{Arch: nn.MLP, Inputs: 784, Classes: 10, Hidden: []int{256}, Activation: nn.ReLU}},
+		{"cnn", nn.Spec{Arch: nn.CNN, Inputs: 784, Classes: 10, Image: [3]int{28, 28, 1}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			r := rng.Seeded(1)
+			net, _ := nn.New(c.spec, r)
+			tr, err := NewNonPrivate(net, Config{LR: 0.1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			steps := n / 256
+			groups := []Group{{Name: "all", Records: all(n), Rate: 256 / float64(n)}}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := tr.Run(r, d, groups, steps, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(steps*256*b.N)/b.Elapsed().Seconds(), "ex/s")
+			b.ReportMetric(peakRSS(), "peak-RSS-MB")
 		})
 	}
 }

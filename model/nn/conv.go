@@ -148,13 +148,15 @@ func (c *conv) sqNorms(acc []float64) {
 	})
 }
 
-// accumulate adds Uᵀ·diag(c)·G = ∇W (each example's rows scaled by its
-// c_i) and the bias gradient.
-func (c *conv) accumulate(cl []float64) {
+// accumulate sets (or with add, adds to) the gradient Uᵀ·diag(c)·G = ∇W
+// (each example's rows scaled by its c_i) and the bias gradient.
+func (c *conv) accumulate(cl []float64, add bool) {
 	c.scale = c.scale.resize(c.g.r, c.g.c)
 	scaleRows(c.scale, c.g, cl, c.positions())
-	gemm(true, false, 1, c.u, c.scale, 0, c.wt.gw())
-	clear(c.wt.gb())
+	gemm(true, false, 1, c.u, c.scale, beta(add), c.wt.gw())
+	if !add {
+		clear(c.wt.gb())
+	}
 	addColSums(c.wt.gb(), c.scale)
 }
 
@@ -183,6 +185,10 @@ func (m *maxPool) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 		m.arg = make([]int32, x.r*od)
 	}
 	m.arg = m.arg[:x.r*od]
+	if m.size == 2 && m.stride == 1 {
+		m.forward2(x, od)
+		return m.y
+	}
 	parallel(x.r, func(i int) {
 		xi, yi, ai := x.row(i), m.y.row(i), m.arg[i*od:(i+1)*od]
 		for oy := range m.oh {
@@ -219,6 +225,44 @@ func (m *maxPool) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 		}
 	})
 	return m.y
+}
+
+// forward2 is forward for 2×2 windows at stride 1 (the CNN's pools), in
+// two passes per example: the maximum of each horizontal pair of pixels
+// (kept as order keys, with its index), then of each vertical pair of
+// those. Each pair is compared once rather than once for each of the two
+// windows that share it, and the keys are computed once. A window's
+// maximum is still its first in row-major order on ties: the first
+// pass keeps the left pixel of a tied pair and the second the upper
+// pair, so the result, arguments included, is forward's general loop's.
+func (m *maxPool) forward2(x matrix, od int) {
+	ch, w := m.in.c, m.in.w
+	rowLen := m.ow * ch // one row of pairs
+	parallelChunks(x.r, min(runtime.GOMAXPROCS(0), x.r), func(_, lo, hi int) {
+		hk := make([]int32, m.in.h*rowLen) // pair maxima's keys
+		ha := make([]int32, m.in.h*rowLen) // and their pixels
+		for i := lo; i < hi; i++ {
+			xi, yi, ai := x.row(i), m.y.row(i), m.arg[i*od:(i+1)*od]
+			for iy := range m.in.h {
+				src := xi[iy*w*ch : (iy+1)*w*ch]
+				k, a := hk[iy*rowLen:(iy+1)*rowLen], ha[iy*rowLen:(iy+1)*rowLen]
+				for j := range k {
+					kl, kr, al := orderKey(src[j]), orderKey(src[j+ch]), int32(iy*w*ch+j)
+					if kr > kl {
+						kl, al = kr, al+int32(ch)
+					}
+					k[j], a[j] = kl, al
+				}
+			}
+			for j := range od {
+				ku, au := hk[j], ha[j]
+				if kd := hk[j+rowLen]; kd > ku {
+					ku, au = kd, ha[j+rowLen]
+				}
+				yi[j], ai[j] = keyFloat(ku), au
+			}
+		}
+	})
 }
 
 // orderKey maps a float32's bits to an int32 with the same order (for

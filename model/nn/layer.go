@@ -4,14 +4,16 @@ import (
 	"math"
 
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/model/nn/internal/f32"
 )
 
 // layer is one stage of a Net. A batch flows through forward; backward
 // receives the gradient of the per-example losses with respect to the
 // layer's output (one row per example) and returns it with respect to the
 // input. After backward, sqNorms adds each example's squared parameter-
-// gradient norm to acc, and accumulate adds Σ_i c_i ∇θ_i to the layer's
-// float32 gradient (which it overwrites). Buffers returned by forward and backward belong to the layer and
+// gradient norm to acc, and accumulate sets the layer's float32 gradient
+// to Σ_i c_i ∇θ_i, or adds that to it when add is set (the later chunks
+// of a batch run in chunks, see clipChunk). Buffers returned by forward and backward belong to the layer and
 // are valid until its next call.
 type layer interface {
 	outDim() int
@@ -23,7 +25,7 @@ type layer interface {
 	forward(x matrix, train bool, r *rng.Rand) matrix
 	backward(g matrix, needIn bool) matrix
 	sqNorms(acc []float64)
-	accumulate(c []float64)
+	accumulate(c []float64, add bool)
 }
 
 // noParams is the parameter side of a layer that has none.
@@ -33,7 +35,7 @@ func (noParams) numParams() int                       { return 0 }
 func (noParams) bind([]float64, []float32, []float32) {}
 func (noParams) initParams(*rng.Rand)                 {}
 func (noParams) sqNorms([]float64)                    {}
-func (noParams) accumulate([]float64)                 {}
+func (noParams) accumulate([]float64, bool)           {}
 func uniformInit(r *rng.Rand, w []float64, bound float64) {
 	for i := range w {
 		w[i] = bound * (2*r.Float64() - 1)
@@ -129,13 +131,24 @@ func (d *dense) sqNorms(acc []float64) {
 	}
 }
 
-// accumulate adds Xᵀ·diag(c)·G = ∇W and Σ c_i g_i to the gradient.
-func (d *dense) accumulate(c []float64) {
+// accumulate sets (or with add, adds to) the gradient Xᵀ·diag(c)·G = ∇W
+// and Σ c_i g_i.
+func (d *dense) accumulate(c []float64, add bool) {
 	d.scale = d.scale.resize(d.g.r, d.g.c)
 	scaleRows(d.scale, d.g, c, 1)
-	gemm(true, false, 1, d.x, d.scale, 0, d.wt.gw())
-	clear(d.wt.gb())
+	gemm(true, false, 1, d.x, d.scale, beta(add), d.wt.gw())
+	if !add {
+		clear(d.wt.gb())
+	}
 	addColSums(d.wt.gb(), d.scale)
+}
+
+// beta is the β of a product that sets its result (0) or adds to it (1).
+func beta(add bool) float32 {
+	if add {
+		return 1
+	}
+	return 0
 }
 
 // activation is an elementwise tanh or ReLU.
@@ -156,12 +169,8 @@ func (a *activation) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 		}
 		return a.y
 	}
-	parallel(x.r, func(i int) {
-		y := a.y.row(i)
-		for j, v := range x.row(i) {
-			y[j] = float32(math.Tanh(float64(v)))
-		}
-	})
+	// f32.Tanh gives float32(math.Tanh(float64(v))) bit for bit.
+	parallel(x.r, func(i int) { f32.Tanh(a.y.row(i), x.row(i)) })
 	return a.y
 }
 

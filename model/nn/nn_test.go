@@ -336,3 +336,91 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// TestClippedGradChunks checks that a batch run in chunks of clipChunk
+// gives the sum of the whole batch in one pass: the same bits on the SIMD
+// route (see clipChunk), within float32 rounding on blas32.
+func TestClippedGradChunks(t *testing.T) {
+	defer func(old int) { clipChunk = old }(clipChunk)
+	specs := append(testSpecs, struct {
+		name string
+		spec Spec
+	}{"mlp-dropout", Spec{Arch: MLP, Inputs: 6, Classes: 3, Hidden: []int{9}, Activation: Tanh, Dropout: 0.3}})
+	forEachRoute(t, func(t *testing.T) {
+		exact := f32.Route() != "blas32"
+		for _, tc := range specs {
+			t.Run(tc.name, func(t *testing.T) {
+				r := rng.Seeded(5)
+				n, _ := New(tc.spec, r)
+				randomise(n, r)
+				rows, labels := testBatch(r, tc.spec, 600)
+				clipChunk = 1 << 20
+				want, err := n.ClippedGrad(rows, labels, 0.5, rng.Seeded(2))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append([]float64(nil), want...)
+				clipChunk = 256
+				got, err := n.ClippedGrad(rows, labels, 0.5, rng.Seeded(2))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k, v := range got {
+					if exact && v != want[k] || math.Abs(v-want[k]) > 1e-4*(1+math.Abs(want[k])) {
+						t.Fatalf("parameter %d: %v in chunks, %v in one pass", k, v, want[k])
+					}
+				}
+			})
+		}
+	})
+}
+
+// TestMaxPoolFirstMaximum checks the pooling's values and arguments
+// against a direct scan of each window (its first maximum in row-major
+// order, by orderKey), on values with many ties, signed zeros and NaNs:
+// the 2×2 stride-1 pool (forward2) and a general one.
+func TestMaxPoolFirstMaximum(t *testing.T) {
+	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 2, float32(math.NaN()), float32(math.Inf(-1))}
+	for _, c := range []struct {
+		name         string
+		in           shape
+		size, stride int
+	}{
+		{"2x2-stride1", shape{7, 6, 3}, 2, 1},
+		{"2x2-stride1-wide", shape{14, 14, 16}, 2, 1},
+		{"3x3-stride2", shape{9, 7, 2}, 3, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := rng.Seeded(9)
+			m := newMaxPool(c.in, c.size, c.stride)
+			x := matrix{5, c.in.size(), make([]float32, 5*c.in.size())}
+			for i := range x.d {
+				x.d[i] = vals[r.IntN(len(vals))]
+			}
+			y := m.forward(x, true, nil)
+			ch := c.in.c
+			for i := range x.r {
+				for oy := range m.oh {
+					for ox := range m.ow {
+						for k := range ch {
+							best := -1
+							for ky := range c.size {
+								for kx := range c.size {
+									s := ((oy*c.stride+ky)*c.in.w+ox*c.stride+kx)*ch + k
+									if best < 0 || orderKey(x.row(i)[s]) > orderKey(x.row(i)[best]) {
+										best = s
+									}
+								}
+							}
+							o := (oy*m.ow+ox)*ch + k
+							got, arg := y.row(i)[o], m.arg[i*m.outDim()+o]
+							if int(arg) != best || math.Float32bits(got) != math.Float32bits(x.row(i)[best]) {
+								t.Fatalf("example %d output %d: %v at %d, want %v at %d", i, o, got, arg, x.row(i)[best], best)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
