@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -201,22 +202,12 @@ type loop struct {
 // stops the run with account.ErrBudgetExceeded before any release that
 // would exceed it.
 func Run(led *ledger.Ledger, r *rng.Rand, in Input) (*Result, error) {
-	if err := checkInput(led, in); err != nil {
-		return nil, err
+	if in.Oracle == nil {
+		return nil, errors.New("pool: a ledger, a plan and an oracle are required")
 	}
-	net, err := nn.New(in.Learner.Spec, r.Split())
+	l, err := newLoop(led, r, in, nil)
 	if err != nil {
-		return nil, fmt.Errorf("pool: %w", err)
-	}
-	cfg := in.Plan.Config
-	l := &loop{in: in, led: led, r: r, net: net, free: make([]bool, len(in.Pool)),
-		res: &Result{Acquisition: in.Learner.Acquisition.String(), DP: !in.Learner.NotDP,
-			Mode: cfg.Mode.String(), Accounting: cfg.Accounting.String(), Selection: cfg.Selection.String(), Net: net}}
-	if in.Learner.NotDP {
-		l.res.Acquisition += " (not DP)"
-	}
-	for i := range l.free {
-		l.free[i] = true
+		return nil, err
 	}
 	start := time.Now()
 	if err := l.chargePoisson(); err != nil {
@@ -236,11 +227,38 @@ func Run(led *ledger.Ledger, r *rng.Rand, in Input) (*Result, error) {
 	return l.res, nil
 }
 
+// newLoop checks in and starts a loop on net (nil: a new network drawn
+// from r).
+func newLoop(led *ledger.Ledger, r *rng.Rand, in Input, net *nn.Net) (*loop, error) {
+	if err := checkInput(led, in); err != nil {
+		return nil, err
+	}
+	if net == nil {
+		var err error
+		if net, err = nn.New(in.Learner.Spec, r.Split()); err != nil {
+			return nil, fmt.Errorf("pool: %w", err)
+		}
+	} else if fmt.Sprint(net.Spec()) != fmt.Sprint(in.Learner.Spec) {
+		return nil, errors.New("pool: the network's spec is not the learner's")
+	}
+	cfg := in.Plan.Config
+	l := &loop{in: in, led: led, r: r, net: net, free: make([]bool, len(in.Pool)),
+		res: &Result{Acquisition: in.Learner.Acquisition.String(), DP: !in.Learner.NotDP,
+			Mode: cfg.Mode.String(), Accounting: cfg.Accounting.String(), Selection: cfg.Selection.String(), Net: net}}
+	if in.Learner.NotDP {
+		l.res.Acquisition += " (not DP)"
+	}
+	for i := range l.free {
+		l.free[i] = true
+	}
+	return l, nil
+}
+
 // checkInput refuses inputs whose ledger would not read what the plan
 // says, before anything is drawn.
 func checkInput(led *ledger.Ledger, in Input) error {
-	if led == nil || in.Plan == nil || in.Oracle == nil {
-		return errors.New("pool: a ledger, a plan and an oracle are required")
+	if led == nil || in.Plan == nil {
+		return errors.New("pool: a ledger and a plan are required")
 	}
 	cfg := in.Plan.Config
 	meta := led.Meta()
@@ -297,10 +315,19 @@ func checkInput(led *ledger.Ledger, in Input) error {
 	return nil
 }
 
-// initial draws D_1 from the pool (reading no record): Initial records
-// uniformly under top-k selection, each record by its own coin at
-// β = Initial/PoolSize under Poisson selection. Then it labels them.
+// initial draws D_1 and labels it.
 func (l *loop) initial() error {
+	idx, err := l.drawInitial()
+	if err != nil {
+		return err
+	}
+	return l.label(idx)
+}
+
+// drawInitial draws D_1 from the pool (reading no record): Initial
+// records uniformly under top-k selection, each record by its own coin at
+// β = Initial/PoolSize under Poisson selection.
+func (l *loop) drawInitial() ([]int, error) {
 	cfg := l.in.Plan.Config
 	if cfg.Selection == Poisson {
 		beta := cfg.InitialRate()
@@ -310,13 +337,13 @@ func (l *loop) initial() error {
 				idx = append(idx, i)
 			}
 		}
-		return l.label(idx)
+		return idx, nil
 	}
 	idx, err := RandomSubset(l.r, cfg.Initial, len(l.in.Pool))
 	if err != nil {
-		return fmt.Errorf("pool: initial set: %w", err)
+		return nil, fmt.Errorf("pool: initial set: %w", err)
 	}
-	return l.label(idx)
+	return idx, nil
 }
 
 // chargePoisson commits, under Poisson selection, the plan's per-record
@@ -360,11 +387,19 @@ func (l *loop) label(idx []int) error {
 	if err != nil {
 		return fmt.Errorf("pool: %w", err)
 	}
+	return l.add(idx, classes)
+}
+
+// add adds the records idx with their classes as the next group.
+func (l *loop) add(idx, classes []int) error {
 	if len(classes) != len(idx) {
 		return fmt.Errorf("pool: the oracle answered %d labels for %d records", len(classes), len(idx))
 	}
 	pos := make([]int, len(idx))
 	for i, j := range idx {
+		if j < 0 || j >= len(l.in.Pool) || !l.free[j] {
+			return fmt.Errorf("pool: record %d is not an unlabelled pool record", j)
+		}
 		if c := classes[i]; c < 0 || c >= l.in.Learner.Spec.Classes {
 			return fmt.Errorf("pool: record %d: label %d is not a class (0..%d)", j, c, l.in.Learner.Spec.Classes-1)
 		}
@@ -379,43 +414,58 @@ func (l *loop) label(idx []int) error {
 	return nil
 }
 
-// rounds runs every phase of the plan, selecting after each round ≤ T.
+// rounds runs every round of the plan, selecting and labelling after
+// each round ≤ T.
 func (l *loop) rounds() error {
 	p := l.in.Plan
 	T := len(p.Config.Queries)
-	start := time.Now()
-	steps := 0
-	for e, ph := range p.Phases {
-		if err := l.phase(e, ph); err != nil {
-			return err
-		}
-		steps += ph.Steps
-		if e+1 < len(p.Phases) && p.Phases[e+1].Round == ph.Round {
-			continue
-		}
-		acc, _, _, err := l.evaluate()
+	for round := 1; round <= T+1; round++ {
+		start := time.Now()
+		rd, err := l.train(context.Background(), round)
 		if err != nil {
 			return err
 		}
-		round := Round{Round: ph.Round, Labelled: len(l.rows), Steps: steps, TestAccuracy: acc}
-		if ph.Round <= T {
-			sel, err := l.selection(ph.Round)
+		if round <= T {
+			chosen, planned, err := l.selection(round)
 			if err != nil {
 				return err
 			}
-			round.Selected = sel
+			if err := l.label(chosen); err != nil {
+				return err
+			}
+			g := l.span("query-"+strconv.Itoa(round), chosen, planned)
+			rd.Selected = &g
 		}
-		round.Seconds = time.Since(start).Seconds()
-		l.res.Rounds = append(l.res.Rounds, round)
-		steps = 0
+		rd.Seconds = time.Since(start).Seconds()
+		l.res.Rounds = append(l.res.Rounds, rd)
 	}
 	l.res.Steps = p.TotalSteps()
 	return nil
 }
 
+// train runs the plan's phases of training round i (1…T+1) on the groups
+// labelled so far and evaluates the model; ctx stops it between steps.
+func (l *loop) train(ctx context.Context, round int) (Round, error) {
+	steps := 0
+	for e, ph := range l.in.Plan.Phases {
+		if ph.Round != round {
+			continue
+		}
+		if err := l.phase(ctx, e, ph); err != nil {
+			return Round{}, err
+		}
+		steps += ph.Steps
+	}
+	acc, _, _, err := l.evaluate()
+	if err != nil {
+		return Round{}, err
+	}
+	return Round{Round: round, Labelled: len(l.rows), Steps: steps, TestAccuracy: acc}, nil
+}
+
 // phase charges phase entry e's loss to every record of its sampled groups
 // and then runs its DP-SGD steps.
-func (l *loop) phase(e int, ph Phase) error {
+func (l *loop) phase(ctx context.Context, e int, ph Phase) error {
 	var groups []dpsgd.Group
 	planned := map[string]account.Loss{}
 	for g, gr := range ph.Groups {
@@ -462,9 +512,11 @@ func (l *loop) phase(e int, ph Phase) error {
 	if err != nil {
 		return fmt.Errorf("pool: %w", err)
 	}
-	var after func(int) error
-	if l.in.Progress != nil {
-		after = func(int) error { l.in.Progress(); return nil }
+	after := func(int) error {
+		if l.in.Progress != nil {
+			l.in.Progress()
+		}
+		return ctx.Err()
 	}
 	res, err := tr.Run(scratch, l.r.Split(), dpsgd.Data{X: l.rows, Labels: l.labels}, groups, ph.Steps, after)
 	if err != nil {
@@ -493,9 +545,10 @@ func (l *loop) checkCharges(got []dpsgd.Charge, planned map[string]account.Loss)
 	return nil
 }
 
-// selection runs selection j on the unlabelled pool and labels the chosen
-// records; it returns their ledger ε (selected, not yet trained).
-func (l *loop) selection(j int) (*GroupPrivacy, error) {
+// selection runs selection j on the unlabelled pool and returns the
+// chosen records (not yet labelled) and the ε the plan gives each of them
+// once selected.
+func (l *loop) selection(j int) ([]int, float64, error) {
 	cfg := l.in.Plan.Config
 	if cfg.Selection == Poisson {
 		return l.poissonSelection(j)
@@ -512,27 +565,23 @@ func (l *loop) selection(j int) (*GroupPrivacy, error) {
 		a, err = NewAcquire(lr.Acquisition, 1, k, lr.Spec.Classes, clip)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pool: selection %d: %w", j, err)
+		return nil, 0, fmt.Errorf("pool: selection %d: %w", j, err)
 	}
 	var passes [][][]float64
 	if lr.Acquisition != Random {
 		if passes, err = l.score(free); err != nil {
-			return nil, fmt.Errorf("pool: selection %d: %w", j, err)
+			return nil, 0, fmt.Errorf("pool: selection %d: %w", j, err)
 		}
 	}
 	chosen, err := l.choose(a, j, k, free, passes)
 	if err != nil {
-		return nil, err
-	}
-	if err := l.label(chosen); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	planned, err := l.in.Plan.SelectedEpsilon(j)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	g := l.span("query-"+strconv.Itoa(j), chosen, planned)
-	return &g, nil
+	return chosen, planned, nil
 }
 
 // unlabelled returns the pool indices not yet labelled, in order.
@@ -554,7 +603,7 @@ func (l *loop) unlabelled() []int {
 // coins are exact (mech.BernoulliFloat). Nothing is charged: the run's
 // loss was committed by chargePoisson, and the choice is shown only to
 // the trusted labeler.
-func (l *loop) poissonSelection(j int) (*GroupPrivacy, error) {
+func (l *loop) poissonSelection(j int) ([]int, float64, error) {
 	lr, pmax := l.in.Learner, l.in.Plan.Config.PMax
 	if lr.Acquisition == Random {
 		pmax = min(pmax, l.in.Plan.Config.randomRate(j))
@@ -564,7 +613,7 @@ func (l *loop) poissonSelection(j int) (*GroupPrivacy, error) {
 	if lr.Acquisition != Random {
 		var err error
 		if passes, err = l.score(free); err != nil {
-			return nil, fmt.Errorf("pool: selection %d: %w", j, err)
+			return nil, 0, fmt.Errorf("pool: selection %d: %w", j, err)
 		}
 	}
 	var chosen []int
@@ -573,7 +622,7 @@ func (l *loop) poissonSelection(j int) (*GroupPrivacy, error) {
 		if passes != nil {
 			s, err := lr.Acquisition.Score(passes[i])
 			if err != nil {
-				return nil, fmt.Errorf("pool: selection %d, record %d: %w", j, x, err)
+				return nil, 0, fmt.Errorf("pool: selection %d, record %d: %w", j, x, err)
 			}
 			if s < lr.Threshold {
 				p = lr.PMin
@@ -583,11 +632,7 @@ func (l *loop) poissonSelection(j int) (*GroupPrivacy, error) {
 			chosen = append(chosen, x)
 		}
 	}
-	if err := l.label(chosen); err != nil {
-		return nil, err
-	}
-	g := l.span("query-"+strconv.Itoa(j), chosen, l.in.Plan.Poisson.Epsilon)
-	return &g, nil
+	return chosen, l.in.Plan.Poisson.Epsilon, nil
 }
 
 // choose draws the k records of selection j: privately through Select
