@@ -710,9 +710,14 @@ func (l *loop) score(idx []int) ([][][]float64, error) {
 
 // span reads the ledger ε of the records idx.
 func (l *loop) span(name string, idx []int, planned float64) GroupPrivacy {
+	return spanOf(l.led, name, idx, planned)
+}
+
+// spanOf reads the ledger ε of the pool records idx from led.
+func spanOf(led *ledger.Ledger, name string, idx []int, planned float64) GroupPrivacy {
 	g := GroupPrivacy{Group: name, Records: len(idx), Planned: planned, Ledger: Span{Min: math.Inf(1), Max: math.Inf(-1)}}
 	for _, j := range idx {
-		eps, _ := l.led.Spent(RecordID(j))
+		eps, _ := led.Spent(RecordID(j))
 		g.Ledger.Min, g.Ledger.Max = min(g.Ledger.Min, eps), max(g.Ledger.Max, eps)
 	}
 	if len(idx) == 0 {
@@ -767,16 +772,24 @@ func (l *loop) finish() error {
 	if l.res.TestAccuracy, l.res.TestRecall, l.res.BalancedAccuracy, err = l.evaluate(); err != nil {
 		return err
 	}
-	p := l.in.Plan
+	l.res.Privacy, err = PrivacyOf(l.led, l.in.Plan, l.groups, len(l.in.Pool), l.in.Learner.NotDP)
+	return err
+}
+
+// PrivacyOf is the per-record report of a run on a pool of n records
+// whose labelled groups (initial, query-1, …) hold the pool indices
+// groups, read from led beside what plan p promised them; notDP marks a
+// run whose selections were the exact top-k.
+func PrivacyOf(led *ledger.Ledger, p *Plan, groups [][]int, n int, notDP bool) (Privacy, error) {
 	pr := Privacy{Epsilon: p.Config.Epsilon, Delta: p.Config.Delta,
 		Guarantee: fmt.Sprintf("(ε = %v, δ = %v)-DP for every record of the pool (add/remove one record; "+
 			"training charged under replace-one, since fixed-size selection substitutes records), ledger per record", p.Config.Epsilon, p.Config.Delta)}
-	if l.in.Learner.NotDP {
+	if notDP {
 		pr.Guarantee = "none: the selections released exact top-k rankings (not DP); only the DP-SGD training is accounted"
 	}
 	unselected, err := p.UnselectedEpsilon()
 	if err != nil {
-		return err
+		return pr, err
 	}
 	planned := func(g int) float64 { return p.Groups[g].EpsilonTotal }
 	if p.Poisson != nil {
@@ -786,20 +799,26 @@ func (l *loop) finish() error {
 		unselected = p.Poisson.Epsilon
 		planned = func(int) float64 { return p.Poisson.Epsilon }
 	}
-	for g, members := range l.groups {
-		gp := l.span(p.Groups[g].Group, members, planned(g))
+	labelled := make([]bool, n)
+	for g, members := range groups {
+		gp := spanOf(led, p.Groups[g].Group, members, planned(g))
 		pr.Trained = append(pr.Trained, gp)
 		pr.MaxDeviation = max(pr.MaxDeviation, deviation(gp))
+		for _, i := range members {
+			labelled[i] = true
+		}
 	}
-	pr.NotSelected = l.span("not-selected", l.unlabelled(), unselected)
-	all := make([]int, len(l.in.Pool))
-	for i := range all {
-		all[i] = i
+	var rest, all []int
+	for i := range n {
+		all = append(all, i)
+		if !labelled[i] {
+			rest = append(rest, i)
+		}
 	}
-	pr.All = l.span("all", all, 0).Ledger
+	pr.NotSelected = spanOf(led, "not-selected", rest, unselected)
+	pr.All = spanOf(led, "all", all, 0).Ledger
 	pr.MaxDeviation = max(pr.MaxDeviation, deviation(pr.NotSelected))
-	l.res.Privacy = pr
-	return nil
+	return pr, nil
 }
 
 // deviation is the largest |ledger − plan| of a set of records.

@@ -26,7 +26,8 @@ import (
 // labeler skips is dropped and stays unlabelled); docs/serve.md says when
 // the guarantee survives that. Resuming after a restart: NewStepper with
 // the last released network, then AddGroup for every group labelled so
-// far, in order, then Train of the next round.
+// far, in order, then Train of the next round. PrivacyOf reads the
+// per-record report from the ledger at any point.
 type Stepper struct {
 	l *loop
 }
@@ -94,12 +95,3 @@ func (s *Stepper) Select(j int) ([]int, error) {
 
 // Net is the network as trained so far (the release after Train).
 func (s *Stepper) Net() *nn.Net { return s.l.net }
-
-// Privacy is the per-record report read from the ledger, as Run's result
-// carries it (test accuracy left to the driver).
-func (s *Stepper) Privacy() (Privacy, error) {
-	if err := s.l.finish(); err != nil {
-		return Privacy{}, err
-	}
-	return s.l.res.Privacy, nil
-}

@@ -86,7 +86,7 @@ func TestStepperIsRun(t *testing.T) {
 					t.Fatalf("record %d: stepper ε %v, Run's %v", i, a, b)
 				}
 			}
-			pr, err := s.Privacy()
+			pr, err := PrivacyOf(led, p, want.Labelled, len(poolData.X), false)
 			if err != nil || pr.All != want.Privacy.All {
 				t.Errorf("privacy %+v (%v), Run's %+v", pr.All, err, want.Privacy.All)
 			}
