@@ -272,24 +272,12 @@ func checkInput(led *ledger.Ledger, in Input) error {
 	case cfg.PaperTopK:
 		return errors.New("pool: a plan made the paper's way (top-k training charged add/remove) under-charges; it is for comparison only")
 	}
-	a := in.Learner.Acquisition
+	if err := CheckLearner(cfg, in.Learner); err != nil {
+		return err
+	}
 	switch {
-	case a < Random || a > BALD:
-		return fmt.Errorf("pool: unknown acquisition %d", int(a))
-	case a == Random && in.Learner.NotDP:
-		return errors.New("pool: random selection reads no record; it is DP as it is")
-	case (a == Random || in.Learner.NotDP) && cfg.EpsilonSelect != 0:
-		return fmt.Errorf("pool: %s selection is charged nothing, so plan it with ε_Sel = 0 (got %v)", a, cfg.EpsilonSelect)
-	case cfg.Selection == Poisson && in.Learner.NotDP:
-		return errors.New("pool: not-DP selection is the exact top-k; Poisson selection is private as it is")
 	case cfg.Selection == Poisson && len(in.Pool) != cfg.PoolSize:
 		return fmt.Errorf("pool: the pool has %d records, the plan's initial rate is set for %d", len(in.Pool), cfg.PoolSize)
-	case cfg.Selection == Poisson && !(in.Learner.PMin >= 0 && in.Learner.PMin <= cfg.PMax):
-		return fmt.Errorf("pool: p-min must satisfy 0 <= p_min <= p_max = %v, got %v", cfg.PMax, in.Learner.PMin)
-	case cfg.Selection == Poisson && !(in.Learner.Threshold >= 0 && in.Learner.Threshold <= 1):
-		return fmt.Errorf("pool: the selection threshold is a score in [0, 1], got %v", in.Learner.Threshold)
-	case cfg.Selection == TopK && a != Random && !in.Learner.NotDP && cfg.EpsilonSelect == 0:
-		return fmt.Errorf("pool: private %s selection needs ε_Sel > 0", a)
 	}
 	need := cfg.Initial
 	for _, q := range cfg.Queries {
@@ -311,6 +299,31 @@ func checkInput(led *ledger.Ledger, in Input) error {
 	}
 	if in.Test != nil && in.Test.Len() > 0 && in.Test.Dim() != s.Inputs {
 		return fmt.Errorf("pool: test rows have %d features, the model takes %d", in.Test.Dim(), s.Inputs)
+	}
+	return nil
+}
+
+// CheckLearner refuses a learner that cannot run plan cfg: an unknown
+// acquisition, a selection charged other than the plan says (random and
+// not-DP selections are charged nothing, private top-k needs ε_Sel > 0),
+// or a Poisson rule outside 0 ≤ p_min ≤ p_max and a threshold in [0, 1].
+func CheckLearner(cfg Config, lr Learner) error {
+	a := lr.Acquisition
+	switch {
+	case a < Random || a > BALD:
+		return fmt.Errorf("pool: unknown acquisition %d", int(a))
+	case a == Random && lr.NotDP:
+		return errors.New("pool: random selection reads no record; it is DP as it is")
+	case (a == Random || lr.NotDP) && cfg.EpsilonSelect != 0:
+		return fmt.Errorf("pool: %s selection is charged nothing, so plan it with ε_Sel = 0 (got %v)", a, cfg.EpsilonSelect)
+	case cfg.Selection == Poisson && lr.NotDP:
+		return errors.New("pool: not-DP selection is the exact top-k; Poisson selection is private as it is")
+	case cfg.Selection == Poisson && !(lr.PMin >= 0 && lr.PMin <= cfg.PMax):
+		return fmt.Errorf("pool: p-min must satisfy 0 <= p_min <= p_max = %v, got %v", cfg.PMax, lr.PMin)
+	case cfg.Selection == Poisson && !(lr.Threshold >= 0 && lr.Threshold <= 1):
+		return fmt.Errorf("pool: the selection threshold is a score in [0, 1], got %v", lr.Threshold)
+	case cfg.Selection == TopK && a != Random && !lr.NotDP && cfg.EpsilonSelect == 0:
+		return fmt.Errorf("pool: private %s selection needs ε_Sel > 0", a)
 	}
 	return nil
 }
