@@ -256,3 +256,73 @@ func TestProjectCloseCancelRestart(t *testing.T) {
 	ts.mustDo(409, RoleAnnotator, "POST", base+"/skip", `{"reason":"x"}`, nil)
 	ts.mustDo(409, RoleAdmin, "POST", "/v1/projects/k/close", "", nil)
 }
+
+// driveProjects drives every project operation through check (the
+// OpenAPI answer test): successes and the refusals a client meets.
+func driveProjects(t *testing.T, ts *testServer, check func(want int, role Role, method, path, body string, hdr ...string) json.RawMessage) {
+	t.Helper()
+	const n = 300
+	pool, classes := projectBlobs(n, 5)
+	check(201, RoleAdmin, "POST", "/v1/projects", projectBody("docs", "poisson", "entropy", n))
+	check(409, RoleAdmin, "POST", "/v1/projects", projectBody("docs", "poisson", "entropy", n))
+	check(400, RoleAdmin, "POST", "/v1/projects", `{"name":"bad"}`)
+	check(200, RoleOfficer, "GET", "/v1/projects", "")
+	check(200, RoleAnnotator, "GET", "/v1/projects/docs", "")
+	check(404, RoleOfficer, "GET", "/v1/projects/nope", "")
+	check(200, RoleOfficer, "GET", "/v1/projects/docs/plan", "")
+	check(404, RoleOfficer, "GET", "/v1/projects/nope/plan", "")
+	check(409, RoleAdmin, "POST", "/v1/projects/docs/start", "")
+	check(200, RoleIngest, "POST", "/v1/projects/docs/pool", "0.1,0.2,0.3,0.4\n1,2\n", "Content-Type", "text/csv")
+	check(409, RoleIngest, "POST", "/v1/projects/docs/pool?start=0", "0,0,0,0\n", "Content-Type", "text/csv")
+	check(400, RoleIngest, "POST", "/v1/projects/docs/pool?start=x", "0,0,0,0\n", "Content-Type", "text/csv")
+	rest := strings.SplitAfterN(pool, "\n", 2)[1]
+	check(200, RoleIngest, "POST", "/v1/projects/docs/pool?start=1", rest, "Content-Type", "application/x-ndjson")
+	check(404, RoleIngest, "POST", "/v1/projects/nope/pool", "0,0,0,0\n")
+	check(404, RoleOfficer, "GET", "/v1/projects/docs/model", "")
+	check(409, RoleAdmin, "POST", "/v1/projects/docs/cancel", "")
+	check(202, RoleAdmin, "POST", "/v1/projects/docs/start", "")
+	ts.waitState("docs", stateLabelling)
+	var q projectQueueView
+	if err := json.Unmarshal(check(200, RoleAnnotator, "GET", "/v1/projects/docs/queue?limit=2", ""), &q); err != nil || len(q.Items) < 2 {
+		t.Fatalf("queue %+v %v", q, err)
+	}
+	check(400, RoleAnnotator, "GET", "/v1/projects/docs/queue?after=x", "")
+	a, b := q.Items[0].Index, q.Items[1].Index
+	item := func(i int, verb string) string { return fmt.Sprintf("/v1/projects/docs/queue/%d/%s", i, verb) }
+	check(200, RoleAnnotator, "POST", item(a, "claim"), "")
+	check(409, RoleAdmin, "POST", item(a, "claim"), "")
+	check(400, RoleAnnotator, "POST", item(a, "label"), `{"label":"zebra"}`)
+	check(200, RoleAnnotator, "POST", item(a, "label"), fmt.Sprintf(`{"label":%q}`, []string{"a", "b", "c"}[classes[a]]))
+	check(409, RoleAnnotator, "POST", item(a, "label"), `{"label":"a"}`)
+	check(400, RoleAnnotator, "POST", item(-1, "claim"), "")
+	check(404, RoleAnnotator, "POST", "/v1/projects/docs/queue/299999/claim", "")
+	check(200, RoleAnnotator, "POST", item(b, "claim"), "")
+	check(400, RoleAnnotator, "POST", item(b, "skip"), `{"reason":""}`)
+	check(404, RoleAnnotator, "POST", "/v1/projects/docs/queue/299999/skip", `{"reason":"x"}`)
+	check(200, RoleAnnotator, "POST", item(b, "skip"), `{"reason":"blurred"}`)
+	check(404, RoleAnnotator, "POST", "/v1/projects/nope/queue/1/label", `{"label":"a"}`)
+	check(200, RoleAdmin, "POST", "/v1/projects/docs/close", "")
+	check(409, RoleAdmin, "POST", "/v1/projects/docs/close", "")
+	check(404, RoleAdmin, "POST", "/v1/projects/nope/close", "")
+	check(200, RoleAdmin, "POST", "/v1/projects/docs/cancel", "")
+	check(404, RoleAdmin, "POST", "/v1/projects/nope/cancel", "")
+	check(404, RoleAdmin, "POST", "/v1/projects/nope/start", "")
+	if v := ts.waitState("docs", stateLabelling, statePaused); v.State == statePaused {
+		check(202, RoleAdmin, "POST", "/v1/projects/docs/start", "")
+		ts.waitState("docs", stateLabelling)
+	}
+	check(200, RoleOfficer, "GET", "/v1/projects/docs/releases", "")
+	check(404, RoleOfficer, "GET", "/v1/projects/nope/releases", "")
+	check(200, RoleOfficer, "GET", "/v1/projects/docs/model?round=1", "")
+	check(400, RoleOfficer, "GET", "/v1/projects/docs/model?round=0", "")
+	check(200, RoleOfficer, "POST", "/v1/projects/docs/predict", `{"x":[[0.4,0,0,0],[0,0,0.4,0]]}`)
+	check(400, RoleOfficer, "POST", "/v1/projects/docs/predict", `{"x":[[1]]}`)
+	check(404, RoleOfficer, "POST", "/v1/projects/nope/predict", `{"x":[[1]]}`)
+	check(413, RoleOfficer, "POST", "/v1/projects/docs/predict", `{"x":[[`+strings.Repeat("0,", 600<<10)+`0]]}`)
+	check(200, RoleOfficer, "GET", "/v1/projects/docs/privacy", "")
+	check(404, RoleOfficer, "GET", "/v1/projects/nope/privacy", "")
+	check(200, RoleOfficer, "GET", fmt.Sprintf("/v1/projects/docs/records/%d/epsilon", a), "")
+	check(400, RoleOfficer, "GET", "/v1/projects/docs/records/x/epsilon", "")
+	check(404, RoleOfficer, "GET", "/v1/projects/docs/records/300/epsilon", "")
+	check(403, RoleIngest, "GET", "/v1/projects", "")
+}
