@@ -319,7 +319,7 @@ func keyIndex(i int) []byte { return ledger.Uint64Key(uint64(i)) }
 
 // itemChange changes the open queue item {index} of a labelling project
 // by fn inside one transaction (h.mu held); fn sees the caller.
-func (s *Server) itemChange(r *http.Request, fn func(m *projectMeta, it *queueItem) error) (projectMeta, queueItem, error) {
+func (s *Server) itemChange(r *http.Request, fn func(m *projectMeta, it *queueItem) error, after ...func(tx *bolt.Tx, m *projectMeta) error) (projectMeta, queueItem, error) {
 	i, err := pathIndex(r)
 	if err != nil {
 		return projectMeta{}, queueItem{}, err
@@ -339,7 +339,15 @@ func (s *Server) itemChange(r *http.Request, fn func(m *projectMeta, it *queueIt
 		if err := fn(m, &it); err != nil {
 			return err
 		}
-		return putQueueTx(tx, m.Name, it)
+		if err := putQueueTx(tx, m.Name, it); err != nil {
+			return err
+		}
+		for _, a := range after {
+			if err := a(tx, m); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return m, it, err
 }
@@ -449,40 +457,42 @@ func (s *Server) skipItem(w http.ResponseWriter, r *http.Request, c caller) erro
 	})
 }
 
-// answer commits a label or skip (one fsync'd transaction before the
-// answer) and, when no open record remains, ends the phase.
+// answer commits a label or skip and, when it was the phase's last open
+// record, the end of the phase, in one fsync'd transaction before the
+// answer: a crash cannot leave a phase whose labels are all in but which
+// never ends.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, c caller, fn func(m *projectMeta, it *queueItem) error) error {
 	ph := s.projects
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
+	done := false
 	m, it, err := s.itemChange(r, func(m *projectMeta, it *queueItem) error {
 		if err := mayAnswer(*it, c.who, c.role == RoleAdmin); err != nil {
 			return err
 		}
 		it.By = c.who
 		return fn(m, it)
-	})
-	if err != nil {
-		return err
-	}
-	open := 0
-	err = s.store.db.View(func(tx *bolt.Tx) error {
-		return forQueueTx(tx, m.Name, -1, func(q queueItem) (bool, error) {
+	}, func(tx *bolt.Tx, m *projectMeta) error {
+		open := 0
+		err := forQueueTx(tx, m.Name, -1, func(q queueItem) (bool, error) {
 			if q.Status == statusOpen {
 				open++
 				return false, nil
 			}
 			return true, nil
 		})
+		if err != nil || open > 0 {
+			return err
+		}
+		done = true
+		_, err = endPhaseTx(tx, m, false)
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	done := open == 0
 	if done {
-		if _, err := ph.endPhase(m.Name, false); err != nil {
-			return err
-		}
+		ph.enqueue(m.Name)
 	}
 	writeJSON(w, http.StatusOK, answerView{Index: it.Index, Status: it.Status, PhaseDone: done})
 	return nil

@@ -385,44 +385,53 @@ func (h *projectHost) model(name string, round int) (*nn.Net, int, error) {
 // and the next round's job is queued.
 func (h *projectHost) endPhase(name string, close bool) (projectMeta, error) {
 	m, err := h.update(name, func(tx *bolt.Tx, pm *projectMeta) error {
-		if pm.State != stateLabelling {
-			return errState(*pm, stateLabelling)
-		}
-		gr := groupRecord{Indices: []int{}, Labels: []int{}}
-		open := 0
-		err := forQueueTx(tx, pm.Name, -1, func(it queueItem) (bool, error) {
-			switch it.Status {
-			case statusLabelled:
-				gr.Indices, gr.Labels = append(gr.Indices, it.Index), append(gr.Labels, it.Label)
-			case statusOpen:
-				open++
-				gr.Dropped++
-			default:
-				gr.Dropped++
-			}
-			return true, nil
-		})
-		if err != nil {
-			return err
-		}
-		if open > 0 && !close {
-			return errState(*pm, "with every record labelled or skipped")
-		}
-		if open > 0 && pm.Config.Selection == pool.TopK {
-			return &apiError{status: 409, msg: "top-k selection fixes the query sizes its rates were planned for: label or skip every record (a skip is refused too), or plan with Poisson selection"}
-		}
-		pm.Dropped += open
-		if err := putGroupTx(tx, pm.Name, pm.Phase, gr); err != nil {
-			return err
-		}
-		pm.State = stateTraining
-		return clearQueueTx(tx, pm.Name)
+		_, err := endPhaseTx(tx, pm, close)
+		return err
 	})
 	if err != nil {
 		return m, err
 	}
 	h.enqueue(name)
 	return m, nil
+}
+
+// endPhaseTx ends pm's labelling phase inside tx: the labelled records
+// become the phase's group, the open ones are dropped (close) — without
+// close it is refused while any is open — and the state becomes
+// training. It returns whether records were dropped.
+func endPhaseTx(tx *bolt.Tx, pm *projectMeta, close bool) (int, error) {
+	if pm.State != stateLabelling {
+		return 0, errState(*pm, stateLabelling)
+	}
+	gr := groupRecord{Indices: []int{}, Labels: []int{}}
+	open := 0
+	err := forQueueTx(tx, pm.Name, -1, func(it queueItem) (bool, error) {
+		switch it.Status {
+		case statusLabelled:
+			gr.Indices, gr.Labels = append(gr.Indices, it.Index), append(gr.Labels, it.Label)
+		case statusOpen:
+			open++
+			gr.Dropped++
+		default:
+			gr.Dropped++
+		}
+		return true, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if open > 0 && !close {
+		return 0, errState(*pm, "with every record labelled or skipped")
+	}
+	if open > 0 && pm.Config.Selection == pool.TopK {
+		return 0, &apiError{status: 409, msg: "top-k selection fixes the query sizes its rates were planned for: label every record, or plan with Poisson selection"}
+	}
+	pm.Dropped += open
+	if err := putGroupTx(tx, pm.Name, pm.Phase, gr); err != nil {
+		return 0, err
+	}
+	pm.State = stateTraining
+	return open, clearQueueTx(tx, pm.Name)
 }
 
 // progress is project name's running job, if any: round, steps done, steps
