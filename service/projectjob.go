@@ -217,7 +217,8 @@ func (h *projectHost) stepper(m projectMeta, net *nn.Net, progress func()) (*poo
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := pool.NewStepper(led, rng.Secure(), pool.Input{Plan: plan, Learner: m.Learner, Pool: rows, Progress: progress}, net)
+	st, err := pool.NewStepper(led, rng.Secure(), pool.Input{Plan: plan, Learner: m.Learner, Pool: rows, Progress: progress,
+		ChargeKey: projectPrefix(m.Name)}, net)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -230,17 +231,15 @@ func (h *projectHost) stepper(m projectMeta, net *nn.Net, progress func()) (*poo
 }
 
 // start commits the run's charge (Poisson selection: every record's loss
-// for the whole run, before anything is drawn; skipped when a crash came
-// after it) and draws the initial set into the queue.
+// for the whole run, before anything is drawn; once, though a crash may
+// run start again) and draws the initial set into the queue.
 func (h *projectHost) start(m projectMeta) error {
-	st, led, err := h.stepper(m, nil, nil)
+	st, _, err := h.stepper(m, nil, nil)
 	if err != nil {
 		return err
 	}
-	if led.Len() == 0 {
-		if err := st.ChargeRun(); err != nil {
-			return err
-		}
+	if err := st.ChargeRun(); err != nil { // idempotent (Input.ChargeKey): a restart does not charge twice
+		return err
 	}
 	idx, err := st.DrawInitial()
 	if err != nil {

@@ -65,6 +65,22 @@ type Input struct {
 	Test *data.Dataset
 	// Progress, if not nil, is called after every DP-SGD step.
 	Progress func()
+	// ChargeKey, when set, makes every charge of the loop idempotent: it
+	// carries Once = ChargeKey + the step it pays for (the run, round i's
+	// phase e for group g, selection j), so a driver that re-runs a step
+	// whose output never left (a crash before the release was stored)
+	// charges it once. The ledger must then hold this run's charges
+	// only, as a dpal serve project's does; leave it empty for a ledger
+	// that several runs share.
+	ChargeKey string
+}
+
+// once is the Once key of a charge for step, or "" without a ChargeKey.
+func (in Input) once(step string) string {
+	if in.ChargeKey == "" {
+		return ""
+	}
+	return in.ChargeKey + "/" + step
 }
 
 // Span is the smallest and largest ε the ledger holds for a set of
@@ -377,7 +393,7 @@ func (l *loop) chargePoisson() error {
 	}
 	note := fmt.Sprintf("Poisson active learning: %d rounds, worst entry %s amplified at η = %.9g (β = %.9g, p_max = %v)",
 		len(p.Config.Queries)+1, p.Poisson.WorstEntry, p.Poisson.EntryRate, p.Poisson.InitialRate, p.Poisson.PMax)
-	if _, err := l.led.Record(ledger.Charge{Groups: ids, Loss: p.Poisson.Loss, Note: note}); err != nil {
+	if _, err := l.led.Record(ledger.Charge{Groups: ids, Loss: p.Poisson.Loss, Note: note, Once: l.in.once("run")}); err != nil {
 		return fmt.Errorf("pool: %w", err)
 	}
 	return nil
@@ -504,7 +520,8 @@ func (l *loop) phase(ctx context.Context, e int, ph Phase) error {
 			ids[i] = RecordID(j)
 		}
 		note := fmt.Sprintf("round %d: %d DP-SGD steps, σ %.9g, %s sampled at %.9g", ph.Round, ph.Steps, ph.NoiseMultiplier, gr.Group, gr.SampleRate)
-		if _, err := l.led.Record(ledger.Charge{Groups: ids, Loss: loss, Note: note}); err != nil {
+		once := l.in.once(fmt.Sprintf("round-%d/phase-%d/%s", ph.Round, e, gr.Group))
+		if _, err := l.led.Record(ledger.Charge{Groups: ids, Loss: loss, Note: note, Once: once}); err != nil {
 			return fmt.Errorf("pool: round %d, group %s: %w", ph.Round, gr.Group, err)
 		}
 	}
@@ -672,7 +689,8 @@ func (l *loop) choose(a *Acquire, j, k int, free []int, passes [][][]float64) ([
 		ids[i] = RecordID(f)
 		index[ids[i]] = f
 	}
-	sel, err := Select(l.led, l.r, a, l.in.Plan.Config.Accounting, ids, passes, fmt.Sprintf("selection %d of %d", j, len(l.in.Plan.Config.Queries)))
+	sel, err := selectOnce(l.led, l.r, a, l.in.Plan.Config.Accounting, ids, passes,
+		ledger.Charge{Note: fmt.Sprintf("selection %d of %d", j, len(l.in.Plan.Config.Queries)), Once: l.in.once(fmt.Sprintf("selection-%d", j))})
 	if err != nil {
 		return nil, fmt.Errorf("pool: selection %d: %w", j, err)
 	}
