@@ -180,6 +180,9 @@ func TestProjectFlow(t *testing.T) {
 	// Privacy: every record at the plan's ε, read from the ledger.
 	var pv privacyView
 	ts.mustDo(200, RoleOfficer, "GET", "/v1/projects/blobs/privacy", "", &pv)
+	if pv.Privacy.Delta != plan.Delta || !strings.Contains(pv.Privacy.Guarantee, fmt.Sprint(plan.Delta)) {
+		t.Errorf("privacy δ %v (%s), plan δ %v", pv.Privacy.Delta, pv.Privacy.Guarantee, plan.Delta)
+	}
 	if math.Abs(pv.Privacy.All.Max-plan.EpsilonPerRecord) > 1e-9 || math.Abs(pv.Privacy.All.Min-plan.EpsilonPerRecord) > 1e-9 || pv.Charges != 1 {
 		t.Errorf("privacy %+v, plan ε %v", pv, plan.EpsilonPerRecord)
 	}

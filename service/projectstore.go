@@ -80,6 +80,9 @@ func getProjectTx(tx *bolt.Tx, name string) (projectMeta, error) {
 	if err == nil && !ok {
 		err = errNoProject
 	}
+	if err == nil && m.Plan != nil {
+		m.Plan.Config = m.Config // the plan's JSON leaves its Config out
+	}
 	return m, err
 }
 
@@ -99,6 +102,9 @@ func listProjectsTx(tx *bolt.Tx) ([]projectMeta, error) {
 		var m projectMeta
 		if err := jsonUnmarshal(v, &m); err != nil {
 			return fmt.Errorf("project %s: %w", k, err)
+		}
+		if m.Plan != nil {
+			m.Plan.Config = m.Config
 		}
 		out = append(out, m)
 		return nil
