@@ -266,6 +266,8 @@ func TestOpenAPIDescribesAnswers(t *testing.T) {
 	check(404, RoleAdmin, "DELETE", "/v1/tokens/"+tok.ID, "")
 	check(400, RoleAdmin, "DELETE", "/v1/tokens/"+TokenID(ts.tok[RoleAdmin]), "")
 
+	driveProjects(t, ts, check)
+
 	// Every operation with a JSON answer was driven.
 	for _, o := range doc.operations() {
 		at := strings.ToUpper(o.method) + " " + o.path

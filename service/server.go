@@ -65,6 +65,7 @@ type Server struct {
 	mu       sync.RWMutex
 	learners map[string]*hosted
 	searches map[string]*searchPop
+	projects *projectHost
 	routes   []Route // registered, for the OpenAPI check
 }
 
@@ -118,6 +119,9 @@ func New(store *Store, opts Options) (*Server, error) {
 	}
 	s.learners = learners
 	if s.searches, err = store.loadSearches(); err != nil {
+		return nil, err
+	}
+	if s.projects, err = newProjectHost(store, s.log); err != nil {
 		return nil, err
 	}
 	s.routeAll()
@@ -277,6 +281,7 @@ func (s *Server) routeAll() {
 	s.handle("POST /v1/searches/{name}/runs", s.runSearch, RoleAdmin)
 	s.handle("POST /v1/tokens", s.createToken, RoleAdmin)
 	s.handle("DELETE /v1/tokens/{id}", s.revokeToken, RoleAdmin)
+	s.routeProjects()
 }
 
 // createToken makes a token of the role in the body ({"role": "ingest"})

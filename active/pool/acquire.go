@@ -53,6 +53,11 @@ func SelectionCharge(a *Acquire, acc Accounting) (account.Loss, error) {
 // if a record's budget would be exceeded; only then is the noisy top-k
 // drawn. Random acquisition reads no record: it is drawn without a charge.
 func Select(l *ledger.Ledger, r *rng.Rand, a *Acquire, acc Accounting, ids []string, passes [][][]float64, note string) ([]string, error) {
+	return selectOnce(l, r, a, acc, ids, passes, ledger.Charge{Note: note})
+}
+
+// selectOnce is Select with the charge's note and Once key in c.
+func selectOnce(l *ledger.Ledger, r *rng.Rand, a *Acquire, acc Accounting, ids []string, passes [][][]float64, c ledger.Charge) ([]string, error) {
 	scores := make([]float64, len(ids))
 	if a.Kind() != Random {
 		if len(passes) != len(ids) {
@@ -72,7 +77,8 @@ func Select(l *ledger.Ledger, r *rng.Rand, a *Acquire, acc Accounting, ids []str
 	if charge.IsZero() { // random: reads no record, so no record pays
 		idx, err = draw()
 	} else {
-		idx, err = ledger.ReleaseCharge(l, ledger.Charge{Groups: ids, Loss: charge, Note: note}, draw)
+		c.Groups, c.Loss = ids, charge
+		idx, err = ledger.ReleaseCharge(l, c, draw)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("select: %w", err)

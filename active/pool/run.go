@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -64,6 +65,22 @@ type Input struct {
 	Test *data.Dataset
 	// Progress, if not nil, is called after every DP-SGD step.
 	Progress func()
+	// ChargeKey, when set, makes every charge of the loop idempotent: it
+	// carries Once = ChargeKey + the step it pays for (the run, round i's
+	// phase e for group g, selection j), so a driver that re-runs a step
+	// whose output never left (a crash before the release was stored)
+	// charges it once. The ledger must then hold this run's charges
+	// only, as a dpal serve project's does; leave it empty for a ledger
+	// that several runs share.
+	ChargeKey string
+}
+
+// once is the Once key of a charge for step, or "" without a ChargeKey.
+func (in Input) once(step string) string {
+	if in.ChargeKey == "" {
+		return ""
+	}
+	return in.ChargeKey + "/" + step
 }
 
 // Span is the smallest and largest ε the ledger holds for a set of
@@ -201,22 +218,12 @@ type loop struct {
 // stops the run with account.ErrBudgetExceeded before any release that
 // would exceed it.
 func Run(led *ledger.Ledger, r *rng.Rand, in Input) (*Result, error) {
-	if err := checkInput(led, in); err != nil {
-		return nil, err
+	if in.Oracle == nil {
+		return nil, errors.New("pool: a ledger, a plan and an oracle are required")
 	}
-	net, err := nn.New(in.Learner.Spec, r.Split())
+	l, err := newLoop(led, r, in, nil)
 	if err != nil {
-		return nil, fmt.Errorf("pool: %w", err)
-	}
-	cfg := in.Plan.Config
-	l := &loop{in: in, led: led, r: r, net: net, free: make([]bool, len(in.Pool)),
-		res: &Result{Acquisition: in.Learner.Acquisition.String(), DP: !in.Learner.NotDP,
-			Mode: cfg.Mode.String(), Accounting: cfg.Accounting.String(), Selection: cfg.Selection.String(), Net: net}}
-	if in.Learner.NotDP {
-		l.res.Acquisition += " (not DP)"
-	}
-	for i := range l.free {
-		l.free[i] = true
+		return nil, err
 	}
 	start := time.Now()
 	if err := l.chargePoisson(); err != nil {
@@ -236,11 +243,38 @@ func Run(led *ledger.Ledger, r *rng.Rand, in Input) (*Result, error) {
 	return l.res, nil
 }
 
+// newLoop checks in and starts a loop on net (nil: a new network drawn
+// from r).
+func newLoop(led *ledger.Ledger, r *rng.Rand, in Input, net *nn.Net) (*loop, error) {
+	if err := checkInput(led, in); err != nil {
+		return nil, err
+	}
+	if net == nil {
+		var err error
+		if net, err = nn.New(in.Learner.Spec, r.Split()); err != nil {
+			return nil, fmt.Errorf("pool: %w", err)
+		}
+	} else if fmt.Sprint(net.Spec()) != fmt.Sprint(in.Learner.Spec) {
+		return nil, errors.New("pool: the network's spec is not the learner's")
+	}
+	cfg := in.Plan.Config
+	l := &loop{in: in, led: led, r: r, net: net, free: make([]bool, len(in.Pool)),
+		res: &Result{Acquisition: in.Learner.Acquisition.String(), DP: !in.Learner.NotDP,
+			Mode: cfg.Mode.String(), Accounting: cfg.Accounting.String(), Selection: cfg.Selection.String(), Net: net}}
+	if in.Learner.NotDP {
+		l.res.Acquisition += " (not DP)"
+	}
+	for i := range l.free {
+		l.free[i] = true
+	}
+	return l, nil
+}
+
 // checkInput refuses inputs whose ledger would not read what the plan
 // says, before anything is drawn.
 func checkInput(led *ledger.Ledger, in Input) error {
-	if led == nil || in.Plan == nil || in.Oracle == nil {
-		return errors.New("pool: a ledger, a plan and an oracle are required")
+	if led == nil || in.Plan == nil {
+		return errors.New("pool: a ledger and a plan are required")
 	}
 	cfg := in.Plan.Config
 	meta := led.Meta()
@@ -254,24 +288,12 @@ func checkInput(led *ledger.Ledger, in Input) error {
 	case cfg.PaperTopK:
 		return errors.New("pool: a plan made the paper's way (top-k training charged add/remove) under-charges; it is for comparison only")
 	}
-	a := in.Learner.Acquisition
+	if err := CheckLearner(cfg, in.Learner); err != nil {
+		return err
+	}
 	switch {
-	case a < Random || a > BALD:
-		return fmt.Errorf("pool: unknown acquisition %d", int(a))
-	case a == Random && in.Learner.NotDP:
-		return errors.New("pool: random selection reads no record; it is DP as it is")
-	case (a == Random || in.Learner.NotDP) && cfg.EpsilonSelect != 0:
-		return fmt.Errorf("pool: %s selection is charged nothing, so plan it with ε_Sel = 0 (got %v)", a, cfg.EpsilonSelect)
-	case cfg.Selection == Poisson && in.Learner.NotDP:
-		return errors.New("pool: not-DP selection is the exact top-k; Poisson selection is private as it is")
 	case cfg.Selection == Poisson && len(in.Pool) != cfg.PoolSize:
 		return fmt.Errorf("pool: the pool has %d records, the plan's initial rate is set for %d", len(in.Pool), cfg.PoolSize)
-	case cfg.Selection == Poisson && !(in.Learner.PMin >= 0 && in.Learner.PMin <= cfg.PMax):
-		return fmt.Errorf("pool: p-min must satisfy 0 <= p_min <= p_max = %v, got %v", cfg.PMax, in.Learner.PMin)
-	case cfg.Selection == Poisson && !(in.Learner.Threshold >= 0 && in.Learner.Threshold <= 1):
-		return fmt.Errorf("pool: the selection threshold is a score in [0, 1], got %v", in.Learner.Threshold)
-	case cfg.Selection == TopK && a != Random && !in.Learner.NotDP && cfg.EpsilonSelect == 0:
-		return fmt.Errorf("pool: private %s selection needs ε_Sel > 0", a)
 	}
 	need := cfg.Initial
 	for _, q := range cfg.Queries {
@@ -297,10 +319,44 @@ func checkInput(led *ledger.Ledger, in Input) error {
 	return nil
 }
 
-// initial draws D_1 from the pool (reading no record): Initial records
-// uniformly under top-k selection, each record by its own coin at
-// β = Initial/PoolSize under Poisson selection. Then it labels them.
+// CheckLearner refuses a learner that cannot run plan cfg: an unknown
+// acquisition, a selection charged other than the plan says (random and
+// not-DP selections are charged nothing, private top-k needs ε_Sel > 0),
+// or a Poisson rule outside 0 ≤ p_min ≤ p_max and a threshold in [0, 1].
+func CheckLearner(cfg Config, lr Learner) error {
+	a := lr.Acquisition
+	switch {
+	case a < Random || a > BALD:
+		return fmt.Errorf("pool: unknown acquisition %d", int(a))
+	case a == Random && lr.NotDP:
+		return errors.New("pool: random selection reads no record; it is DP as it is")
+	case (a == Random || lr.NotDP) && cfg.EpsilonSelect != 0:
+		return fmt.Errorf("pool: %s selection is charged nothing, so plan it with ε_Sel = 0 (got %v)", a, cfg.EpsilonSelect)
+	case cfg.Selection == Poisson && lr.NotDP:
+		return errors.New("pool: not-DP selection is the exact top-k; Poisson selection is private as it is")
+	case cfg.Selection == Poisson && !(lr.PMin >= 0 && lr.PMin <= cfg.PMax):
+		return fmt.Errorf("pool: p-min must satisfy 0 <= p_min <= p_max = %v, got %v", cfg.PMax, lr.PMin)
+	case cfg.Selection == Poisson && !(lr.Threshold >= 0 && lr.Threshold <= 1):
+		return fmt.Errorf("pool: the selection threshold is a score in [0, 1], got %v", lr.Threshold)
+	case cfg.Selection == TopK && a != Random && !lr.NotDP && cfg.EpsilonSelect == 0:
+		return fmt.Errorf("pool: private %s selection needs ε_Sel > 0", a)
+	}
+	return nil
+}
+
+// initial draws D_1 and labels it.
 func (l *loop) initial() error {
+	idx, err := l.drawInitial()
+	if err != nil {
+		return err
+	}
+	return l.label(idx)
+}
+
+// drawInitial draws D_1 from the pool (reading no record): Initial
+// records uniformly under top-k selection, each record by its own coin at
+// β = Initial/PoolSize under Poisson selection.
+func (l *loop) drawInitial() ([]int, error) {
 	cfg := l.in.Plan.Config
 	if cfg.Selection == Poisson {
 		beta := cfg.InitialRate()
@@ -310,13 +366,13 @@ func (l *loop) initial() error {
 				idx = append(idx, i)
 			}
 		}
-		return l.label(idx)
+		return idx, nil
 	}
 	idx, err := RandomSubset(l.r, cfg.Initial, len(l.in.Pool))
 	if err != nil {
-		return fmt.Errorf("pool: initial set: %w", err)
+		return nil, fmt.Errorf("pool: initial set: %w", err)
 	}
-	return l.label(idx)
+	return idx, nil
 }
 
 // chargePoisson commits, under Poisson selection, the plan's per-record
@@ -337,7 +393,7 @@ func (l *loop) chargePoisson() error {
 	}
 	note := fmt.Sprintf("Poisson active learning: %d rounds, worst entry %s amplified at η = %.9g (β = %.9g, p_max = %v)",
 		len(p.Config.Queries)+1, p.Poisson.WorstEntry, p.Poisson.EntryRate, p.Poisson.InitialRate, p.Poisson.PMax)
-	if _, err := l.led.Record(ledger.Charge{Groups: ids, Loss: p.Poisson.Loss, Note: note}); err != nil {
+	if _, err := l.led.Record(ledger.Charge{Groups: ids, Loss: p.Poisson.Loss, Note: note, Once: l.in.once("run")}); err != nil {
 		return fmt.Errorf("pool: %w", err)
 	}
 	return nil
@@ -360,11 +416,19 @@ func (l *loop) label(idx []int) error {
 	if err != nil {
 		return fmt.Errorf("pool: %w", err)
 	}
+	return l.add(idx, classes)
+}
+
+// add adds the records idx with their classes as the next group.
+func (l *loop) add(idx, classes []int) error {
 	if len(classes) != len(idx) {
 		return fmt.Errorf("pool: the oracle answered %d labels for %d records", len(classes), len(idx))
 	}
 	pos := make([]int, len(idx))
 	for i, j := range idx {
+		if j < 0 || j >= len(l.in.Pool) || !l.free[j] {
+			return fmt.Errorf("pool: record %d is not an unlabelled pool record", j)
+		}
 		if c := classes[i]; c < 0 || c >= l.in.Learner.Spec.Classes {
 			return fmt.Errorf("pool: record %d: label %d is not a class (0..%d)", j, c, l.in.Learner.Spec.Classes-1)
 		}
@@ -379,43 +443,58 @@ func (l *loop) label(idx []int) error {
 	return nil
 }
 
-// rounds runs every phase of the plan, selecting after each round ≤ T.
+// rounds runs every round of the plan, selecting and labelling after
+// each round ≤ T.
 func (l *loop) rounds() error {
 	p := l.in.Plan
 	T := len(p.Config.Queries)
-	start := time.Now()
-	steps := 0
-	for e, ph := range p.Phases {
-		if err := l.phase(e, ph); err != nil {
-			return err
-		}
-		steps += ph.Steps
-		if e+1 < len(p.Phases) && p.Phases[e+1].Round == ph.Round {
-			continue
-		}
-		acc, _, _, err := l.evaluate()
+	for round := 1; round <= T+1; round++ {
+		start := time.Now()
+		rd, err := l.train(context.Background(), round)
 		if err != nil {
 			return err
 		}
-		round := Round{Round: ph.Round, Labelled: len(l.rows), Steps: steps, TestAccuracy: acc}
-		if ph.Round <= T {
-			sel, err := l.selection(ph.Round)
+		if round <= T {
+			chosen, planned, err := l.selection(round)
 			if err != nil {
 				return err
 			}
-			round.Selected = sel
+			if err := l.label(chosen); err != nil {
+				return err
+			}
+			g := l.span("query-"+strconv.Itoa(round), chosen, planned)
+			rd.Selected = &g
 		}
-		round.Seconds = time.Since(start).Seconds()
-		l.res.Rounds = append(l.res.Rounds, round)
-		steps = 0
+		rd.Seconds = time.Since(start).Seconds()
+		l.res.Rounds = append(l.res.Rounds, rd)
 	}
 	l.res.Steps = p.TotalSteps()
 	return nil
 }
 
+// train runs the plan's phases of training round i (1…T+1) on the groups
+// labelled so far and evaluates the model; ctx stops it between steps.
+func (l *loop) train(ctx context.Context, round int) (Round, error) {
+	steps := 0
+	for e, ph := range l.in.Plan.Phases {
+		if ph.Round != round {
+			continue
+		}
+		if err := l.phase(ctx, e, ph); err != nil {
+			return Round{}, err
+		}
+		steps += ph.Steps
+	}
+	acc, _, _, err := l.evaluate()
+	if err != nil {
+		return Round{}, err
+	}
+	return Round{Round: round, Labelled: len(l.rows), Steps: steps, TestAccuracy: acc}, nil
+}
+
 // phase charges phase entry e's loss to every record of its sampled groups
 // and then runs its DP-SGD steps.
-func (l *loop) phase(e int, ph Phase) error {
+func (l *loop) phase(ctx context.Context, e int, ph Phase) error {
 	var groups []dpsgd.Group
 	planned := map[string]account.Loss{}
 	for g, gr := range ph.Groups {
@@ -441,7 +520,8 @@ func (l *loop) phase(e int, ph Phase) error {
 			ids[i] = RecordID(j)
 		}
 		note := fmt.Sprintf("round %d: %d DP-SGD steps, σ %.9g, %s sampled at %.9g", ph.Round, ph.Steps, ph.NoiseMultiplier, gr.Group, gr.SampleRate)
-		if _, err := l.led.Record(ledger.Charge{Groups: ids, Loss: loss, Note: note}); err != nil {
+		once := l.in.once(fmt.Sprintf("round-%d/phase-%d/%s", ph.Round, e, gr.Group))
+		if _, err := l.led.Record(ledger.Charge{Groups: ids, Loss: loss, Note: note, Once: once}); err != nil {
 			return fmt.Errorf("pool: round %d, group %s: %w", ph.Round, gr.Group, err)
 		}
 	}
@@ -462,9 +542,11 @@ func (l *loop) phase(e int, ph Phase) error {
 	if err != nil {
 		return fmt.Errorf("pool: %w", err)
 	}
-	var after func(int) error
-	if l.in.Progress != nil {
-		after = func(int) error { l.in.Progress(); return nil }
+	after := func(int) error {
+		if l.in.Progress != nil {
+			l.in.Progress()
+		}
+		return ctx.Err()
 	}
 	res, err := tr.Run(scratch, l.r.Split(), dpsgd.Data{X: l.rows, Labels: l.labels}, groups, ph.Steps, after)
 	if err != nil {
@@ -493,9 +575,10 @@ func (l *loop) checkCharges(got []dpsgd.Charge, planned map[string]account.Loss)
 	return nil
 }
 
-// selection runs selection j on the unlabelled pool and labels the chosen
-// records; it returns their ledger ε (selected, not yet trained).
-func (l *loop) selection(j int) (*GroupPrivacy, error) {
+// selection runs selection j on the unlabelled pool and returns the
+// chosen records (not yet labelled) and the ε the plan gives each of them
+// once selected.
+func (l *loop) selection(j int) ([]int, float64, error) {
 	cfg := l.in.Plan.Config
 	if cfg.Selection == Poisson {
 		return l.poissonSelection(j)
@@ -512,27 +595,23 @@ func (l *loop) selection(j int) (*GroupPrivacy, error) {
 		a, err = NewAcquire(lr.Acquisition, 1, k, lr.Spec.Classes, clip)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pool: selection %d: %w", j, err)
+		return nil, 0, fmt.Errorf("pool: selection %d: %w", j, err)
 	}
 	var passes [][][]float64
 	if lr.Acquisition != Random {
 		if passes, err = l.score(free); err != nil {
-			return nil, fmt.Errorf("pool: selection %d: %w", j, err)
+			return nil, 0, fmt.Errorf("pool: selection %d: %w", j, err)
 		}
 	}
 	chosen, err := l.choose(a, j, k, free, passes)
 	if err != nil {
-		return nil, err
-	}
-	if err := l.label(chosen); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	planned, err := l.in.Plan.SelectedEpsilon(j)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	g := l.span("query-"+strconv.Itoa(j), chosen, planned)
-	return &g, nil
+	return chosen, planned, nil
 }
 
 // unlabelled returns the pool indices not yet labelled, in order.
@@ -554,7 +633,7 @@ func (l *loop) unlabelled() []int {
 // coins are exact (mech.BernoulliFloat). Nothing is charged: the run's
 // loss was committed by chargePoisson, and the choice is shown only to
 // the trusted labeler.
-func (l *loop) poissonSelection(j int) (*GroupPrivacy, error) {
+func (l *loop) poissonSelection(j int) ([]int, float64, error) {
 	lr, pmax := l.in.Learner, l.in.Plan.Config.PMax
 	if lr.Acquisition == Random {
 		pmax = min(pmax, l.in.Plan.Config.randomRate(j))
@@ -564,7 +643,7 @@ func (l *loop) poissonSelection(j int) (*GroupPrivacy, error) {
 	if lr.Acquisition != Random {
 		var err error
 		if passes, err = l.score(free); err != nil {
-			return nil, fmt.Errorf("pool: selection %d: %w", j, err)
+			return nil, 0, fmt.Errorf("pool: selection %d: %w", j, err)
 		}
 	}
 	var chosen []int
@@ -573,7 +652,7 @@ func (l *loop) poissonSelection(j int) (*GroupPrivacy, error) {
 		if passes != nil {
 			s, err := lr.Acquisition.Score(passes[i])
 			if err != nil {
-				return nil, fmt.Errorf("pool: selection %d, record %d: %w", j, x, err)
+				return nil, 0, fmt.Errorf("pool: selection %d, record %d: %w", j, x, err)
 			}
 			if s < lr.Threshold {
 				p = lr.PMin
@@ -583,11 +662,7 @@ func (l *loop) poissonSelection(j int) (*GroupPrivacy, error) {
 			chosen = append(chosen, x)
 		}
 	}
-	if err := l.label(chosen); err != nil {
-		return nil, err
-	}
-	g := l.span("query-"+strconv.Itoa(j), chosen, l.in.Plan.Poisson.Epsilon)
-	return &g, nil
+	return chosen, l.in.Plan.Poisson.Epsilon, nil
 }
 
 // choose draws the k records of selection j: privately through Select
@@ -614,7 +689,8 @@ func (l *loop) choose(a *Acquire, j, k int, free []int, passes [][][]float64) ([
 		ids[i] = RecordID(f)
 		index[ids[i]] = f
 	}
-	sel, err := Select(l.led, l.r, a, l.in.Plan.Config.Accounting, ids, passes, fmt.Sprintf("selection %d of %d", j, len(l.in.Plan.Config.Queries)))
+	sel, err := selectOnce(l.led, l.r, a, l.in.Plan.Config.Accounting, ids, passes,
+		ledger.Charge{Note: fmt.Sprintf("selection %d of %d", j, len(l.in.Plan.Config.Queries)), Once: l.in.once(fmt.Sprintf("selection-%d", j))})
 	if err != nil {
 		return nil, fmt.Errorf("pool: selection %d: %w", j, err)
 	}
@@ -665,9 +741,14 @@ func (l *loop) score(idx []int) ([][][]float64, error) {
 
 // span reads the ledger ε of the records idx.
 func (l *loop) span(name string, idx []int, planned float64) GroupPrivacy {
+	return spanOf(l.led, name, idx, planned)
+}
+
+// spanOf reads the ledger ε of the pool records idx from led.
+func spanOf(led *ledger.Ledger, name string, idx []int, planned float64) GroupPrivacy {
 	g := GroupPrivacy{Group: name, Records: len(idx), Planned: planned, Ledger: Span{Min: math.Inf(1), Max: math.Inf(-1)}}
 	for _, j := range idx {
-		eps, _ := l.led.Spent(RecordID(j))
+		eps, _ := led.Spent(RecordID(j))
 		g.Ledger.Min, g.Ledger.Max = min(g.Ledger.Min, eps), max(g.Ledger.Max, eps)
 	}
 	if len(idx) == 0 {
@@ -722,16 +803,24 @@ func (l *loop) finish() error {
 	if l.res.TestAccuracy, l.res.TestRecall, l.res.BalancedAccuracy, err = l.evaluate(); err != nil {
 		return err
 	}
-	p := l.in.Plan
+	l.res.Privacy, err = PrivacyOf(l.led, l.in.Plan, l.groups, len(l.in.Pool), l.in.Learner.NotDP)
+	return err
+}
+
+// PrivacyOf is the per-record report of a run on a pool of n records
+// whose labelled groups (initial, query-1, …) hold the pool indices
+// groups, read from led beside what plan p promised them; notDP marks a
+// run whose selections were the exact top-k.
+func PrivacyOf(led *ledger.Ledger, p *Plan, groups [][]int, n int, notDP bool) (Privacy, error) {
 	pr := Privacy{Epsilon: p.Config.Epsilon, Delta: p.Config.Delta,
 		Guarantee: fmt.Sprintf("(ε = %v, δ = %v)-DP for every record of the pool (add/remove one record; "+
 			"training charged under replace-one, since fixed-size selection substitutes records), ledger per record", p.Config.Epsilon, p.Config.Delta)}
-	if l.in.Learner.NotDP {
+	if notDP {
 		pr.Guarantee = "none: the selections released exact top-k rankings (not DP); only the DP-SGD training is accounted"
 	}
 	unselected, err := p.UnselectedEpsilon()
 	if err != nil {
-		return err
+		return pr, err
 	}
 	planned := func(g int) float64 { return p.Groups[g].EpsilonTotal }
 	if p.Poisson != nil {
@@ -741,20 +830,26 @@ func (l *loop) finish() error {
 		unselected = p.Poisson.Epsilon
 		planned = func(int) float64 { return p.Poisson.Epsilon }
 	}
-	for g, members := range l.groups {
-		gp := l.span(p.Groups[g].Group, members, planned(g))
+	labelled := make([]bool, n)
+	for g, members := range groups {
+		gp := spanOf(led, p.Groups[g].Group, members, planned(g))
 		pr.Trained = append(pr.Trained, gp)
 		pr.MaxDeviation = max(pr.MaxDeviation, deviation(gp))
+		for _, i := range members {
+			labelled[i] = true
+		}
 	}
-	pr.NotSelected = l.span("not-selected", l.unlabelled(), unselected)
-	all := make([]int, len(l.in.Pool))
-	for i := range all {
-		all[i] = i
+	var rest, all []int
+	for i := range n {
+		all = append(all, i)
+		if !labelled[i] {
+			rest = append(rest, i)
+		}
 	}
-	pr.All = l.span("all", all, 0).Ledger
+	pr.NotSelected = spanOf(led, "not-selected", rest, unselected)
+	pr.All = spanOf(led, "all", all, 0).Ledger
 	pr.MaxDeviation = max(pr.MaxDeviation, deviation(pr.NotSelected))
-	l.res.Privacy = pr
-	return nil
+	return pr, nil
 }
 
 // deviation is the largest |ledger − plan| of a set of records.

@@ -260,14 +260,10 @@ func poolRunDefaults(cmd *cobra.Command, name string, n int) error {
 	if err != nil {
 		return err
 	}
-	// Ten epochs per phase and b = 2/5 of the initial set are the setting
-	// of docs/repro-pool.md, which learns on all three datasets; fewer
-	// steps (the dataset's dpal train epochs spread over T+1 phases)
-	// left KDD'99 at the majority class.
 	set := map[string]string{
 		"delta":  strconv.FormatFloat(account.DefaultDelta(n), 'g', -1, 64),
-		"batch":  strconv.Itoa(max(1, min(def.Batch, 2*initial/5))),
-		"epochs": "10",
+		"batch":  strconv.Itoa(pool.DefaultBatch(def.Batch, initial)),
+		"epochs": strconv.Itoa(pool.DefaultEpochs),
 	}
 	for flag, v := range set {
 		if !f.Changed(flag) {

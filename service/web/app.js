@@ -54,6 +54,7 @@ async function signIn() {
   const work = [];
   if (annotator) work.push(loadLearnerNames());
   if (officer) { $("budgets").replaceChildren(); officerCursor = ""; work.push(officerMore()); }
+  work.push(projectsSignIn(role)); // projects.js
   await Promise.all(work);
 }
 

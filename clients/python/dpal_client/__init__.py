@@ -1,4 +1,4 @@
-"""dpal_client: a typed Python client of ``dpal serve`` (stream learners, searches, tokens, ledgers).
+"""dpal_client: a typed Python client of ``dpal serve`` (stream learners, pool projects, searches, tokens, ledgers).
 
     from dpal_client import Client
     c = Client("http://127.0.0.1:8080", token)
@@ -26,6 +26,8 @@ from .errors import (
 )
 from .models import *  # noqa: F401,F403  (the schema dataclasses, models.__all__)
 from .models import __all__ as _schemas
+from .projects import *  # noqa: F401,F403  (the project schemas and ProjectsMixin)
+from .projects import __all__ as _projects
 
 __version__ = "0.1.0"
 
@@ -44,4 +46,4 @@ __all__ = [
     "UnprocessableError",
     "RateLimitedError",
     "ServiceUnavailableError",
-] + list(_schemas)
+] + list(_schemas) + list(_projects)

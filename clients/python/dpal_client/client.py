@@ -18,6 +18,7 @@ import uuid
 from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import DpalConnectionError, DpalError, error_for_status
+from .projects import ProjectsMixin
 from .models import (
     Budget,
     Claim,
@@ -67,7 +68,7 @@ def _settings(value: Any) -> Any:
     return value.to_dict() if hasattr(value, "to_dict") else value
 
 
-class Client:
+class Client(ProjectsMixin):
     """A client of one ``dpal serve`` at ``base_url`` (``http://127.0.0.1:8080``), with one bearer token.
 
     The token's role decides what the server allows (docs/serve.md): ``ingest``

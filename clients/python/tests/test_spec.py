@@ -27,6 +27,12 @@ NO_DATACLASS = {
     "Role",
     "OpenApiDocument",
     "Error",  # DpalError carries it
+    "CreateProject",
+    "PoolRecords",
+    "PoolCsv",
+    "PredictRows",
+    "ProjectLabel",
+    "ProjectSkip",
 }
 
 
