@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/dpal-dev/dpal/active/pool"
 	"github.com/dpal-dev/dpal/dp/ledger"
 )
@@ -16,23 +14,42 @@ import (
 // routeProjects registers the pool projects' endpoints.
 func (s *Server) routeProjects() {
 	read := []Role{RoleOfficer, RoleAnnotator}
-	s.handle("POST /v1/projects", s.createProject, RoleAdmin)
-	s.handle("GET /v1/projects", s.listProjects, read...)
-	s.handle("GET /v1/projects/{name}", s.getProject, read...)
-	s.handle("GET /v1/projects/{name}/plan", s.projectPlan, RoleOfficer)
-	s.handle("POST /v1/projects/{name}/pool", s.uploadPool, RoleIngest)
-	s.handle("POST /v1/projects/{name}/start", s.startProject, RoleAdmin)
-	s.handle("POST /v1/projects/{name}/cancel", s.cancelProject, RoleAdmin)
-	s.handle("POST /v1/projects/{name}/close", s.closePhase, RoleAdmin)
-	s.handle("GET /v1/projects/{name}/queue", s.projectQueue, RoleAnnotator)
-	s.handle("POST /v1/projects/{name}/queue/{index}/claim", s.claimItem, RoleAnnotator)
-	s.handle("POST /v1/projects/{name}/queue/{index}/label", s.labelItem, RoleAnnotator)
-	s.handle("POST /v1/projects/{name}/queue/{index}/skip", s.skipItem, RoleAnnotator)
-	s.handle("GET /v1/projects/{name}/releases", s.projectReleases, RoleOfficer)
-	s.handle("GET /v1/projects/{name}/model", s.projectModel, RoleOfficer)
-	s.handle("POST /v1/projects/{name}/predict", s.projectPredict, RoleOfficer)
-	s.handle("GET /v1/projects/{name}/privacy", s.projectPrivacy, RoleOfficer)
-	s.handle("GET /v1/projects/{name}/records/{index}/epsilon", s.projectRecordEpsilon, RoleOfficer)
+	handle := func(pattern string, h handler, roles ...Role) { s.handle(pattern, s.singleProcess(h), roles...) }
+	handle("POST /v1/projects", s.createProject, RoleAdmin)
+	handle("GET /v1/projects", s.listProjects, read...)
+	handle("GET /v1/projects/{name}", s.getProject, read...)
+	handle("GET /v1/projects/{name}/plan", s.projectPlan, RoleOfficer)
+	handle("POST /v1/projects/{name}/pool", s.uploadPool, RoleIngest)
+	handle("POST /v1/projects/{name}/start", s.startProject, RoleAdmin)
+	handle("POST /v1/projects/{name}/cancel", s.cancelProject, RoleAdmin)
+	handle("POST /v1/projects/{name}/close", s.closePhase, RoleAdmin)
+	handle("GET /v1/projects/{name}/queue", s.projectQueue, RoleAnnotator)
+	handle("POST /v1/projects/{name}/queue/{index}/claim", s.claimItem, RoleAnnotator)
+	handle("POST /v1/projects/{name}/queue/{index}/label", s.labelItem, RoleAnnotator)
+	handle("POST /v1/projects/{name}/queue/{index}/skip", s.skipItem, RoleAnnotator)
+	handle("GET /v1/projects/{name}/releases", s.projectReleases, RoleOfficer)
+	handle("GET /v1/projects/{name}/model", s.projectModel, RoleOfficer)
+	handle("POST /v1/projects/{name}/predict", s.projectPredict, RoleOfficer)
+	handle("GET /v1/projects/{name}/privacy", s.projectPrivacy, RoleOfficer)
+	handle("GET /v1/projects/{name}/records/{index}/epsilon", s.projectRecordEpsilon, RoleOfficer)
+}
+
+// errProjectsReplicated answers the project endpoints on a shared store.
+var errProjectsReplicated = &apiError{status: http.StatusNotImplemented,
+	msg: "pool projects run on a single-process store (a bbolt file); replicas on a postgres:// store do not host them yet"}
+
+// singleProcess refuses h on a shared (replicated) store. A project's
+// job, queue and model live in one process, and the replicas' leases and
+// fencing cover learners only: two replicas resuming the same project
+// would train it twice and race on its queue. Until projects get a lease
+// of their own, they are refused rather than run unfenced.
+func (s *Server) singleProcess(h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request, c caller) error {
+		if s.rep != nil {
+			return errProjectsReplicated
+		}
+		return h(w, r, c)
+	}
 }
 
 // projectView is a project's state as the officer and the annotators
@@ -91,7 +108,7 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request, _ caller)
 	}
 	ph := s.projects
 	ph.mu.Lock()
-	err = s.store.db.Update(func(tx *bolt.Tx) error { return createProjectTx(tx, m) })
+	err = s.store.db.Update(func(tx kvTx) error { return createProjectTx(tx, m) })
 	ph.mu.Unlock()
 	if err != nil {
 		return err
@@ -104,7 +121,7 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request, _ caller)
 
 func (s *Server) listProjects(w http.ResponseWriter, _ *http.Request, _ caller) error {
 	var metas []projectMeta
-	err := s.store.db.View(func(tx *bolt.Tx) error {
+	err := s.store.db.View(func(tx kvTx) error {
 		var err error
 		metas, err = listProjectsTx(tx)
 		return err
@@ -156,7 +173,7 @@ func (s *Server) projectPlan(w http.ResponseWriter, r *http.Request, _ caller) e
 func (s *Server) startProject(w http.ResponseWriter, r *http.Request, _ caller) error {
 	ph := s.projects
 	ph.mu.Lock()
-	m, err := ph.update(r.PathValue("name"), func(_ *bolt.Tx, m *projectMeta) error {
+	m, err := ph.update(r.PathValue("name"), func(_ kvTx, m *projectMeta) error {
 		switch m.State {
 		case stateReady:
 			m.State = stateStarting
@@ -190,7 +207,7 @@ func (s *Server) cancelProject(w http.ResponseWriter, r *http.Request, _ caller)
 		}
 	} else {
 		ph.mu.Lock()
-		_, err := ph.update(name, func(_ *bolt.Tx, m *projectMeta) error {
+		_, err := ph.update(name, func(_ kvTx, m *projectMeta) error {
 			if m.State != stateStarting && m.State != stateTraining {
 				return errState(*m, "starting or training")
 			}
@@ -259,7 +276,7 @@ func (s *Server) projectQueue(w http.ResponseWriter, r *http.Request, _ caller) 
 		return err
 	}
 	out := projectQueueView{Phase: m.Phase, Items: []queueSummary{}}
-	err = s.store.db.View(func(tx *bolt.Tx) error {
+	err = s.store.db.View(func(tx kvTx) error {
 		pool := pbucket(tx, m.Name, subPool)
 		return forQueueTx(tx, m.Name, -1, func(it queueItem) (bool, error) {
 			switch it.Status {
@@ -319,13 +336,13 @@ func keyIndex(i int) []byte { return ledger.Uint64Key(uint64(i)) }
 
 // itemChange changes the open queue item {index} of a labelling project
 // by fn inside one transaction (h.mu held); fn sees the caller.
-func (s *Server) itemChange(r *http.Request, fn func(m *projectMeta, it *queueItem) error, after ...func(tx *bolt.Tx, m *projectMeta) error) (projectMeta, queueItem, error) {
+func (s *Server) itemChange(r *http.Request, fn func(m *projectMeta, it *queueItem) error, after ...func(tx kvTx, m *projectMeta) error) (projectMeta, queueItem, error) {
 	i, err := pathIndex(r)
 	if err != nil {
 		return projectMeta{}, queueItem{}, err
 	}
 	var it queueItem
-	m, err := s.projects.update(r.PathValue("name"), func(tx *bolt.Tx, m *projectMeta) error {
+	m, err := s.projects.update(r.PathValue("name"), func(tx kvTx, m *projectMeta) error {
 		if m.State != stateLabelling {
 			return errState(*m, stateLabelling)
 		}
@@ -383,7 +400,7 @@ func (s *Server) claimItem(w http.ResponseWriter, r *http.Request, c caller) err
 	}
 	var id string
 	var x []float64
-	err = s.store.db.View(func(tx *bolt.Tx) error {
+	err = s.store.db.View(func(tx kvTx) error {
 		var err error
 		id, x, err = poolRecordTx(tx, m.Name, m.Settings.Dim, it.Index)
 		return err
@@ -472,7 +489,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, c caller, fn fun
 		}
 		it.By = c.who
 		return fn(m, it)
-	}, func(tx *bolt.Tx, m *projectMeta) error {
+	}, func(tx kvTx, m *projectMeta) error {
 		open := 0
 		err := forQueueTx(tx, m.Name, -1, func(q queueItem) (bool, error) {
 			if q.Status == statusOpen {
@@ -504,7 +521,7 @@ func (s *Server) projectReleases(w http.ResponseWriter, r *http.Request, _ calle
 		return err
 	}
 	var rels []projectRelease
-	err = s.store.db.View(func(tx *bolt.Tx) error {
+	err = s.store.db.View(func(tx kvTx) error {
 		var err error
 		rels, err = releasesTx(tx, m.Name)
 		return err
@@ -528,7 +545,7 @@ func (s *Server) projectModel(w http.ResponseWriter, r *http.Request, _ caller) 
 		return err
 	}
 	var file []byte
-	err = s.store.db.View(func(tx *bolt.Tx) error {
+	err = s.store.db.View(func(tx kvTx) error {
 		var err error
 		file, round, err = modelTx(tx, m.Name, round)
 		return err
@@ -642,7 +659,7 @@ func (s *Server) projectPrivacy(w http.ResponseWriter, r *http.Request, _ caller
 		return err
 	}
 	var groups []groupRecord
-	err = s.store.db.View(func(tx *bolt.Tx) error {
+	err = s.store.db.View(func(tx kvTx) error {
 		var err error
 		groups, err = groupsTx(tx, m.Name)
 		return err
@@ -690,7 +707,7 @@ func (s *Server) projectRecordEpsilon(w http.ResponseWriter, r *http.Request, _ 
 	}
 	group := "not-selected"
 	var id string
-	err = s.store.db.View(func(tx *bolt.Tx) error {
+	err = s.store.db.View(func(tx kvTx) error {
 		id = poolID(pbucket(tx, m.Name, subPool).Get(keyIndex(i)))
 		groups, err := groupsTx(tx, m.Name)
 		for g, gr := range groups {

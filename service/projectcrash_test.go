@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/dpal-dev/dpal/dp/account"
 )
 
@@ -142,7 +140,7 @@ func checkProjectStore(t *testing.T, path string, acked map[int]int, kill int) {
 	stored := map[int]int{}
 	var rels []projectRelease
 	var m projectMeta
-	err = st.db.View(func(tx *bolt.Tx) error {
+	err = st.db.View(func(tx kvTx) error {
 		var err error
 		if m, err = getProjectTx(tx, "crash"); err != nil {
 			return err

@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/dpal-dev/dpal/active/pool"
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
@@ -61,7 +59,7 @@ func newProjectHost(store *Store, log *slog.Logger) (*projectHost, error) {
 	h := &projectHost{store: store, log: log, jobs: make(chan string, 1024), leds: map[string]*ledger.Ledger{},
 		running: map[string]*projectRun{}, nets: map[string]loadedNet{}}
 	var metas []projectMeta
-	err := store.db.View(func(tx *bolt.Tx) error {
+	err := store.db.View(func(tx kvTx) error {
 		var err error
 		metas, err = listProjectsTx(tx)
 		return err
@@ -100,7 +98,7 @@ func (h *projectHost) work() {
 // meta reads project name.
 func (h *projectHost) meta(name string) (projectMeta, error) {
 	var m projectMeta
-	err := h.store.db.View(func(tx *bolt.Tx) error {
+	err := h.store.db.View(func(tx kvTx) error {
 		var err error
 		m, err = getProjectTx(tx, name)
 		return err
@@ -110,9 +108,9 @@ func (h *projectHost) meta(name string) (projectMeta, error) {
 
 // update reads project name, lets fn change it inside the same
 // transaction, and writes it back (h.mu held by the caller).
-func (h *projectHost) update(name string, fn func(tx *bolt.Tx, m *projectMeta) error) (projectMeta, error) {
+func (h *projectHost) update(name string, fn func(tx kvTx, m *projectMeta) error) (projectMeta, error) {
 	var m projectMeta
-	err := h.store.db.Update(func(tx *bolt.Tx) error {
+	err := h.store.db.Update(func(tx kvTx) error {
 		var err error
 		if m, err = getProjectTx(tx, name); err != nil {
 			return err
@@ -182,7 +180,7 @@ func (h *projectHost) runJob(name string) {
 	h.log.Warn("project job stopped", "project", name, "state", state, "err", err)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	_, uerr := h.update(name, func(_ *bolt.Tx, pm *projectMeta) error {
+	_, uerr := h.update(name, func(_ kvTx, pm *projectMeta) error {
 		if pm.State == stateStarting || pm.State == stateTraining {
 			pm.Resume, pm.State, pm.Error = pm.State, state, err.Error()
 		}
@@ -202,7 +200,7 @@ func (h *projectHost) stepper(m projectMeta, net *nn.Net, progress func()) (*poo
 	}
 	var rows [][]float64
 	var groups []groupRecord
-	err = h.store.db.View(func(tx *bolt.Tx) error {
+	err = h.store.db.View(func(tx kvTx) error {
 		var err error
 		if rows, err = readPoolTx(tx, m.Name, m.Settings.Dim, m.Settings.PoolSize); err != nil {
 			return err
@@ -247,7 +245,7 @@ func (h *projectHost) start(m projectMeta) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	m, err = h.update(m.Name, func(tx *bolt.Tx, pm *projectMeta) error {
+	m, err = h.update(m.Name, func(tx kvTx, pm *projectMeta) error {
 		if pm.State != stateStarting {
 			return errState(*pm, stateStarting)
 		}
@@ -308,7 +306,7 @@ func (h *projectHost) train(ctx context.Context, m projectMeta, run *projectRun)
 		Seconds: time.Since(run.started).Seconds()}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	m, err = h.update(m.Name, func(tx *bolt.Tx, pm *projectMeta) error {
+	m, err = h.update(m.Name, func(tx kvTx, pm *projectMeta) error {
 		if pm.State != stateTraining || pm.Round != round-1 {
 			return errState(*pm, stateTraining)
 		}
@@ -363,7 +361,7 @@ func (h *projectHost) model(name string, round int) (*nn.Net, int, error) {
 		return ln.net, ln.round, nil
 	}
 	var file []byte
-	err := h.store.db.View(func(tx *bolt.Tx) error {
+	err := h.store.db.View(func(tx kvTx) error {
 		var err error
 		file, round, err = modelTx(tx, name, round)
 		return err
@@ -383,7 +381,7 @@ func (h *projectHost) model(name string, round int) (*nn.Net, int, error) {
 // (close) — or, without close, the call is refused while any is open —
 // and the next round's job is queued.
 func (h *projectHost) endPhase(name string, close bool) (projectMeta, error) {
-	m, err := h.update(name, func(tx *bolt.Tx, pm *projectMeta) error {
+	m, err := h.update(name, func(tx kvTx, pm *projectMeta) error {
 		_, err := endPhaseTx(tx, pm, close)
 		return err
 	})
@@ -398,7 +396,7 @@ func (h *projectHost) endPhase(name string, close bool) (projectMeta, error) {
 // become the phase's group, the open ones are dropped (close) — without
 // close it is refused while any is open — and the state becomes
 // training. It returns whether records were dropped.
-func endPhaseTx(tx *bolt.Tx, pm *projectMeta, close bool) (int, error) {
+func endPhaseTx(tx kvTx, pm *projectMeta, close bool) (int, error) {
 	if pm.State != stateLabelling {
 		return 0, errState(*pm, stateLabelling)
 	}

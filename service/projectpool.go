@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // poolBatch is how many parsed records one transaction stores: the
@@ -160,7 +158,7 @@ func (s *Server) storePool(name string, start int, ids []string, rows [][]float6
 	ph := s.projects
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
-	_, err := ph.update(name, func(tx *bolt.Tx, m *projectMeta) error {
+	_, err := ph.update(name, func(tx kvTx, m *projectMeta) error {
 		if m.State != stateUploading || m.Pooled != start {
 			return &apiError{status: http.StatusConflict, msg: "another upload stored records meanwhile; the records before this batch were kept (read the project's pooled count)"}
 		}

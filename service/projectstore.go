@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"math"
 
-	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
-
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
 )
@@ -43,13 +40,13 @@ var projectSubs = []string{subPool, subQueue, subGroups, subReleases, subModels}
 func projectPrefix(name string) string { return projectPre + name }
 
 // pbucket is one of project name's buckets.
-func pbucket(tx *bolt.Tx, name, sub string) *bolt.Bucket {
+func pbucket(tx kvTx, name, sub string) kvBucket {
 	return tx.Bucket([]byte(projectPrefix(name) + sub))
 }
 
 // createProjectTx stores a new project and its empty buckets; errProjectExists
 // if the name is taken.
-func createProjectTx(tx *bolt.Tx, m projectMeta) error {
+func createProjectTx(tx kvTx, m projectMeta) error {
 	pb, err := tx.CreateBucketIfNotExists(bucketProjects)
 	if err != nil {
 		return err
@@ -59,10 +56,10 @@ func createProjectTx(tx *bolt.Tx, m projectMeta) error {
 	}
 	pre := projectPrefix(m.Name)
 	for _, sub := range append(projectSubs, subLedgerMeta, subLedgerLog) {
-		if err := tx.DeleteBucket([]byte(pre + sub)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+		if err := tx.DeleteBucket([]byte(pre + sub)); err != nil && !errors.Is(err, errBucketNotFound) {
 			return err
 		}
-		if _, err := tx.CreateBucket([]byte(pre + sub)); err != nil {
+		if _, err := tx.CreateBucketIfNotExists([]byte(pre + sub)); err != nil {
 			return err
 		}
 	}
@@ -70,7 +67,7 @@ func createProjectTx(tx *bolt.Tx, m projectMeta) error {
 }
 
 // getProjectTx reads project name's settings and state.
-func getProjectTx(tx *bolt.Tx, name string) (projectMeta, error) {
+func getProjectTx(tx kvTx, name string) (projectMeta, error) {
 	var m projectMeta
 	pb := tx.Bucket(bucketProjects)
 	if pb == nil {
@@ -87,12 +84,12 @@ func getProjectTx(tx *bolt.Tx, name string) (projectMeta, error) {
 }
 
 // putProjectTx writes m's settings and state.
-func putProjectTx(tx *bolt.Tx, m projectMeta) error {
+func putProjectTx(tx kvTx, m projectMeta) error {
 	return putJSON(tx.Bucket(bucketProjects), []byte(m.Name), m)
 }
 
 // listProjectsTx returns every project, by name.
-func listProjectsTx(tx *bolt.Tx) ([]projectMeta, error) {
+func listProjectsTx(tx kvTx) ([]projectMeta, error) {
 	var out []projectMeta
 	pb := tx.Bucket(bucketProjects)
 	if pb == nil {
@@ -154,7 +151,7 @@ func poolID(b []byte) string {
 }
 
 // appendPoolTx stores records at pool indices start, start+1, ….
-func appendPoolTx(tx *bolt.Tx, name string, start int, ids []string, rows [][]float64) error {
+func appendPoolTx(tx kvTx, name string, start int, ids []string, rows [][]float64) error {
 	b := pbucket(tx, name, subPool)
 	for i, x := range rows {
 		if err := b.Put(ledger.Uint64Key(uint64(start+i)), poolValue(ids[i], x)); err != nil {
@@ -165,7 +162,7 @@ func appendPoolTx(tx *bolt.Tx, name string, start int, ids []string, rows [][]fl
 }
 
 // poolRecordTx reads pool record i.
-func poolRecordTx(tx *bolt.Tx, name string, dim, i int) (string, []float64, error) {
+func poolRecordTx(tx kvTx, name string, dim, i int) (string, []float64, error) {
 	v := pbucket(tx, name, subPool).Get(ledger.Uint64Key(uint64(i)))
 	if v == nil {
 		return "", nil, errNoPoolRecord
@@ -176,7 +173,7 @@ func poolRecordTx(tx *bolt.Tx, name string, dim, i int) (string, []float64, erro
 
 // readPoolTx reads the whole pool, in index order: the training job's
 // one copy.
-func readPoolTx(tx *bolt.Tx, name string, dim, n int) ([][]float64, error) {
+func readPoolTx(tx kvTx, name string, dim, n int) ([][]float64, error) {
 	out := make([][]float64, 0, n)
 	err := pbucket(tx, name, subPool).ForEach(func(k, v []byte) error {
 		if int(ledger.KeyUint64(k)) != len(out) {
@@ -196,12 +193,12 @@ func readPoolTx(tx *bolt.Tx, name string, dim, n int) ([][]float64, error) {
 }
 
 // putQueueTx writes one queue item.
-func putQueueTx(tx *bolt.Tx, name string, it queueItem) error {
+func putQueueTx(tx kvTx, name string, it queueItem) error {
 	return putJSON(pbucket(tx, name, subQueue), ledger.Uint64Key(uint64(it.Index)), it)
 }
 
 // getQueueTx reads the queue item of pool record i.
-func getQueueTx(tx *bolt.Tx, name string, i int) (queueItem, error) {
+func getQueueTx(tx kvTx, name string, i int) (queueItem, error) {
 	var it queueItem
 	ok, err := getJSON(pbucket(tx, name, subQueue), ledger.Uint64Key(uint64(i)), &it)
 	if err == nil && !ok {
@@ -212,7 +209,7 @@ func getQueueTx(tx *bolt.Tx, name string, i int) (queueItem, error) {
 
 // forQueueTx calls fn on every queue item after pool index after (−1:
 // all), in index order, until fn returns false.
-func forQueueTx(tx *bolt.Tx, name string, after int, fn func(queueItem) (bool, error)) error {
+func forQueueTx(tx kvTx, name string, after int, fn func(queueItem) (bool, error)) error {
 	c := pbucket(tx, name, subQueue).Cursor()
 	for k, v := c.Seek(ledger.Uint64Key(uint64(after + 1))); k != nil; k, v = c.Next() {
 		var it queueItem
@@ -228,7 +225,7 @@ func forQueueTx(tx *bolt.Tx, name string, after int, fn func(queueItem) (bool, e
 }
 
 // fillQueueTx replaces the queue by the records idx of group g, open.
-func fillQueueTx(tx *bolt.Tx, name string, g int, idx []int) error {
+func fillQueueTx(tx kvTx, name string, g int, idx []int) error {
 	if err := clearQueueTx(tx, name); err != nil {
 		return err
 	}
@@ -241,22 +238,22 @@ func fillQueueTx(tx *bolt.Tx, name string, g int, idx []int) error {
 }
 
 // clearQueueTx empties the queue.
-func clearQueueTx(tx *bolt.Tx, name string) error {
+func clearQueueTx(tx kvTx, name string) error {
 	pre := []byte(projectPrefix(name) + subQueue)
-	if err := tx.DeleteBucket(pre); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+	if err := tx.DeleteBucket(pre); err != nil && !errors.Is(err, errBucketNotFound) {
 		return err
 	}
-	_, err := tx.CreateBucket(pre)
+	_, err := tx.CreateBucketIfNotExists(pre)
 	return err
 }
 
 // putGroupTx stores labelled group g.
-func putGroupTx(tx *bolt.Tx, name string, g int, gr groupRecord) error {
+func putGroupTx(tx kvTx, name string, g int, gr groupRecord) error {
 	return putJSON(pbucket(tx, name, subGroups), ledger.Uint64Key(uint64(g)), gr)
 }
 
 // groupsTx reads every labelled group, in order.
-func groupsTx(tx *bolt.Tx, name string) ([]groupRecord, error) {
+func groupsTx(tx kvTx, name string) ([]groupRecord, error) {
 	var out []groupRecord
 	err := pbucket(tx, name, subGroups).ForEach(func(_, v []byte) error {
 		var g groupRecord
@@ -270,7 +267,7 @@ func groupsTx(tx *bolt.Tx, name string) ([]groupRecord, error) {
 }
 
 // putReleaseTx stores release rel and its model file.
-func putReleaseTx(tx *bolt.Tx, name string, rel projectRelease, model []byte) error {
+func putReleaseTx(tx kvTx, name string, rel projectRelease, model []byte) error {
 	k := ledger.Uint64Key(uint64(rel.Round))
 	if err := pbucket(tx, name, subModels).Put(k, model); err != nil {
 		return err
@@ -279,7 +276,7 @@ func putReleaseTx(tx *bolt.Tx, name string, rel projectRelease, model []byte) er
 }
 
 // releasesTx lists the releases, by round.
-func releasesTx(tx *bolt.Tx, name string) ([]projectRelease, error) {
+func releasesTx(tx kvTx, name string) ([]projectRelease, error) {
 	out := []projectRelease{}
 	err := pbucket(tx, name, subReleases).ForEach(func(_, v []byte) error {
 		var r projectRelease
@@ -294,7 +291,7 @@ func releasesTx(tx *bolt.Tx, name string) ([]projectRelease, error) {
 
 // modelTx returns round's model file (round 0: the last one) and its
 // round; errNoRelease if there is none.
-func modelTx(tx *bolt.Tx, name string, round int) ([]byte, int, error) {
+func modelTx(tx kvTx, name string, round int) ([]byte, int, error) {
 	b := pbucket(tx, name, subModels)
 	var k, v []byte
 	if round == 0 {
@@ -312,5 +309,5 @@ func modelTx(tx *bolt.Tx, name string, round int) ([]byte, int, error) {
 // openProjectLedger opens project name's ledger: a new one with budget
 // (ε per record, the plan's δ) and conversion, an existing one as stored.
 func (s *Store) openProjectLedger(name string, budget account.Budget, conv account.Conversion) (*ledger.Ledger, error) {
-	return ledger.Open(&ledgerStore{db: s.db, name: projectPrefix(name)}, budget, ledger.WithConversion(conv))
+	return ledger.Open(s.ledgerStore(projectPrefix(name)), budget, ledger.WithConversion(conv))
 }

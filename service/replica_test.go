@@ -513,3 +513,31 @@ func jsonDecode(resp *http.Response, v any) {
 	b, _ := io.ReadAll(resp.Body)
 	_ = jsonUnmarshal(b, v)
 }
+
+// TestReplicasRefuseProjects: on a shared store the project endpoints
+// answer 501 with the reason, rather than run a project's job unfenced
+// on every replica.
+func TestReplicasRefuseProjects(t *testing.T) {
+	dsn := pgtest.Start(t)
+	a := startReplica(t, dsn, time.Second)
+	defer func() {
+		a.srv.Close()
+		a.hs.Close()
+		a.store.Close()
+	}()
+	tok, err := a.store.CreateToken(RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &replicaClient{t: t, tok: map[Role]string{RoleAdmin: tok}}
+	for _, tc := range []struct{ method, path, body string }{
+		{"POST", "/v1/projects", `{"name":"p"}`},
+		{"GET", "/v1/projects", ""},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			if code := c.call(a.base, RoleAdmin, tc.method, tc.path, tc.body, nil, ""); code != http.StatusNotImplemented {
+				t.Errorf("got %d, want 501", code)
+			}
+		})
+	}
+}
