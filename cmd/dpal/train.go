@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -230,7 +231,9 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	train, test, image, err := loadTrainData(o.Source, name)
+	src := o.Source
+	src.Float32 = o.Features != featuresScatter // the transform reads the float64 images
+	train, test, image, err := loadTrainData(src, name)
 	if err != nil {
 		return err
 	}
@@ -238,6 +241,12 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	// The loader's float64 rows (and with --features scatter the images)
+	// are garbage now. Collect them before training allocates: otherwise
+	// the heap target set while they were live (twice the loaded data)
+	// lets training's garbage pile up beside them, and the peak RSS stays
+	// what it was when float64 and float32 rows were both held.
+	debug.FreeOSMemory()
 	s, err := trainFlags(cmd, name, train, image)
 	if err != nil {
 		return err
