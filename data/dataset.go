@@ -16,6 +16,11 @@ type Dataset struct {
 	// memory (identical records, Subset), so treat them as read-only and
 	// copy a row before changing it.
 	X [][]float64
+	// X32, if not nil, holds the rows in float32 instead of X, which is
+	// then nil (Float32): the form a float32 trainer (dpsgd, model/nn)
+	// reads, held once at half the memory. Code that reads X must not be
+	// given such a dataset.
+	X32 [][]float32
 	// Y holds the binary label of each row, −1 or +1 (nil for unlabelled data).
 	Y []float64
 	// Class holds a multiclass label index into ClassNames (nil if none).
@@ -29,14 +34,47 @@ type Dataset struct {
 // Dim returns the number of features per row (0 for an empty dataset
 // without feature names).
 func (d *Dataset) Dim() int {
-	if len(d.X) > 0 {
+	switch {
+	case len(d.X) > 0:
 		return len(d.X[0])
+	case len(d.X32) > 0:
+		return len(d.X32[0])
 	}
 	return len(d.FeatureNames)
 }
 
-// Len returns the number of rows.
-func (d *Dataset) Len() int { return len(d.X) }
+// Len returns the number of rows (of X, or of X32 when X is nil).
+func (d *Dataset) Len() int {
+	if d.X == nil {
+		return len(d.X32)
+	}
+	return len(d.X)
+}
+
+// Float32 replaces X by X32, its rows rounded to float32 in one
+// allocation, and drops X, so that a trainer that reads float32 holds the
+// rows once (the float64 rows of MNIST's 60 000 images are 376 MB, their
+// float32 copy 188 MB). Rows that share memory in X (Subset) get their own
+// copies. A dataset already in float32 is left as it is.
+func (d *Dataset) Float32() {
+	if d.X == nil {
+		return
+	}
+	size := 0
+	for _, x := range d.X {
+		size += len(x)
+	}
+	all, out := make([]float32, size), make([][]float32, len(d.X))
+	for i, x := range d.X {
+		row := all[:len(x):len(x)]
+		for k, v := range x {
+			row[k] = float32(v)
+		}
+		out[i], all = row, all[len(x):]
+		d.X[i] = nil // frees the row as soon as nothing else holds it
+	}
+	d.X, d.X32 = nil, out
+}
 
 // Description summarises a dataset for people and scripts.
 type Description struct {

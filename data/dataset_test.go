@@ -91,3 +91,20 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// Float32 rounds every row to float32, drops X, keeps Len and Dim, and is
+// idempotent.
+func TestFloat32(t *testing.T) {
+	shared := []float64{0.1, 2, -3}
+	d := &Dataset{X: [][]float64{shared, {1e-3, 0, 5}, shared}, Class: []int{0, 1, 0}}
+	d.Float32()
+	for range 2 {
+		if d.X != nil || d.Len() != 3 || d.Dim() != 3 {
+			t.Fatalf("X %v, Len %d, Dim %d", d.X, d.Len(), d.Dim())
+		}
+		if d.X32[0][0] != float32(0.1) || d.X32[1][0] != float32(1e-3) || d.X32[2][2] != -3 {
+			t.Fatalf("X32 %v", d.X32)
+		}
+		d.Float32()
+	}
+}

@@ -252,17 +252,44 @@ func pairDataset(name string, x [][]float64, class []int, shape [2]int, block in
 	return ds
 }
 
+// pixels is img's records of d bytes as rows of conv(byte), in one
+// allocation.
+func pixels[T float32 | float64](img []byte, d int, conv func(byte) T) [][]T {
+	pix := make([]T, len(img))
+	for i, p := range img {
+		pix[i] = conv(p)
+	}
+	rows := make([][]T, len(img)/d)
+	for i := range rows {
+		rows[i] = pix[i*d : (i+1)*d : (i+1)*d]
+	}
+	return rows
+}
+
 // LoadIDX loads every image of an MNIST-format folder (MNIST or
 // Fashion-MNIST) with its class: Class is the label byte, ClassNames
 // "0".."9" (or up to the largest label), Y is nil. Pixels are divided by
 // 255 and nothing else: raw 28×28 images in [0, 1], row-major, for the
 // DP-SGD models (whose CNN reads them as 28×28×1).
 func LoadIDX(dir string) (train, test *Dataset, err error) {
+	return loadIDX(dir, false)
+}
+
+// LoadIDX32 is LoadIDX with the images in float32 (X32, X nil: see
+// Dataset.Float32), each pixel float32(float64(p)/255), LoadIDX's value
+// rounded, without holding LoadIDX's float64 rows on the way (376 MB for
+// MNIST's training images).
+func LoadIDX32(dir string) (train, test *Dataset, err error) {
+	return loadIDX(dir, true)
+}
+
+// loadIDX is LoadIDX, or LoadIDX32 with f32.
+func loadIDX(dir string, f32 bool) (train, test *Dataset, err error) {
 	base := filepath.Base(filepath.Clean(dir))
-	if train, err = readIDXAll(dir, IDXTrainImages, IDXTrainLabels, base+"-train"); err != nil {
+	if train, err = readIDXAll(dir, IDXTrainImages, IDXTrainLabels, base+"-train", f32); err != nil {
 		return nil, nil, err
 	}
-	if test, err = readIDXAll(dir, IDXTestImages, IDXTestLabels, base+"-test"); err != nil {
+	if test, err = readIDXAll(dir, IDXTestImages, IDXTestLabels, base+"-test", f32); err != nil {
 		return nil, nil, err
 	}
 	if len(test.ClassNames) > len(train.ClassNames) {
@@ -272,7 +299,9 @@ func LoadIDX(dir string) (train, test *Dataset, err error) {
 	return train, test, nil
 }
 
-func readIDXAll(dir, images, labels, name string) (*Dataset, error) {
+// readIDXAll reads one part of an MNIST-format folder, its rows in X or,
+// with f32, in X32.
+func readIDXAll(dir, images, labels, name string, f32 bool) (*Dataset, error) {
 	ih, img, err := ReadIDX(filepath.Join(dir, images))
 	if err != nil {
 		return nil, err
@@ -285,14 +314,14 @@ func readIDXAll(dir, images, labels, name string) (*Dataset, error) {
 		return nil, fmt.Errorf("%s/%s: want n images n×rows×cols and n labels, got %v and %v", dir, images, ih.Dims, lh.Dims)
 	}
 	d := ih.RecordSize()
-	ds := &Dataset{Name: name, X: make([][]float64, ih.Count()), Class: make([]int, ih.Count())}
-	pix := make([]float64, len(img))
-	for i, p := range img {
-		pix[i] = float64(p) / 255
+	ds := &Dataset{Name: name, Class: make([]int, ih.Count())}
+	if f32 {
+		ds.X32 = pixels[float32](img, d, func(p byte) float32 { return float32(float64(p) / 255) })
+	} else {
+		ds.X = pixels[float64](img, d, func(p byte) float64 { return float64(p) / 255 })
 	}
 	classes := 0
-	for i := range ds.X {
-		ds.X[i] = pix[i*d : (i+1)*d : (i+1)*d]
+	for i := range ds.Class {
 		ds.Class[i] = int(lab[i])
 		classes = max(classes, int(lab[i])+1)
 	}

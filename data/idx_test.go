@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -254,5 +255,26 @@ func TestLoadIDXAllClasses(t *testing.T) {
 	}
 	if _, _, err := LoadIDX(t.TempDir()); err == nil {
 		t.Error("empty folder accepted")
+	}
+}
+
+// LoadIDX32 gives LoadIDX's rows rounded to float32 (Dataset.Float32),
+// labels and names alike, and so does LoadLabelled with Source.Float32.
+func TestLoadIDX32(t *testing.T) {
+	dir := writeIDXDir(t, 20, 28)
+	want, wantTest, err := LoadIDX(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Float32()
+	wantTest.Float32()
+	got, gotTest, err := LoadIDX32(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range [][2]*Dataset{{got, want}, {gotTest, wantTest}} {
+		if !reflect.DeepEqual(p[0], p[1]) {
+			t.Errorf("%s: LoadIDX32 differs from LoadIDX rounded", p[1].Name)
+		}
 	}
 }

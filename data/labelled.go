@@ -13,6 +13,11 @@ type Source struct {
 	// File is a csv or libsvm dataset's file; TestFile its test part
 	// (empty: a fixed 20 % of File, SplitTrainTest with seed 1).
 	File, TestFile string
+	// Float32 asks for the rows in float32 only (Dataset.X32, X nil), the
+	// form a float32 trainer reads: mnist and fashion-mnist are read
+	// straight into it (LoadIDX32), other datasets converted after loading
+	// (Dataset.Float32).
+	Float32 bool
 }
 
 // NoFileError is LoadLabelled's error for a csv or libsvm dataset without
@@ -35,14 +40,26 @@ func (e *NoFileError) Error() string { return "data: " + e.Dataset + " needs a f
 //     (class "unknown") are dropped, as no model can learn them;
 //   - csv, libsvm: File (a csv's label is its last column, 0 read as -1),
 //     tested on TestFile or else on a fixed 20 % of File.
+//
+// With src.Float32 the rows are in float32 only (X32).
 func LoadLabelled(name string, src Source) (train, test *Dataset, image [3]int, err error) {
+	train, test, image, err = loadLabelled(name, src)
+	if err == nil && src.Float32 {
+		train.Float32() // a no-op for the images, read into X32 already
+		test.Float32()
+	}
+	return train, test, image, err
+}
+
+// loadLabelled is LoadLabelled before the conversion to float32.
+func loadLabelled(name string, src Source) (train, test *Dataset, image [3]int, err error) {
 	switch name {
 	case "mnist", "fashion-mnist":
 		folder := MNISTFolder
 		if name == "fashion-mnist" {
 			folder = FashionMNISTFolder
 		}
-		train, test, err = LoadIDX(filepath.Join(src.Dir, folder))
+		train, test, err = loadIDX(filepath.Join(src.Dir, folder), src.Float32)
 		return train, test, [3]int{28, 28, 1}, err
 	case "kdd99-5class":
 		train, test, err = loadKDD5(src.Dir)

@@ -54,10 +54,16 @@ func checkFeatures(features, name string) error {
 // applyFeatures returns the datasets a run trains and tests on: train and
 // test themselves for raw features, their ScatterNet features
 // (scatter.MNIST's configuration, through the on-disk cache) for scatter,
-// which have no image shape for the CNN.
-func (o *presetOptions) applyFeatures(train, test *data.Dataset, image [3]int) (*data.Dataset, *data.Dataset, [3]int, featureInfo, error) {
+// which have no image shape for the CNN. With f32 they hold their rows in
+// float32 only (data.Dataset.X32), the form the DP-SGD trainer and
+// nn.Net's float32 methods read, so that the rows are held once.
+func (o *presetOptions) applyFeatures(train, test *data.Dataset, image [3]int, f32 bool) (*data.Dataset, *data.Dataset, [3]int, featureInfo, error) {
 	info := featureInfo{Features: o.Features}
 	if o.Features != featuresScatter {
+		if f32 {
+			train.Float32()
+			test.Float32()
+		}
 		return train, test, image, info, nil
 	}
 	c := scatter.MNIST
@@ -66,11 +72,15 @@ func (o *presetOptions) applyFeatures(train, test *data.Dataset, image [3]int) (
 	}
 	info.Scatter = &c
 	dir := scatterCacheDir(o.CacheDir)
-	tr, err := cachedFeatures(train, c, dir)
+	get := cachedFeatures
+	if f32 {
+		get = cachedFeatures32
+	}
+	tr, err := get(train, c, dir)
 	if err != nil {
 		return nil, nil, image, info, err
 	}
-	te, err := cachedFeatures(test, c, dir)
+	te, err := get(test, c, dir)
 	if err != nil {
 		return nil, nil, image, info, err
 	}
@@ -79,8 +89,20 @@ func (o *presetOptions) applyFeatures(train, test *data.Dataset, image [3]int) (
 
 // cachedFeatures is scatter.CachedFeatures, logged with its time.
 func cachedFeatures(d *data.Dataset, c scatter.Config, dir string) (*data.Dataset, error) {
+	return logFeatures(scatter.CachedFeatures, d, c, dir)
+}
+
+// cachedFeatures32 is scatter.CachedFeatures32, logged with its time.
+func cachedFeatures32(d *data.Dataset, c scatter.Config, dir string) (*data.Dataset, error) {
+	return logFeatures(scatter.CachedFeatures32, d, c, dir)
+}
+
+// logFeatures is get (scatter.CachedFeatures or CachedFeatures32) logged
+// with its time.
+func logFeatures(get func(*data.Dataset, scatter.Config, string) (*data.Dataset, scatter.CacheStatus, error),
+	d *data.Dataset, c scatter.Config, dir string) (*data.Dataset, error) {
 	start := time.Now()
-	f, status, err := scatter.CachedFeatures(d, c, dir)
+	f, status, err := get(d, c, dir)
 	if err != nil {
 		return nil, fmt.Errorf("--features scatter: %w", err)
 	}

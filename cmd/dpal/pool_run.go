@@ -153,7 +153,7 @@ func runPoolRun(cmd *cobra.Command, _ []string) error {
 	}
 	// The features of the whole training part, before the pool is drawn
 	// from it: one cache file serves every seed and pool size.
-	train, test, image, finfo, err := o.applyFeatures(train, test, image)
+	train, test, image, finfo, err := o.applyFeatures(train, test, image, false)
 	if err != nil {
 		return err
 	}

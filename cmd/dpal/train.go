@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -230,14 +231,22 @@ func runTrain(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	train, test, image, err := loadTrainData(o.Source, name)
+	src := o.Source
+	src.Float32 = o.Features != featuresScatter // the transform reads the float64 images
+	train, test, image, err := loadTrainData(src, name)
 	if err != nil {
 		return err
 	}
-	train, test, image, finfo, err := o.applyFeatures(train, test, image)
+	train, test, image, finfo, err := o.applyFeatures(train, test, image, true)
 	if err != nil {
 		return err
 	}
+	// The loader's float64 rows (and with --features scatter the images)
+	// are garbage now. Collect them before training allocates: otherwise
+	// the heap target set while they were live (twice the loaded data)
+	// lets training's garbage pile up beside them, and the peak RSS stays
+	// what it was when float64 and float32 rows were both held.
+	debug.FreeOSMemory()
 	s, err := trainFlags(cmd, name, train, image)
 	if err != nil {
 		return err
@@ -422,19 +431,43 @@ func epochReport(net *nn.Net, s trainSettings, plan dpsgd.Plan, done, epoch int,
 		}
 		ep.Epsilon = res.Epsilon
 	}
-	acc, err := net.Accuracy(test.X, test.Class)
+	acc, err := accuracy(net, test)
 	if err != nil {
 		return trainEpoch{}, err
 	}
 	ep.TestAccuracy = acc
 	if trainAcc {
-		a, err := net.Accuracy(train.X, train.Class)
+		a, err := accuracy(net, train)
 		if err != nil {
 			return trainEpoch{}, err
 		}
 		ep.TrainAccuracy = &a
 	}
 	return ep, nil
+}
+
+// accuracy is net's accuracy on d's rows, in float32 (data.Dataset.X32)
+// or float64.
+func accuracy(net *nn.Net, d *data.Dataset) (float64, error) {
+	if d.X == nil {
+		return net.Accuracy32(d.X32, d.Class)
+	}
+	return net.Accuracy(d.X, d.Class)
+}
+
+// classify is net's class for each of d's rows, in float32
+// (data.Dataset.X32) or float64.
+func classify(net *nn.Net, d *data.Dataset) ([]int, error) {
+	if d.X == nil {
+		return net.Classify32(d.X32)
+	}
+	return net.Classify(d.X)
+}
+
+// trainData is d as the trainer reads it: its rows (float64 or float32)
+// and classes.
+func trainData(d *data.Dataset) dpsgd.Data {
+	return dpsgd.Data{X: d.X, X32: d.X32, Labels: d.Class}
 }
 
 // epochEnds lists the last step of each epoch, increasing: epoch k of
@@ -458,7 +491,7 @@ func epochEnds(steps int, epochs float64) []int {
 
 // finishTrain fills the final accuracy, saves the model and prints out.
 func finishTrain(cmd *cobra.Command, net *nn.Net, train, test *data.Dataset, out *trainOutput) error {
-	pred, err := net.Classify(test.X)
+	pred, err := classify(net, test)
 	if err != nil {
 		return err
 	}

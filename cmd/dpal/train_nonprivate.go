@@ -50,7 +50,7 @@ func runTrainNonPrivate(cmd *cobra.Command, s trainSettings, seed *uint64, train
 			notDP, s.Model, s.dataset, train.Len(), net.NumParams(), plan.SampleRate, plan.Steps)
 	}
 	run := func(after func(int) error) (dpsgd.RunResult, error) {
-		return tr.Run(r, dpsgd.Data{X: train.X, Labels: train.Class}, dpsgd.Everyone("reference", train.Len(), plan.SampleRate), plan.Steps, after)
+		return tr.Run(r, trainData(train), dpsgd.Everyone("reference", train.Len(), plan.SampleRate), plan.Steps, after)
 	}
 	if err := trainRun(cmd, s, plan, run, net, train, test, out); err != nil {
 		return err

@@ -104,7 +104,7 @@ func (s trainSettings) runIntervals(cmd *cobra.Command, tr *dpsgd.Trainer, led *
 			return nil
 		}
 	}
-	res, err := tr.RunIntervals(led, r, dpsgd.Data{X: train.X, Labels: train.Class},
+	res, err := tr.RunIntervals(led, r, trainData(train),
 		dpsgd.Everyone(out.LedgerGroup, train.Len(), plan.SampleRate), plan.Steps, iv, after)
 	out.Run, out.ResumedSteps = res.Run, res.Resumed
 	return res, err

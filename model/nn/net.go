@@ -352,13 +352,20 @@ const predictChunk = 256
 
 // Predict returns each row's class probabilities (dropout off).
 func (n *Net) Predict(rows [][]float64) ([][]float64, error) {
-	if err := n.checkBatch(rows, nil); err != nil {
+	return predict(n, rows, f32.Convert)
+}
+
+// predict is Predict for float64 rows (conv f32.Convert) or float32 ones
+// (f32.Copy): the same logits for rows that are float32-exact.
+func predict[T float32 | float64](n *Net, rows [][]T, conv func([]float32, []T) float64) ([][]float64, error) {
+	if err := checkRows(n.spec, rows, nil); err != nil {
 		return nil, err
 	}
 	out := make([][]float64, len(rows))
 	for lo := 0; lo < len(rows); lo += predictChunk {
 		hi := min(lo+predictChunk, len(rows))
-		z := n.forward(rows[lo:hi], false, nil)
+		load(n, rows[lo:hi], conv, true)
+		z := n.run(false, nil)
 		for i := range z.r {
 			out[lo+i] = make([]float64, n.spec.Classes)
 			n.probs(out[lo+i], z.row(i))
@@ -369,11 +376,21 @@ func (n *Net) Predict(rows [][]float64) ([][]float64, error) {
 
 // Classify returns each row's most probable class.
 func (n *Net) Classify(rows [][]float64) ([]int, error) {
-	probs, err := n.Predict(rows)
+	return classes(predict(n, rows, f32.Convert))
+}
+
+// Classify32 is Classify for rows in float32 (see Rows32): the classes
+// Classify gives the same rows in float64.
+func (n *Net) Classify32(rows [][]float32) ([]int, error) {
+	return classes(predict(n, rows, f32.Copy))
+}
+
+// classes is each row's most probable class under probs.
+func classes(probs [][]float64, err error) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]int, len(rows))
+	out := make([]int, len(probs))
 	for i, p := range probs {
 		out[i] = Argmax(p)
 	}
@@ -396,12 +413,26 @@ func (n *Net) Accuracy(rows [][]float64, labels []int) (float64, error) {
 	if err := n.checkBatch(rows, labels); err != nil {
 		return 0, err
 	}
-	if len(rows) == 0 {
-		return 0, fmt.Errorf("nn: accuracy of an empty set")
-	}
 	pred, err := n.Classify(rows)
+	return accuracy(pred, labels, err)
+}
+
+// Accuracy32 is Accuracy for rows in float32 (see Rows32).
+func (n *Net) Accuracy32(rows [][]float32, labels []int) (float64, error) {
+	if err := checkRows(n.spec, rows, labels); err != nil {
+		return 0, err
+	}
+	pred, err := n.Classify32(rows)
+	return accuracy(pred, labels, err)
+}
+
+// accuracy is the fraction of pred that equals labels.
+func accuracy(pred, labels []int, err error) (float64, error) {
 	if err != nil {
 		return 0, err
+	}
+	if len(pred) == 0 {
+		return 0, fmt.Errorf("nn: accuracy of an empty set")
 	}
 	right := 0
 	for i, c := range pred {
@@ -409,7 +440,7 @@ func (n *Net) Accuracy(rows [][]float64, labels []int) (float64, error) {
 			right++
 		}
 	}
-	return float64(right) / float64(len(rows)), nil
+	return float64(right) / float64(len(pred)), nil
 }
 
 // probs writes the class probabilities of one row of logits into p.

@@ -3,6 +3,7 @@ package nn
 import (
 	"bytes"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -420,6 +421,35 @@ func TestMaxPoolFirstMaximum(t *testing.T) {
 						}
 					}
 				}
+			}
+		})
+	}
+}
+
+// Classify32 and Accuracy32 on Rows32(rows) give what Classify and
+// Accuracy give on rows: the float64 rows are rounded to float32 on load.
+func TestClassify32SameAsClassify(t *testing.T) {
+	for _, tc := range testSpecs {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rng.Seeded(5)
+			n, _ := New(tc.spec, r)
+			randomise(n, r)
+			rows, labels := testBatch(r, tc.spec, 300) // more than one predictChunk
+			want, err := n.Classify(rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := n.Classify32(Rows32(rows))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("Classify32 %v, Classify %v", got, want)
+			}
+			a64, err64 := n.Accuracy(rows, labels)
+			a32, err32 := n.Accuracy32(Rows32(rows), labels)
+			if a64 != a32 || err64 != nil || err32 != nil {
+				t.Errorf("Accuracy32 %v (%v), Accuracy %v (%v)", a32, err32, a64, err64)
 			}
 		})
 	}

@@ -45,8 +45,29 @@ const (
 // the features are a function of private images); a failed write is a
 // warning, not an error, since the features are in hand.
 func CachedFeatures(d *data.Dataset, c Config, dir string) (*data.Dataset, CacheStatus, error) {
+	f, status, err := CachedFeatures32(d, c, dir)
+	if err != nil {
+		return nil, status, err
+	}
+	x := make([][]float64, len(f.X32))
+	flat := make([]float64, len(f.X32)*c.len())
+	for i, r32 := range f.X32 {
+		row := flat[i*len(r32) : (i+1)*len(r32) : (i+1)*len(r32)]
+		for k, v := range r32 {
+			row[k] = float64(v)
+		}
+		x[i] = row
+	}
+	f.X, f.X32 = x, nil
+	return f, status, nil
+}
+
+// CachedFeatures32 is CachedFeatures with the features held in float32
+// only (the dataset's X32, X nil; see Features32), as the cache stores
+// them: half the memory, for a trainer that reads float32.
+func CachedFeatures32(d *data.Dataset, c Config, dir string) (*data.Dataset, CacheStatus, error) {
 	if dir == "" {
-		f, err := features32(d, c)
+		f, err := Features32(d, c)
 		return f, CacheOff, err
 	}
 	key := Key(d, c)
@@ -57,7 +78,7 @@ func CachedFeatures(d *data.Dataset, c Config, dir string) (*data.Dataset, Cache
 	var bad *corruptError
 	switch {
 	case err == nil:
-		out.X = x
+		out.X32 = x
 		return out, CacheHit, nil
 	case errors.As(err, &bad):
 		slog.Warn("scatter cache: recomputing features", "file", path, "err", err)
@@ -65,11 +86,11 @@ func CachedFeatures(d *data.Dataset, c Config, dir string) (*data.Dataset, Cache
 	case !errors.Is(err, os.ErrNotExist):
 		slog.Warn("scatter cache: cannot read, recomputing features", "file", path, "err", err)
 	}
-	f, err := features32(d, c)
+	f, err := Features32(d, c)
 	if err != nil {
 		return nil, status, err
 	}
-	if err := writeCache(dir, path, key, f.X, c.len()); err != nil {
+	if err := writeCache(dir, path, key, f.X32, c.len()); err != nil {
 		slog.Warn("scatter cache: not stored", "file", path, "err", err)
 	}
 	return f, status, nil
@@ -83,20 +104,6 @@ func (c Config) len() int {
 		return 0
 	}
 	return s.Len()
-}
-
-// features32 is Features rounded to float32.
-func features32(d *data.Dataset, c Config) (*data.Dataset, error) {
-	f, err := Features(d, c)
-	if err != nil {
-		return nil, err
-	}
-	for _, row := range f.X {
-		for k, v := range row {
-			row[k] = float64(float32(v))
-		}
-	}
-	return f, nil
 }
 
 // Key is the cache key of d's features under c: the SHA-256 of the cache
@@ -134,8 +141,8 @@ func writeInts(w io.Writer, vs ...int) {
 // each, little endian), rows·columns float32 values (little endian), and
 // the SHA-256 of everything before it.
 
-// writeCache stores rows (float32-exact values) under key at path.
-func writeCache(dir, path string, key [32]byte, rows [][]float64, cols int) error {
+// writeCache stores rows under key at path.
+func writeCache(dir, path string, key [32]byte, rows [][]float32, cols int) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -149,7 +156,7 @@ func writeCache(dir, path string, key [32]byte, rows [][]float64, cols int) erro
 		for _, row := range rows {
 			buf = buf[:0]
 			for _, v := range row {
-				buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(float32(v)))
+				buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
 			}
 			bw.Write(buf)
 		}
@@ -172,7 +179,7 @@ func (e *corruptError) Unwrap() error { return e.err }
 // under key at path, verifying the header and the trailing checksum. A
 // file that cannot be opened is os.Open's error; one that fails
 // verification a *corruptError.
-func readCache(path string, key [32]byte, n, cols int) ([][]float64, error) {
+func readCache(path string, key [32]byte, n, cols int) ([][]float32, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -186,7 +193,7 @@ func readCache(path string, key [32]byte, n, cols int) ([][]float64, error) {
 }
 
 // verified reads and checks the content of a cache file.
-func verified(f io.Reader, key [32]byte, n, cols int) ([][]float64, error) {
+func verified(f io.Reader, key [32]byte, n, cols int) ([][]float32, error) {
 	h := sha256.New()
 	br := bufio.NewReaderSize(f, 1<<20)
 	r := io.TeeReader(br, h) // h sees exactly what header and rows consume
@@ -220,10 +227,10 @@ func readHeader(r io.Reader, key [32]byte, n, cols int) error {
 	return nil
 }
 
-// readRows reads n rows of cols float32 values into one float64 block.
-func readRows(r io.Reader, n, cols int) ([][]float64, error) {
-	flat := make([]float64, n*cols)
-	x := make([][]float64, n)
+// readRows reads n rows of cols float32 values into one block.
+func readRows(r io.Reader, n, cols int) ([][]float32, error) {
+	flat := make([]float32, n*cols)
+	x := make([][]float32, n)
 	buf := make([]byte, 4*cols)
 	for i := range x {
 		if _, err := io.ReadFull(r, buf); err != nil {
@@ -235,7 +242,7 @@ func readRows(r io.Reader, n, cols int) ([][]float64, error) {
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 				return nil, fmt.Errorf("row %d coefficient %d is %v", i, k, v)
 			}
-			row[k] = float64(v)
+			row[k] = v
 		}
 		x[i] = row
 	}

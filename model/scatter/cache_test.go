@@ -153,7 +153,7 @@ func FuzzReadCache(f *testing.F) {
 	key := [32]byte{1, 2, 3}
 	dir := f.TempDir()
 	good := filepath.Join(dir, "good")
-	if err := writeCache(dir, good, key, [][]float64{{1, 2}, {3, 4}}, 2); err != nil {
+	if err := writeCache(dir, good, key, [][]float32{{1, 2}, {3, 4}}, 2); err != nil {
 		f.Fatal(err)
 	}
 	b, err := os.ReadFile(good)
@@ -176,4 +176,38 @@ func FuzzReadCache(f *testing.F) {
 			t.Fatalf("shape %d rows", len(x))
 		}
 	})
+}
+
+// Features32 and CachedFeatures32 (fresh and on a hit) hold exactly
+// Features' coefficients rounded to float32, and nothing in float64.
+func TestFeatures32(t *testing.T) {
+	d := toyImages(5)
+	f64, err := Features(d, MNIST)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := data.Dataset{X: f64.X}
+	want.Float32()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		get  func() (*data.Dataset, error)
+	}{
+		{"Features32", func() (*data.Dataset, error) { return Features32(d, MNIST) }},
+		{"miss", func() (*data.Dataset, error) { f, _, err := CachedFeatures32(d, MNIST, dir); return f, err }},
+		{"hit", func() (*data.Dataset, error) { f, _, err := CachedFeatures32(d, MNIST, dir); return f, err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := tc.get()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.X != nil || f.Len() != d.Len() || f.Dim() != len(want.X32[0]) {
+				t.Fatalf("X %v, %d rows of %d, want X nil, %d of %d", f.X != nil, f.Len(), f.Dim(), d.Len(), len(want.X32[0]))
+			}
+			if !slices.EqualFunc(f.X32, want.X32, slices.Equal) {
+				t.Error("float32 features differ from Features rounded")
+			}
+		})
+	}
 }

@@ -57,6 +57,8 @@
 // read; a file that fails is logged, recomputed and replaced, and files are
 // written atomically (outfile.WriteFile). Fresh or cached, the values are
 // rounded to float32, so a run does not depend on whether the cache hit.
+// Features32 and CachedFeatures32 hold them in float32 only (the dataset's
+// X32), half the memory, for a trainer that reads float32 (dpal train).
 //
 // Differences from Kymatio, all below 1e-4 relative: the Gaussians are
 // normalised by 2πσ² with π to full precision (Kymatio writes 3.1415), so

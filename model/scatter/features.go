@@ -40,17 +40,9 @@ var MNIST = Config{Height: 28, Width: 28, J: 2, L: 8, Groups: 27}
 // dataset-wide mean or variance here: such statistics depend on every
 // example and must be computed by a charged DP mechanism.
 func Features(d *data.Dataset, c Config) (*data.Dataset, error) {
-	s, err := New(c.Height, c.Width, c.J, c.L)
+	s, err := c.scattering(d)
 	if err != nil {
 		return nil, err
-	}
-	if c.Groups < 0 || (c.Groups > 0 && s.Channels()%c.Groups != 0) {
-		return nil, fmt.Errorf("scatter: %d groups do not divide %d channels", c.Groups, s.Channels())
-	}
-	for i, x := range d.X {
-		if len(x) != c.Height*c.Width {
-			return nil, fmt.Errorf("scatter: %s row %d has %d values, want %d×%d images", d.Name, i, len(x), c.Height, c.Width)
-		}
 	}
 	out := &data.Dataset{Name: d.Name + "-scatter", X: make([][]float64, len(d.X)),
 		Y: d.Y, Class: d.Class, ClassNames: d.ClassNames}
@@ -64,6 +56,51 @@ func Features(d *data.Dataset, c Config) (*data.Dataset, error) {
 		}
 	})
 	return out, nil
+}
+
+// Features32 is Features with every coefficient rounded to float32, held
+// as float32 only (the dataset's X32, X nil): half the memory, and no
+// float64 copy of all the features on the way (MNIST's 70 000 × 3 969
+// coefficients are 2.2 GB in float64).
+func Features32(d *data.Dataset, c Config) (*data.Dataset, error) {
+	s, err := c.scattering(d)
+	if err != nil {
+		return nil, err
+	}
+	out := &data.Dataset{Name: d.Name + "-scatter", X32: make([][]float32, len(d.X)),
+		Y: d.Y, Class: d.Class, ClassNames: d.ClassNames}
+	flat := make([]float32, len(d.X)*s.Len())
+	par.Chunks(len(d.X), 64, func(lo, hi int) {
+		row := make([]float64, s.Len()) // transform overwrites every coefficient
+		for i := lo; i < hi; i++ {
+			s.transform(row, d.X[i])
+			s.normalize(row, c.Groups)
+			r32 := flat[i*s.Len() : (i+1)*s.Len() : (i+1)*s.Len()]
+			for k, v := range row {
+				r32[k] = float32(v)
+			}
+			out.X32[i] = r32
+		}
+	})
+	return out, nil
+}
+
+// scattering is c's transform, after checking c and that d's rows are
+// c's images.
+func (c Config) scattering(d *data.Dataset) (*Scattering, error) {
+	s, err := New(c.Height, c.Width, c.J, c.L)
+	if err != nil {
+		return nil, err
+	}
+	if c.Groups < 0 || (c.Groups > 0 && s.Channels()%c.Groups != 0) {
+		return nil, fmt.Errorf("scatter: %d groups do not divide %d channels", c.Groups, s.Channels())
+	}
+	for i, x := range d.X {
+		if len(x) != c.Height*c.Width {
+			return nil, fmt.Errorf("scatter: %s row %d has %d values, want %d×%d images", d.Name, i, len(x), c.Height, c.Width)
+		}
+	}
+	return s, nil
 }
 
 // groupEps is added to each group's variance before the square root, as
