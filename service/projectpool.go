@@ -3,6 +3,7 @@ package service
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dpal-dev/dpal/data"
 )
 
 // poolBatch is how many parsed records one transaction stores: the
@@ -52,8 +55,9 @@ type poolLine struct {
 	ID string    `json:"id"`
 }
 
-// uploadPool streams a pool upload (CSV rows of numbers, or JSON Lines
-// {"x": [...], "id": "..."} for application/x-ndjson) into the store,
+// uploadPool streams a pool upload (CSV rows of numbers, JSON Lines
+// {"x": [...], "id": "..."} for application/x-ndjson, or IDX images for
+// application/x-idx: poolSource) into the store,
 // poolBatch records a transaction, validating each line: its count of
 // finite numbers is the schema's dim. A bad line is named by its number
 // and skipped; records past pool_size are refused. ?start=K (optional)
@@ -75,29 +79,29 @@ func (s *Server) uploadPool(w http.ResponseWriter, r *http.Request, _ caller) er
 	if err != nil {
 		return err
 	}
-	jsonl := strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-ndjson") ||
-		strings.HasPrefix(r.Header.Get("Content-Type"), "application/jsonl")
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{})
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 	in := bufio.NewReaderSize(r.Body, 64<<10)
+	next, err := poolSource(r.Header.Get("Content-Type"), in, m.Settings.Dim)
+	if err != nil {
+		return err
+	}
 	out := poolUpload{First: m.Pooled, Lines: []rejectedLine{}, PoolSize: m.Settings.PoolSize}
 	var ids []string
 	var rows [][]float64
-	line := 0
 	for {
 		_ = rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
-		raw, err := readPoolLine(in)
+		line, id, x, perr, err := next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return poolReadError(w, err)
 		}
-		line++
-		if len(bytes.TrimSpace(raw)) == 0 || raw[0] == '#' {
-			continue
+		if perr == "" && x == nil {
+			continue // a blank or comment line
 		}
-		id, x, perr := parsePoolLine(raw, jsonl, m.Settings.Dim)
 		if perr == "" && out.First+out.Accepted+len(rows) >= m.Settings.PoolSize {
 			out.Rejected++
 			out.Lines = append(out.Lines, rejectedLine{Line: line, Error: fmt.Sprintf("the pool is full (pool_size %d): this line and the rest of the body were not read", m.Settings.PoolSize)})
@@ -133,6 +137,85 @@ func (s *Server) uploadPool(w http.ResponseWriter, r *http.Request, _ caller) er
 	s.log.Info("pool uploaded", "project", name, "accepted", out.Accepted, "rejected", out.Rejected, "pooled", m.Pooled)
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// poolRecord reads the next record of an upload: its number (the line,
+// or the image's index from 1 in IDX), id and features, or what is wrong
+// with it (perr, never quoting it). A nil x with no perr is a line to
+// skip; io.EOF ends the body.
+type poolRecord func() (line int, id string, x []float64, perr string, err error)
+
+// poolSource reads a body of contentType: JSON Lines
+// (application/x-ndjson or application/jsonl), IDX images
+// (application/x-idx: MNIST's format, gzipped or not, each image's bytes
+// scaled by 1/255 as `dpal train` loads them) or CSV (anything else).
+func poolSource(contentType string, in *bufio.Reader, dim int) (poolRecord, error) {
+	switch {
+	case strings.HasPrefix(contentType, "application/x-idx"):
+		return idxSource(in, dim)
+	case strings.HasPrefix(contentType, "application/x-ndjson"), strings.HasPrefix(contentType, "application/jsonl"):
+		return lineSource(in, true, dim), nil
+	}
+	return lineSource(in, false, dim), nil
+}
+
+// lineSource reads CSV or JSON Lines, one record a line.
+func lineSource(in *bufio.Reader, jsonl bool, dim int) poolRecord {
+	line := 0
+	return func() (int, string, []float64, string, error) {
+		raw, err := readPoolLine(in)
+		if err != nil {
+			return 0, "", nil, "", err
+		}
+		line++
+		if len(bytes.TrimSpace(raw)) == 0 || raw[0] == '#' {
+			return line, "", nil, "", nil
+		}
+		id, x, perr := parsePoolLine(raw, jsonl, dim)
+		return line, id, x, perr, nil
+	}
+}
+
+// idxSource reads an IDX file of unsigned-byte images whose size is dim.
+// Every byte is a valid pixel, so only the header can be wrong: it is
+// refused before any record is stored.
+func idxSource(in *bufio.Reader, dim int) (poolRecord, error) {
+	body := io.Reader(in)
+	if head, _ := in.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+		zr, err := gzip.NewReader(in)
+		if err != nil {
+			return nil, &apiError{status: http.StatusBadRequest, msg: "the IDX body starts as gzip but its gzip header is damaged"}
+		}
+		body = zr
+	}
+	h, err := data.ParseIDXHeader(body)
+	if err != nil {
+		return nil, &apiError{status: http.StatusBadRequest, msg: "not an IDX file of images: " + err.Error()}
+	}
+	if len(h.Dims) < 2 || h.RecordSize() != dim {
+		return nil, &apiError{status: http.StatusBadRequest, field: "dim",
+			msg: fmt.Sprintf("the IDX records are %v (%d values each), the project's dim is %d", h.Dims[1:], h.RecordSize(), dim)}
+	}
+	buf := make([]byte, dim)
+	i := 0
+	return func() (int, string, []float64, string, error) {
+		if i == h.Count() {
+			return 0, "", nil, "", io.EOF
+		}
+		if _, err := io.ReadFull(body, buf); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return 0, "", nil, "", &apiError{status: http.StatusBadRequest,
+					msg: fmt.Sprintf("the IDX body ends inside image %d of the %d its header announces: the batches before it were stored", i+1, h.Count())}
+			}
+			return 0, "", nil, "", err
+		}
+		i++
+		x := make([]float64, dim)
+		for j, b := range buf {
+			x[j] = float64(b) / 255
+		}
+		return i, "", x, "", nil
+	}, nil
 }
 
 // checkStart checks ?start= against the records stored.
@@ -197,7 +280,10 @@ func readPoolLine(in *bufio.Reader) ([]byte, error) {
 func poolReadError(w http.ResponseWriter, err error) error {
 	var mbe *http.MaxBytesError
 	var ne net.Error
+	var ae *apiError
 	switch {
+	case errors.As(err, &ae):
+		return err
 	case errors.Is(err, errTooLarge), errors.As(err, &mbe):
 		return &apiError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("a line is longer than %d bytes: the batches before it were stored", maxPoolLine)}
 	case errors.As(err, &ne) && ne.Timeout():

@@ -476,6 +476,18 @@ class ProjectsMixin:
             total = merge(total, send(batch, start))
         return total
 
+    def upload_pool_idx(self, name: str, images: bytes, start: Optional[int] = None) -> PoolUpload:
+        """``POST /v1/projects/{name}/pool`` (uploadPool, ingest): upload pool images as one IDX file.
+
+        ``images`` is an IDX file of unsigned-byte images (MNIST's format, gzipped
+        or not) whose image size is the project's ``dim``; the server scales each
+        byte by 1/255, as ``dpal train`` loads MNIST. ``rejected_lines`` number
+        the images from 1.
+        """
+        _, raw = self._request("POST", f"/v1/projects/{name}/pool", query={"start": start},
+                               body=images, content_type="application/x-idx")
+        return PoolUpload.from_dict(json.loads(raw))
+
     def start_project(self, name: str) -> Project:
         """``POST /v1/projects/{name}/start`` (startProject, admin): start a ready project, or resume a paused or failed one."""
         return Project.from_dict(self._json("POST", f"/v1/projects/{name}/start"))

@@ -75,3 +75,17 @@ def test_project(admin: Client, ingest: Client, annotator: Client, officer: Clie
     assert labelled > 0
     rec = officer.get_project_record_epsilon("blobs", 7)
     assert rec.id == "r7" and rec.epsilon == pytest.approx(eps) and rec.epsilon <= rec.budget
+
+
+def test_project_idx_upload(admin: Client, ingest: Client) -> None:
+    """A pool of 2x2 images uploads as one gzipped IDX file."""
+    import gzip
+    import struct
+
+    n = 120
+    idx = bytes([0, 0, 0x08, 3]) + struct.pack(">III", n, 2, 2) + bytes(i % 256 for i in range(4 * n))
+    admin.create_project("idx", ["a", "b"], pool_size=n, epsilon=4, initial=30, queries=[10], dim=4, batch=24, epochs=2)
+    with pytest.raises(BadRequestError):
+        ingest.upload_pool_idx("idx", idx[:-3] + b"")  # cut inside the last image
+    up = ingest.upload_pool_idx("idx", gzip.compress(idx), start=0)
+    assert (up.accepted, up.rejected, up.pooled, up.state) == (n, 0, n, "ready")
