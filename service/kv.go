@@ -110,3 +110,14 @@ type boltBucket struct{ *bolt.Bucket }
 func (b boltBucket) Cursor() kvCursor { return b.Bucket.Cursor() }
 
 func (b boltBucket) KeyN() int { return b.Stats().KeyN }
+
+// viewOf reads one value in a read-only transaction of db.
+func viewOf[T any](db kvDB, read func(kvTx) (T, error)) (T, error) {
+	var v T
+	err := db.View(func(tx kvTx) error {
+		var err error
+		v, err = read(tx)
+		return err
+	})
+	return v, err
+}

@@ -120,12 +120,7 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request, _ caller)
 }
 
 func (s *Server) listProjects(w http.ResponseWriter, _ *http.Request, _ caller) error {
-	var metas []projectMeta
-	err := s.store.db.View(func(tx kvTx) error {
-		var err error
-		metas, err = listProjectsTx(tx)
-		return err
-	})
+	metas, err := viewOf(s.store.db, listProjectsTx)
 	if err != nil {
 		return err
 	}
@@ -520,12 +515,7 @@ func (s *Server) projectReleases(w http.ResponseWriter, r *http.Request, _ calle
 	if err != nil {
 		return err
 	}
-	var rels []projectRelease
-	err = s.store.db.View(func(tx kvTx) error {
-		var err error
-		rels, err = releasesTx(tx, m.Name)
-		return err
-	})
+	rels, err := viewOf(s.store.db, func(tx kvTx) ([]projectRelease, error) { return releasesTx(tx, m.Name) })
 	if err != nil {
 		return err
 	}
@@ -658,12 +648,7 @@ func (s *Server) projectPrivacy(w http.ResponseWriter, r *http.Request, _ caller
 	if err != nil {
 		return err
 	}
-	var groups []groupRecord
-	err = s.store.db.View(func(tx kvTx) error {
-		var err error
-		groups, err = groupsTx(tx, m.Name)
-		return err
-	})
+	groups, err := viewOf(s.store.db, func(tx kvTx) ([]groupRecord, error) { return groupsTx(tx, m.Name) })
 	if err != nil {
 		return err
 	}

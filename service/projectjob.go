@@ -58,12 +58,7 @@ const projectWorkers = 1
 func newProjectHost(store *Store, log *slog.Logger) (*projectHost, error) {
 	h := &projectHost{store: store, log: log, jobs: make(chan string, 1024), leds: map[string]*ledger.Ledger{},
 		running: map[string]*projectRun{}, nets: map[string]loadedNet{}}
-	var metas []projectMeta
-	err := store.db.View(func(tx kvTx) error {
-		var err error
-		metas, err = listProjectsTx(tx)
-		return err
-	})
+	metas, err := viewOf(store.db, listProjectsTx)
 	if err != nil {
 		return nil, err
 	}
@@ -97,12 +92,7 @@ func (h *projectHost) work() {
 
 // meta reads project name.
 func (h *projectHost) meta(name string) (projectMeta, error) {
-	var m projectMeta
-	err := h.store.db.View(func(tx kvTx) error {
-		var err error
-		m, err = getProjectTx(tx, name)
-		return err
-	})
+	m, err := viewOf(h.store.db, func(tx kvTx) (projectMeta, error) { return getProjectTx(tx, name) })
 	return m, err
 }
 
