@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/dpal-dev/dpal/dp/ledger/pgstore/pgtest"
@@ -56,4 +57,18 @@ func TestSelfLoadReplicas(t *testing.T) {
 	if res.Requests != 8 || res.EventsPerSec <= 0 || res.Queue == nil || res.Queue.Open == 0 {
 		t.Errorf("result %+v", res)
 	}
+}
+
+// BenchmarkIngestSingle measures durable single-event ingest over
+// loopback (one event per request, 16 clients), on a scratch store file
+// or, with $DPAL_BENCH_STORE (an empty database's postgres:// URL), on
+// PostgreSQL: go test -run - -bench IngestSingle -cpuprofile cpu.out ./service/
+func BenchmarkIngestSingle(b *testing.B) {
+	res, err := SelfLoad(context.Background(), b.TempDir(), LoadSpec{Dim: 16, Events: b.N, Batch: 1, Workers: 16, Seed: 1,
+		Store: os.Getenv("DPAL_BENCH_STORE")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(res.EventsPerSec, "events/s")
+	b.ReportMetric(res.P99ms, "p99-ms")
 }

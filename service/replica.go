@@ -266,16 +266,15 @@ func (rp *replica) fence(learner string, token int64) func(kvTx) error {
 		if !ok {
 			return errors.New("store: fencing needs the shared store")
 		}
-		var owner string
-		var tok int64
-		err := t.tx.QueryRow(t.ctx, `SELECT owner, token FROM service_leases WHERE learner = $1 FOR SHARE`, learner).Scan(&owner, &tok)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			t.fail(err)
-			return t.err
-		}
-		if owner != rp.id || tok != token {
-			return fmt.Errorf("learner %s: %w (token %d, the lease's %d)", learner, errFenced, token, tok)
-		}
+		// Sent with the writes (pgTx.flush), before them: the share lock
+		// is taken before any row is written, and a refused check undoes
+		// the transaction, at no round trip of its own.
+		t.deferCheck(pgCheck{
+			sql: `SELECT 1 / count(*) FROM (SELECT 1 FROM service_leases
+				WHERE learner = $1 AND owner = $2 AND token = $3 FOR SHARE) AS lease`,
+			args:    []any{learner, rp.id, token},
+			refused: fmt.Errorf("learner %s: %w (its token was %d)", learner, errFenced, token),
+		})
 		return nil
 	}
 }
