@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/dpal-dev/dpal/dp/ledger/pgstore/pgtest"
@@ -56,6 +57,35 @@ func TestSelfLoadReplicas(t *testing.T) {
 	}
 	if res.Requests != 8 || res.EventsPerSec <= 0 || res.Queue == nil || res.Queue.Open == 0 {
 		t.Errorf("result %+v", res)
+	}
+	res, err = SelfLoad(context.Background(), t.TempDir(), LoadSpec{Dim: 4, Events: 2000, Batch: 100, Workers: 2, Seed: 1,
+		Store: pgtest.Start(t), Replicas: 2, Learners: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Learners != 4 || res.Replicas != 2 || res.Requests != 20 || res.Queue == nil {
+		t.Errorf("four learners on two replicas: %+v", res)
+	}
+}
+
+// TestLoadTargets: with one learner requests alternate between the
+// replicas; with several, learner j's go to replica j mod the replicas.
+func TestLoadTargets(t *testing.T) {
+	for _, tc := range []struct {
+		learners int
+		want     []string // "replica learner" of requests 0..5
+	}{
+		{1, []string{"a b", "c b", "a b", "c b", "a b", "c b"}},
+		{3, []string{"a b-0", "c b-1", "a b-2", "a b-0", "c b-1", "a b-2"}},
+	} {
+		t.Run(strconv.Itoa(tc.learners), func(t *testing.T) {
+			c := LoadSpec{URL: "a", MoreURLs: []string{"c"}, Learner: "b", Learners: tc.learners}
+			for i, want := range tc.want {
+				if url, l := c.target(i); url+" "+l != want {
+					t.Errorf("request %d: %s %s, want %s", i, url, l, want)
+				}
+			}
+		})
 	}
 }
 

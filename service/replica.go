@@ -111,6 +111,22 @@ func (rp *replica) close() {
 	}
 	rp.held = map[string]heldLease{}
 	rp.mu.Unlock()
+	rp.expire(names)
+}
+
+// release gives up the lease of learner at once: the next request for it
+// that reaches any replica takes it (this one keeps its token if it is
+// that replica; another takes a new one, and this one's commits are then
+// refused by the fence).
+func (rp *replica) release(learner string) {
+	rp.mu.Lock()
+	delete(rp.held, learner)
+	rp.mu.Unlock()
+	rp.expire([]string{learner})
+}
+
+// expire ends this replica's leases of names in the database.
+func (rp *replica) expire(names []string) {
 	if len(names) == 0 {
 		return
 	}

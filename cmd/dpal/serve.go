@@ -129,7 +129,8 @@ open label requests at the end; then it deletes the store.`,
 	bf.StringVar(&b.LearnerConfig, "learner-config", "", `the learner's stream settings, as "config" of POST /v1/learners (JSON; default: the defaults)`)
 	bf.IntVar(&b.Spec.MaxOpen, "max-open", 0, "the learner's max_open_requests (0: the default)")
 	bf.StringVar(&b.Spec.Store, "store", "", "a postgres:// URL of an empty database to bench on, instead of a scratch store file")
-	bf.IntVar(&b.Spec.Replicas, "replicas", 1, "replicas serving the postgres:// --store; requests alternate between them")
+	bf.IntVar(&b.Spec.Replicas, "replicas", 1, "replicas serving the postgres:// --store; with one learner requests alternate between them")
+	bf.IntVar(&b.Spec.Learners, "learners", 1, "spread the events over this many learners; learner j's requests go to replica j mod --replicas")
 	serveCmd.AddCommand(token, bench)
 	rootCmd.AddCommand(serveCmd)
 }
