@@ -146,6 +146,9 @@ func Load(ctx context.Context, c LoadSpec) (LoadResult, error) {
 	}
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()
+	// A server's graceful stop waits for a connection that never sent a
+	// request (one dialled and then not used) as for a busy one.
+	client.CloseIdleConnections()
 	if firstErr != nil {
 		return LoadResult{}, firstErr
 	}
@@ -345,6 +348,11 @@ func SelfLoad(ctx context.Context, dir string, c LoadSpec) (LoadResult, error) {
 		var q queueView
 		if q, err = ownersQueue(srvs, benchLearner(c.Learner, 0, c.Learners)); err == nil {
 			res.Queue = &q
+		}
+	}
+	for _, s := range srvs {
+		if s.rep != nil {
+			s.rep.closeIdle() // the forwarding replicas' connections
 		}
 	}
 	stop()

@@ -33,9 +33,11 @@ func TestSelfLoad(t *testing.T) {
 }
 
 // BenchmarkIngestBatch measures durable batch ingest over loopback (1000
-// events per request, 2 clients): go test -bench IngestBatch ./service/
+// events per request, 2 clients), on PostgreSQL with $DPAL_BENCH_STORE
+// as BenchmarkIngestSingle: go test -bench IngestBatch ./service/
 func BenchmarkIngestBatch(b *testing.B) {
-	res, err := SelfLoad(context.Background(), b.TempDir(), LoadSpec{Dim: 16, Events: 1000 * b.N, Batch: 1000, Workers: 2, Seed: 1})
+	res, err := SelfLoad(context.Background(), b.TempDir(), LoadSpec{Dim: 16, Events: 1000 * b.N, Batch: 1000, Workers: 2, Seed: 1,
+		Store: os.Getenv("DPAL_BENCH_STORE")})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -104,6 +104,7 @@ func (rp *replica) abandon() {
 // replicas take over at once (a graceful shutdown).
 func (rp *replica) close() {
 	rp.abandon()
+	rp.closeIdle()
 	rp.mu.Lock()
 	names := make([]string, 0, len(rp.held))
 	for n := range rp.held {
@@ -112,6 +113,19 @@ func (rp *replica) close() {
 	rp.held = map[string]heldLease{}
 	rp.mu.Unlock()
 	rp.expire(names)
+}
+
+// closeIdle closes the idle connections to other replicas: an owner
+// shutting down waits for connections that carried no request yet (the
+// transport may dial one it then does not use) as for busy ones.
+func (rp *replica) closeIdle() {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	for _, p := range rp.proxies {
+		if tr, ok := p.Transport.(*http.Transport); ok {
+			tr.CloseIdleConnections()
+		}
+	}
 }
 
 // release gives up the lease of learner at once: the next request for it
