@@ -111,7 +111,10 @@ down gracefully. Logs are JSON lines on stderr.`,
 127.0.0.1, creates a learner of --dim (the default learner of 'dpal serve
 --learner NAME:DIM' unless --learner-config or --max-open say otherwise),
 and sends --events synthetic events in requests of --batch lines from
---workers clients. Every event counted was durably accepted (committed
+--workers clients. --store postgres://… (an empty database) benches the
+shared store, --replicas N that many replicas on it, --learners N spreads the
+events over N learners (learner j's requests to replica j mod --replicas,
+which takes its lease with its first request). Every event counted was durably accepted (committed
 before the answer). It prints one JSON object: events/s and the p50/p99
 request latency overall and per tenth of the events (last_over_first is the
 last tenth's rate over the first's), the process's RSS (server and clients)
