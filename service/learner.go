@@ -634,10 +634,11 @@ func (h *hosted) storedAnswer(key string) ([]byte, []byte, error) {
 
 // settledKeys remembers the last idempotency keys whose commit ended
 // (add and since with hosted.mu held; seq read without it), numbered
-// from 1 by seq.
+// from 1 by seq. The ring is made on the first add: a learner that is
+// not called costs nothing.
 type settledKeys struct {
 	seq  atomic.Uint64
-	ring [settledRing]string
+	ring *[settledRing]string
 }
 
 // settledRing bounds the keys remembered: a call that waited for more
@@ -645,6 +646,9 @@ type settledKeys struct {
 const settledRing = 1024
 
 func (k *settledKeys) add(key string) {
+	if k.ring == nil {
+		k.ring = new([settledRing]string)
+	}
 	n := k.seq.Load() + 1
 	k.ring[n%settledRing] = key
 	k.seq.Store(n)
