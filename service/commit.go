@@ -79,7 +79,8 @@ func (h *hosted) commitGroup(group []*commitJob) commitDone {
 	}
 	meta := h.meta
 	h.mu.Unlock()
-	err := h.update(func(tx kvTx) error {
+	// The group only writes (enqueue's callers queue writes alone).
+	err := h.updateWrites(func(tx kvTx) error {
 		rb := bucket(tx, meta.Name, subReleases)
 		now := time.Now().UTC()
 		for _, r := range rels {

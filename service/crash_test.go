@@ -200,7 +200,11 @@ func (s *crashState) load(c *crashClient) {
 			if err != nil || code >= 500 {
 				return
 			}
-			if code == http.StatusOK {
+			// 409: the request was open when listed and only this client
+			// labels, so a retried call (after a 502 from a forwarding
+			// replica whose owner committed and died before answering)
+			// found its own label committed.
+			if code == http.StatusOK || code == http.StatusConflict {
 				s.labels++
 			}
 			s.inLabel = 0

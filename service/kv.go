@@ -53,6 +53,25 @@ type kvCursor interface {
 	Prev() (k, v []byte)
 }
 
+// readOne returns a copy of the value of key in bucket, nil when either
+// is absent: one committed read, for a shared store one statement
+// outside any transaction (one round trip instead of three).
+func readOne(db kvDB, bucket, key []byte) ([]byte, error) {
+	if p, ok := db.(*pgKV); ok {
+		return p.get(bucket, key)
+	}
+	var v []byte
+	err := db.View(func(tx kvTx) error {
+		if b := tx.Bucket(bucket); b != nil {
+			if got := b.Get(key); got != nil {
+				v = append([]byte{}, got...)
+			}
+		}
+		return nil
+	})
+	return v, err
+}
+
 // lockTx takes, until tx ends, the lock called name that excludes the
 // transactions of other processes taking it: a shared store's advisory
 // lock. A bbolt transaction has nothing to take: writers are serial.

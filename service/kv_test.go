@@ -230,3 +230,64 @@ func TestSharedLedgerNoDoubleSpend(t *testing.T) {
 		t.Errorf("log of %d entries for %d charges passed: %v", n, passed, err)
 	}
 }
+
+// TestPostgresWriteOnly: runWrites commits its puts and deletes in one
+// implicit transaction (readOne sees them), fails a read with
+// errWriteOnly, and a refused deferred check undoes every write of its
+// batch.
+func TestPostgresWriteOnly(t *testing.T) {
+	st, err := OpenStore(pgtest.Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	p := st.db.(*pgKV)
+	if err := p.Update(func(tx kvTx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("w"))
+		if err == nil {
+			err = b.Put([]byte("gone"), []byte("x"))
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("refused")
+	for _, tc := range []struct {
+		name    string
+		fn      func(kvTx) error
+		want    error
+		present map[string]bool
+	}{
+		{"writes", func(tx kvTx) error {
+			b := tx.Bucket([]byte("w"))
+			if err := b.Put([]byte("k"), []byte("v")); err != nil {
+				return err
+			}
+			return b.Delete([]byte("gone"))
+		}, nil, map[string]bool{"k": true, "gone": false}},
+		{"read", func(tx kvTx) error {
+			tx.Bucket([]byte("w")).Get([]byte("k"))
+			return nil
+		}, errWriteOnly, map[string]bool{"k": true}},
+		{"refused check", func(tx kvTx) error {
+			tx.(*pgTx).deferCheck(pgCheck{sql: `SELECT 1 / 0`, refused: refused})
+			return tx.Bucket([]byte("w")).Put([]byte("late"), []byte("v"))
+		}, refused, map[string]bool{"late": false}},
+		{"passed check", func(tx kvTx) error {
+			tx.(*pgTx).deferCheck(pgCheck{sql: `SELECT 1 / 1`, refused: refused})
+			return tx.Bucket([]byte("w")).Put([]byte("ok"), []byte("v"))
+		}, nil, map[string]bool{"ok": true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := p.runWrites(tc.fn); !errors.Is(err, tc.want) {
+				t.Fatalf("runWrites: %v, want %v", err, tc.want)
+			}
+			for k, want := range tc.present {
+				v, err := readOne(p, []byte("w"), []byte(k))
+				if err != nil || (v != nil) != want {
+					t.Errorf("key %s: %q %v, want present %v", k, v, err, want)
+				}
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/dpal-dev/dpal/dp/ledger"
@@ -79,6 +80,24 @@ func (p *pgKV) Update(fn func(kvTx) error) error { return p.run(true, fn) }
 
 func (p *pgKV) View(fn func(kvTx) error) error { return p.run(false, fn) }
 
+// get is readOne's single statement: READ COMMITTED, it sees every
+// transaction committed before it began.
+func (p *pgKV) get(bucket, key []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), pgOpTimeout)
+	defer cancel()
+	var v []byte
+	err := p.pool.QueryRow(ctx, `SELECT value FROM service_kv WHERE bucket = $1 AND key = $2`, bucket, key).Scan(&v)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("postgres store: %w", err)
+	case v == nil:
+		return []byte{}, nil // stored empty: present
+	}
+	return v, nil
+}
+
 func (p *pgKV) Close() error {
 	p.pool.Close()
 	return nil
@@ -115,18 +134,69 @@ func (p *pgKV) run(write bool, fn func(kvTx) error) error {
 	return nil
 }
 
+// runWrites is Update for an fn that only writes (Put, Delete, and
+// Bucket of buckets that exist): no transaction is begun; the writes and
+// the deferred checks go in one batch that PostgreSQL runs as one
+// implicit transaction, committed (durably, as any commit) when the
+// batch ends or undone entirely by any statement's error. One round trip
+// instead of three (BEGIN, the writes, COMMIT). A read in fn fails the
+// transaction (errWriteOnly).
+func (p *pgKV) runWrites(fn func(kvTx) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), pgOpTimeout)
+	defer cancel()
+	t := &pgTx{ctx: ctx, kv: p, write: true, exists: map[string]bool{}}
+	err := fn(t)
+	if t.err != nil {
+		return t.err
+	}
+	if err != nil {
+		return err
+	}
+	return t.flush()
+}
+
+var errWriteOnly = errors.New("store: a query in a write-only transaction")
+
+// inTx reports whether t is a transaction that can query (not one of
+// runWrites), failing t otherwise.
+func (t *pgTx) inTx() bool {
+	if t.tx == nil {
+		t.fail(errWriteOnly)
+		return false
+	}
+	return true
+}
+
 // pgTx is one transaction. Its writes wait in pending until a query
 // needs them (a cursor, a count) or the commit.
 type pgTx struct {
 	ctx     context.Context
-	tx      pgx.Tx
+	tx      pgx.Tx // nil in runWrites: the writes' batch is the transaction
 	kv      *pgKV
 	write   bool
 	err     error                        // the first failed query's
 	pending map[string]map[string][]byte // bucket → key → value; nil deletes
 	exists  map[string]bool              // buckets this transaction looked up
 	created [][]byte                     // buckets it created
+	checks  []pgCheck                    // sent with the writes, before them
 }
+
+// pgCheck is a statement that a transaction sends just before its
+// writes, in the same round trip: it fails with division_by_zero when
+// the check does not hold, and the transaction is then undone and fails
+// with refused. It costs no round trip of its own, and works in
+// runWrites' implicit transaction, whose commit no answer can stop.
+type pgCheck struct {
+	sql     string
+	args    []any
+	refused error
+}
+
+// sqlDivisionByZero is the SQLSTATE of a refused pgCheck.
+const sqlDivisionByZero = "22012"
+
+// deferCheck queues c before the writes.
+func (t *pgTx) deferCheck(c pgCheck) { t.checks = append(t.checks, c) }
 
 var errReadOnlyTx = errors.New("store: write in a read-only transaction")
 
@@ -151,8 +221,17 @@ func (t *pgTx) bucketExists(name []byte) bool {
 	if _, ok := t.kv.known.Load(string(name)); ok {
 		return true
 	}
+	// Outside runWrites' batch: buckets are created once (and dropped
+	// only while a learner's creation is undone), so a committed read
+	// answers as one in the transaction would.
+	var q interface {
+		QueryRow(context.Context, string, ...any) pgx.Row
+	} = t.kv.pool
+	if t.tx != nil {
+		q = t.tx
+	}
 	var one int
-	err := t.tx.QueryRow(t.ctx, `SELECT 1 FROM service_buckets WHERE name = $1`, name).Scan(&one)
+	err := q.QueryRow(t.ctx, `SELECT 1 FROM service_buckets WHERE name = $1`, name).Scan(&one)
 	ok := err == nil
 	if !errors.Is(err, pgx.ErrNoRows) {
 		t.fail(err)
@@ -169,6 +248,9 @@ func (t *pgTx) CreateBucketIfNotExists(name []byte) (kvBucket, error) {
 		return nil, errReadOnlyTx
 	}
 	if !t.bucketExists(name) {
+		if !t.inTx() {
+			return nil, t.err
+		}
 		if _, err := t.tx.Exec(t.ctx, `INSERT INTO service_buckets (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, name); err != nil {
 			t.fail(err)
 			return nil, t.err
@@ -182,6 +264,9 @@ func (t *pgTx) CreateBucketIfNotExists(name []byte) (kvBucket, error) {
 func (t *pgTx) DeleteBucket(name []byte) error {
 	if !t.write {
 		return errReadOnlyTx
+	}
+	if !t.inTx() {
+		return t.err
 	}
 	t.kv.known.Delete(string(name))
 	delete(t.pending, string(name))
@@ -206,6 +291,9 @@ func (t *pgTx) DeleteBucket(name []byte) error {
 // holder committed (READ COMMITTED), as dp/ledger/pgstore locks a
 // ledger's row. A missing row is an error.
 func (t *pgTx) lockRow(bucket, key []byte) error {
+	if !t.inTx() {
+		return t.err
+	}
 	var one int
 	err := t.tx.QueryRow(t.ctx, `SELECT 1 FROM service_kv WHERE bucket = $1 AND key = $2 FOR UPDATE`, bucket, key).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -221,6 +309,9 @@ func (t *pgTx) lockRow(bucket, key []byte) error {
 // lock takes the transaction-scoped advisory lock called name (in the
 // service's key space: "service/" + name).
 func (t *pgTx) lock(name string) error {
+	if !t.inTx() {
+		return t.err
+	}
 	if _, err := t.tx.Exec(t.ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "service/"+name); err != nil {
 		t.fail(err)
 		return t.err
@@ -228,50 +319,78 @@ func (t *pgTx) lock(name string) error {
 	return nil
 }
 
-// flush sends the pending writes: per bucket (in order, so that two
-// transactions lock rows in one order), one upsert and one delete.
+// flush sends the deferred checks and then the pending writes, all in
+// one round trip (a pgx.Batch): per bucket (in order, so that two
+// transactions lock rows in one order), one upsert and one delete. A
+// failed check becomes the transaction's error as it is.
 func (t *pgTx) flush() error {
-	if t.err != nil || len(t.pending) == 0 {
+	if t.err != nil || len(t.pending) == 0 && len(t.checks) == 0 {
 		return t.err
 	}
+	b := &pgx.Batch{}
+	for _, c := range t.checks {
+		b.Queue(c.sql, c.args...)
+	}
 	names := make([]string, 0, len(t.pending))
-	for b := range t.pending {
-		names = append(names, b)
+	for name := range t.pending {
+		names = append(names, name)
 	}
 	slices.Sort(names)
-	for _, b := range names {
-		m := t.pending[b]
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		var putK, putV, del [][]byte
-		for _, k := range keys {
-			if v := m[k]; v != nil {
-				putK, putV = append(putK, []byte(k)), append(putV, v)
-			} else {
-				del = append(del, []byte(k))
-			}
-		}
+	for _, name := range names {
+		putK, putV, del := t.pendingOf(name)
 		if len(putK) > 0 {
-			_, err := t.tx.Exec(t.ctx, `INSERT INTO service_kv (bucket, key, value)
+			b.Queue(`INSERT INTO service_kv (bucket, key, value)
 				SELECT $1, k, v FROM unnest($2::bytea[], $3::bytea[]) AS u(k, v)
-				ON CONFLICT (bucket, key) DO UPDATE SET value = EXCLUDED.value`, []byte(b), putK, putV)
-			if err != nil {
-				t.fail(err)
-				return t.err
-			}
+				ON CONFLICT (bucket, key) DO UPDATE SET value = EXCLUDED.value`, []byte(name), putK, putV)
 		}
 		if len(del) > 0 {
-			if _, err := t.tx.Exec(t.ctx, `DELETE FROM service_kv WHERE bucket = $1 AND key = ANY($2::bytea[])`, []byte(b), del); err != nil {
-				t.fail(err)
-				return t.err
-			}
+			b.Queue(`DELETE FROM service_kv WHERE bucket = $1 AND key = ANY($2::bytea[])`, []byte(name), del)
 		}
 	}
-	t.pending = nil
-	return nil
+	checks := t.checks
+	t.pending, t.checks = nil, nil
+	var br pgx.BatchResults
+	if t.tx != nil {
+		br = t.tx.SendBatch(t.ctx, b)
+	} else {
+		br = t.kv.pool.SendBatch(t.ctx, b) // an implicit transaction
+	}
+	for i := range b.Len() {
+		if _, err := br.Exec(); err != nil {
+			var pe *pgconn.PgError
+			if i < len(checks) && errors.As(err, &pe) && pe.Code == sqlDivisionByZero {
+				err = checks[i].refused
+			} else {
+				err = fmt.Errorf("postgres store: %w", err)
+			}
+			if t.err == nil {
+				t.err = err
+			}
+			break
+		}
+	}
+	// Close reads up to the batch's end: for runWrites, the commit.
+	t.fail(br.Close())
+	return t.err
+}
+
+// pendingOf splits the pending writes of bucket name, in key order, into
+// the keys and values put and the keys deleted.
+func (t *pgTx) pendingOf(name string) (putK, putV, del [][]byte) {
+	m := t.pending[name]
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if v := m[k]; v != nil {
+			putK, putV = append(putK, []byte(k)), append(putV, v)
+		} else {
+			del = append(del, []byte(k))
+		}
+	}
+	return putK, putV, del
 }
 
 // pgBucket is one bucket of a pgTx.
@@ -285,6 +404,9 @@ func (b *pgBucket) Get(key []byte) []byte {
 		if v, ok := m[string(key)]; ok {
 			return v
 		}
+	}
+	if !b.t.inTx() {
+		return nil
 	}
 	var v []byte
 	err := b.t.tx.QueryRow(b.t.ctx, `SELECT value FROM service_kv WHERE bucket = $1 AND key = $2`, b.name, key).Scan(&v)
@@ -340,7 +462,7 @@ func (b *pgBucket) ForEach(fn func(k, v []byte) error) error {
 }
 
 func (b *pgBucket) KeyN() int {
-	if b.t.flush() != nil {
+	if !b.t.inTx() || b.t.flush() != nil {
 		return 0
 	}
 	var n int
@@ -372,7 +494,7 @@ func (c *pgCursor) cur() ([]byte, []byte) {
 // load reads up to n rows of the query into the page.
 func (c *pgCursor) load(sql string, args ...any) ([]byte, []byte) {
 	c.page, c.i, c.more = nil, 0, false
-	if c.b.t.flush() != nil {
+	if !c.b.t.inTx() || c.b.t.flush() != nil {
 		return nil, nil
 	}
 	rows, err := c.b.t.tx.Query(c.b.t.ctx, sql, append([]any{c.b.name}, args...)...)

@@ -118,6 +118,7 @@ type hosted struct {
 	isBroken atomic.Bool
 	commitQueue
 	inflightKeys   map[string]bool // idempotency keys being committed
+	settled        settledKeys     // idempotency keys whose commit ended
 	inflightLabels map[uint64]bool // labels being committed
 	// claims holds the claim time of the open requests claimed, for the
 	// unclaimed count.
@@ -135,17 +136,31 @@ func (h *hosted) setBroken(err error) {
 	h.isBroken.Store(true)
 }
 
+// updateWrites is update for an fn that only writes (Put, Delete, and
+// Bucket of existing buckets): on PostgreSQL, one round trip (pgKV.runWrites).
+func (h *hosted) updateWrites(fn func(kvTx) error) error {
+	if p, ok := h.store.db.(*pgKV); ok {
+		return p.runWrites(h.fenced(fn))
+	}
+	return h.update(fn)
+}
+
 // update runs fn in a transaction that changes the learner: with
 // replicas, only while the learner's lease carries h.token.
 func (h *hosted) update(fn func(kvTx) error) error {
-	return h.store.db.Update(func(tx kvTx) error {
+	return h.store.db.Update(h.fenced(fn))
+}
+
+// fenced is fn after the lease's fence, if any.
+func (h *hosted) fenced(fn func(kvTx) error) func(kvTx) error {
+	return func(tx kvTx) error {
 		if h.fence != nil {
 			if err := h.fence(tx); err != nil {
 				return err
 			}
 		}
 		return fn(tx)
-	})
+	}
 }
 
 // ensure restores the learner and its ledger if this is its first call
@@ -436,16 +451,31 @@ type ingestResult struct {
 // budget runs out mid-batch, the lines before are accepted and the rest
 // rejected as "budget-exhausted".
 func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx kvTx) error) ([]byte, error) {
+	// The stored answer is read before h.mu is taken, so that the store
+	// read (a round trip to PostgreSQL) does not hold up the learner's
+	// other calls; a call with the same key that committed meanwhile is
+	// seen in h.settled, and the key is read again.
+	var prevSum, prev []byte
+	var since uint64
+	if key != "" {
+		since = h.settled.seq.Load()
+		var err error
+		if prevSum, prev, err = h.storedAnswer(key); err != nil {
+			return nil, err
+		}
+	}
 	h.mu.Lock()
 	if err := h.usable(); err != nil {
 		h.mu.Unlock()
 		return nil, err
 	}
 	if key != "" {
-		prevSum, prev, err := h.storedAnswer(key)
-		if err != nil {
-			h.mu.Unlock()
-			return nil, err
+		if prev == nil && h.settled.since(key, since) {
+			var err error
+			if prevSum, prev, err = h.storedAnswer(key); err != nil {
+				h.mu.Unlock()
+				return nil, err
+			}
 		}
 		if prev != nil {
 			h.mu.Unlock()
@@ -503,7 +533,12 @@ func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx kvTx)
 			return extra(tx)
 		}
 		return nil
-	}, func() { delete(h.inflightKeys, key) })
+	}, func() {
+		if key != "" {
+			delete(h.inflightKeys, key)
+			h.settled.add(key)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -583,11 +618,10 @@ func (h *hosted) observe(evs []event) (ingestResult, []requestRecord, map[string
 // storedAnswer returns the body sum and the answer stored under an
 // idempotency key (nil, nil: none; a nil sum: stored before sums were).
 func (h *hosted) storedAnswer(key string) ([]byte, []byte, error) {
-	var v []byte
-	_ = h.store.db.View(func(tx kvTx) error {
-		v = bytes.Clone(bucket(tx, h.name, subIdem).Get([]byte(key)))
-		return nil
-	})
+	v, err := readOne(h.store.db, []byte(h.name+subIdem), []byte(key))
+	if err != nil {
+		return nil, nil, fmt.Errorf("learner %s: reading an idempotency key: %w", h.name, err)
+	}
 	if len(v) <= sha256.Size || v[0] != idemDeflated {
 		return nil, v, nil
 	}
@@ -596,6 +630,43 @@ func (h *hosted) storedAnswer(key string) ([]byte, []byte, error) {
 		return nil, nil, fmt.Errorf("learner %s: stored answer of an idempotency key: %w", h.name, err)
 	}
 	return v[1 : 1+sha256.Size], answer, nil
+}
+
+// settledKeys remembers the last idempotency keys whose commit ended
+// (add and since with hosted.mu held; seq read without it), numbered
+// from 1 by seq. The ring is made on the first add: a learner that is
+// not called costs nothing.
+type settledKeys struct {
+	seq  atomic.Uint64
+	ring *[settledRing]string
+}
+
+// settledRing bounds the keys remembered: a call that waited for more
+// commits than this between its read and hosted.mu reads again.
+const settledRing = 1024
+
+func (k *settledKeys) add(key string) {
+	if k.ring == nil {
+		k.ring = new([settledRing]string)
+	}
+	n := k.seq.Load() + 1
+	k.ring[n%settledRing] = key
+	k.seq.Store(n)
+}
+
+// since reports whether key may have settled after number from: it did,
+// or too many keys settled since to tell.
+func (k *settledKeys) since(key string, from uint64) bool {
+	n := k.seq.Load()
+	if n-from >= settledRing {
+		return true
+	}
+	for i := from + 1; i <= n; i++ {
+		if k.ring[i%settledRing] == key {
+			return true
+		}
+	}
+	return false
 }
 
 // idemDeflated marks a stored idempotency value that holds its body's
@@ -609,18 +680,28 @@ func idemValue(sum, answer []byte) ([]byte, error) {
 	if sum == nil {
 		return answer, nil
 	}
-	var b bytes.Buffer
+	b := bytes.NewBuffer(make([]byte, 0, 1+len(sum)+len(answer)/8+64))
 	b.WriteByte(idemDeflated)
 	b.Write(sum)
-	w, err := flate.NewWriter(&b, flate.BestSpeed)
-	if err == nil {
-		_, err = w.Write(answer)
-	}
+	w := deflaters.Get().(*flate.Writer)
+	defer deflaters.Put(w)
+	w.Reset(b)
+	_, err := w.Write(answer)
 	if err == nil {
 		err = w.Close()
 	}
 	return b.Bytes(), err
 }
+
+// deflaters reuses flate writers: a new one allocates about 1 MB, more
+// than a single event's whole request costs otherwise.
+var deflaters = sync.Pool{New: func() any {
+	w, err := flate.NewWriter(nil, flate.BestSpeed)
+	if err != nil {
+		panic(err) // BestSpeed is a valid level
+	}
+	return w
+}}
 
 // bodySum is the SHA-256 of an events body and how it was read.
 func bodySum(body []byte, oneJSON bool) []byte {

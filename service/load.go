@@ -28,11 +28,15 @@ type LoadSpec struct {
 	URL     string // base URL, e.g. http://127.0.0.1:8080
 	Token   string // an ingest (or admin) token
 	Learner string
-	Dim     int
-	Events  int
-	Batch   int
-	Workers int
-	Seed    uint64 // of the synthetic events (not of any released noise)
+	// Learners > 1 spreads the requests over that many learners:
+	// request i goes to learner Learner-(i mod Learners), and learner j's
+	// requests to replica j mod (1 + len(MoreURLs)).
+	Learners int
+	Dim      int
+	Events   int
+	Batch    int
+	Workers  int
+	Seed     uint64 // of the synthetic events (not of any released noise)
 	// LearnerConfig and MaxOpen, for SelfLoad: the learner's settings
 	// (the "config" and "max_open_requests" of POST /v1/learners; empty
 	// and 0: the defaults, as `dpal serve --learner NAME:DIM` makes).
@@ -42,8 +46,9 @@ type LoadSpec struct {
 	// scratch file, and how many replicas serve it.
 	Store    string
 	Replicas int
-	// MoreURLs are other replicas' base URLs: request i goes to
-	// (URL, MoreURLs...)[i mod their number].
+	// MoreURLs are other replicas' base URLs: with one learner, request
+	// i goes to (URL, MoreURLs...)[i mod their number] (every replica but
+	// the learner's owner forwards its share).
 	MoreURLs []string
 }
 
@@ -53,6 +58,8 @@ type LoadResult struct {
 	Events       int     `json:"events"`
 	Batch        int     `json:"batch"`
 	Workers      int     `json:"workers"`
+	Learners     int     `json:"learners"`
+	Replicas     int     `json:"replicas"`
 	Requests     int     `json:"requests"`
 	Seconds      float64 `json:"seconds"`
 	EventsPerSec float64 `json:"events_per_sec"`
@@ -98,7 +105,8 @@ func Load(ctx context.Context, c LoadSpec) (LoadResult, error) {
 	var firstErr error
 	dones := make([]done, 0, nreq)
 	acked := 0
-	res := LoadResult{Events: c.Events, Batch: c.Batch, Workers: c.Workers, Requests: nreq, Seed: c.Seed, RSSStartMiB: rssMiB()}
+	res := LoadResult{Events: c.Events, Batch: c.Batch, Workers: c.Workers, Learners: max(c.Learners, 1), Replicas: 1 + len(c.MoreURLs),
+		Requests: nreq, Seed: c.Seed, RSSStartMiB: rssMiB()}
 	res.RSSMaxMiB = res.RSSStartMiB
 	next := 0
 	start := time.Now()
@@ -138,6 +146,9 @@ func Load(ctx context.Context, c LoadSpec) (LoadResult, error) {
 	}
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()
+	// A server's graceful stop waits for a connection that never sent a
+	// request (one dialled and then not used) as for a busy one.
+	client.CloseIdleConnections()
 	if firstErr != nil {
 		return LoadResult{}, firstErr
 	}
@@ -229,12 +240,27 @@ func loadBody(c LoadSpec, i, n int) []byte {
 	return b
 }
 
-func postEvents(ctx context.Context, client *http.Client, c LoadSpec, i int, body []byte, key string) error {
-	url := c.URL
-	if i %= len(c.MoreURLs) + 1; i > 0 {
-		url = c.MoreURLs[i-1]
+// target is the replica and the learner of request i.
+func (c LoadSpec) target(i int) (url, learner string) {
+	urls := append([]string{c.URL}, c.MoreURLs...)
+	if c.Learners <= 1 {
+		return urls[i%len(urls)], c.Learner
 	}
-	req, err := http.NewRequestWithContext(ctx, "POST", url+"/v1/learners/"+c.Learner+"/events", bytes.NewReader(body))
+	j := i % c.Learners
+	return urls[j%len(urls)], benchLearner(c.Learner, j, c.Learners)
+}
+
+// benchLearner is the name of learner j of n named after base.
+func benchLearner(base string, j, n int) string {
+	if n <= 1 {
+		return base
+	}
+	return base + "-" + strconv.Itoa(j)
+}
+
+func postEvents(ctx context.Context, client *http.Client, c LoadSpec, i int, body []byte, key string) error {
+	url, learner := c.target(i)
+	req, err := http.NewRequestWithContext(ctx, "POST", url+"/v1/learners/"+learner+"/events", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -261,12 +287,15 @@ func postEvents(ctx context.Context, client *http.Client, c LoadSpec, i int, bod
 }
 
 // SelfLoad starts a server on a fresh store in dir (or on c.Store, a
-// postgres:// URL: an empty database), listening on loopback, creates a
-// learner of dimension c.Dim, runs c against it and shuts it down: the
-// benchmark of `dpal serve bench`. With c.Replicas 2 (a postgres://
-// store only) a second replica serves too, and the requests alternate
-// between them: the one that does not own the learner forwards its
-// share.
+// postgres:// URL: an empty database), listening on loopback, creates
+// c.Learners learners (at least one) of dimension c.Dim, runs c against
+// them and shuts it down: the benchmark of `dpal serve bench`. With
+// c.Replicas > 1 (a postgres:// store only) more replicas serve too: with
+// one learner the requests alternate between them (those that do not
+// own the learner forward their share); with more, learner j's requests
+// go to replica j mod c.Replicas, which takes its lease with its first
+// request (a creation leaves the lease free). The result's queue is the
+// first learner's.
 func SelfLoad(ctx context.Context, dir string, c LoadSpec) (LoadResult, error) {
 	path := filepath.Join(dir, "bench.db")
 	if c.Store != "" {
@@ -278,7 +307,7 @@ func SelfLoad(ctx context.Context, dir string, c LoadSpec) (LoadResult, error) {
 	c.Learner = "bench"
 	var urls []string
 	var errs []chan error
-	var first *Server
+	var srvs []*Server
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	for i := range max(c.Replicas, 1) {
@@ -292,6 +321,7 @@ func SelfLoad(ctx context.Context, dir string, c LoadSpec) (LoadResult, error) {
 		}
 		errs = append(errs, served)
 		urls = append(urls, url)
+		srvs = append(srvs, srv)
 		if i > 0 {
 			continue
 		}
@@ -300,22 +330,29 @@ func SelfLoad(ctx context.Context, dir string, c LoadSpec) (LoadResult, error) {
 		if c.Token, err = srv.store.CreateToken(RoleIngest); err == nil {
 			err = srv.auth.reload()
 		}
-		if err == nil {
-			err = srv.ensureLearner(mustJSON(createRequest{Name: c.Learner, Dim: c.Dim, Config: c.LearnerConfig, MaxOpenRequests: c.MaxOpen}))
+		for j := range max(c.Learners, 1) {
+			if err == nil {
+				err = srv.ensureLearner(mustJSON(createRequest{Name: benchLearner(c.Learner, j, c.Learners), Dim: c.Dim,
+					Config: c.LearnerConfig, MaxOpenRequests: c.MaxOpen}))
+			}
 		}
 		if err != nil {
 			stop()
 			<-served
 			return LoadResult{}, err
 		}
-		first = srv
 	}
 	c.URL, c.MoreURLs = urls[0], urls[1:]
 	res, err := Load(ctx, c)
 	if err == nil {
 		var q queueView
-		if q, _, err = first.learners[c.Learner].queueState(); err == nil {
+		if q, err = ownersQueue(srvs, benchLearner(c.Learner, 0, c.Learners)); err == nil {
 			res.Queue = &q
+		}
+	}
+	for _, s := range srvs {
+		if s.rep != nil {
+			s.rep.closeIdle() // the forwarding replicas' connections
 		}
 	}
 	stop()
@@ -323,6 +360,26 @@ func SelfLoad(ctx context.Context, dir string, c LoadSpec) (LoadResult, error) {
 		err = errors.Join(err, <-e)
 	}
 	return res, err
+}
+
+// ownersQueue is the queue of learner name as the server that owns it
+// sees it.
+func ownersQueue(srvs []*Server, name string) (queueView, error) {
+	for _, s := range srvs {
+		if s.rep != nil {
+			if _, ok := s.rep.owned(name); !ok {
+				continue
+			}
+		}
+		s.mu.RLock()
+		h := s.learners[name]
+		s.mu.RUnlock()
+		if h != nil {
+			q, _, err := h.queueState()
+			return q, err
+		}
+	}
+	return queueView{}, fmt.Errorf("load: no replica owns learner %s", name)
 }
 
 // IsSharedStore reports whether path names a store that replicas share

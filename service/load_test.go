@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"testing"
 
 	"github.com/dpal-dev/dpal/dp/ledger/pgstore/pgtest"
@@ -31,9 +33,11 @@ func TestSelfLoad(t *testing.T) {
 }
 
 // BenchmarkIngestBatch measures durable batch ingest over loopback (1000
-// events per request, 2 clients): go test -bench IngestBatch ./service/
+// events per request, 2 clients), on PostgreSQL with $DPAL_BENCH_STORE
+// as BenchmarkIngestSingle: go test -bench IngestBatch ./service/
 func BenchmarkIngestBatch(b *testing.B) {
-	res, err := SelfLoad(context.Background(), b.TempDir(), LoadSpec{Dim: 16, Events: 1000 * b.N, Batch: 1000, Workers: 2, Seed: 1})
+	res, err := SelfLoad(context.Background(), b.TempDir(), LoadSpec{Dim: 16, Events: 1000 * b.N, Batch: 1000, Workers: 2, Seed: 1,
+		Store: os.Getenv("DPAL_BENCH_STORE")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,4 +60,47 @@ func TestSelfLoadReplicas(t *testing.T) {
 	if res.Requests != 8 || res.EventsPerSec <= 0 || res.Queue == nil || res.Queue.Open == 0 {
 		t.Errorf("result %+v", res)
 	}
+	res, err = SelfLoad(context.Background(), t.TempDir(), LoadSpec{Dim: 4, Events: 2000, Batch: 100, Workers: 2, Seed: 1,
+		Store: pgtest.Start(t), Replicas: 2, Learners: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Learners != 4 || res.Replicas != 2 || res.Requests != 20 || res.Queue == nil {
+		t.Errorf("four learners on two replicas: %+v", res)
+	}
+}
+
+// TestLoadTargets: with one learner requests alternate between the
+// replicas; with several, learner j's go to replica j mod the replicas.
+func TestLoadTargets(t *testing.T) {
+	for _, tc := range []struct {
+		learners int
+		want     []string // "replica learner" of requests 0..5
+	}{
+		{1, []string{"a b", "c b", "a b", "c b", "a b", "c b"}},
+		{3, []string{"a b-0", "c b-1", "a b-2", "a b-0", "c b-1", "a b-2"}},
+	} {
+		t.Run(strconv.Itoa(tc.learners), func(t *testing.T) {
+			c := LoadSpec{URL: "a", MoreURLs: []string{"c"}, Learner: "b", Learners: tc.learners}
+			for i, want := range tc.want {
+				if url, l := c.target(i); url+" "+l != want {
+					t.Errorf("request %d: %s %s, want %s", i, url, l, want)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkIngestSingle measures durable single-event ingest over
+// loopback (one event per request, 16 clients), on a scratch store file
+// or, with $DPAL_BENCH_STORE (an empty database's postgres:// URL), on
+// PostgreSQL: go test -run - -bench IngestSingle -cpuprofile cpu.out ./service/
+func BenchmarkIngestSingle(b *testing.B) {
+	res, err := SelfLoad(context.Background(), b.TempDir(), LoadSpec{Dim: 16, Events: b.N, Batch: 1, Workers: 16, Seed: 1,
+		Store: os.Getenv("DPAL_BENCH_STORE")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(res.EventsPerSec, "events/s")
+	b.ReportMetric(res.P99ms, "p99-ms")
 }

@@ -37,6 +37,7 @@ func TestOnPostgres(t *testing.T) {
 		{"IdempotentIngest", TestIdempotentIngest},
 		{"IdempotencyKeyReused", TestIdempotencyKeyReused},
 		{"IdempotencyKeyRequired", TestIdempotencyKeyRequired},
+		{"IdempotencyKeyConcurrent", TestIdempotencyKeyConcurrent},
 		{"ConcurrentIngestAndLabels", TestConcurrentIngestAndLabels},
 		{"Auth", TestAuth},
 		{"Tokens", TestTokens},

@@ -104,6 +104,7 @@ func (rp *replica) abandon() {
 // replicas take over at once (a graceful shutdown).
 func (rp *replica) close() {
 	rp.abandon()
+	rp.closeIdle()
 	rp.mu.Lock()
 	names := make([]string, 0, len(rp.held))
 	for n := range rp.held {
@@ -111,6 +112,35 @@ func (rp *replica) close() {
 	}
 	rp.held = map[string]heldLease{}
 	rp.mu.Unlock()
+	rp.expire(names)
+}
+
+// closeIdle closes the idle connections to other replicas: an owner
+// shutting down waits for connections that carried no request yet (the
+// transport may dial one it then does not use) as for busy ones.
+func (rp *replica) closeIdle() {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	for _, p := range rp.proxies {
+		if tr, ok := p.Transport.(*http.Transport); ok {
+			tr.CloseIdleConnections()
+		}
+	}
+}
+
+// release gives up the lease of learner at once: the next request for it
+// that reaches any replica takes it (this one keeps its token if it is
+// that replica; another takes a new one, and this one's commits are then
+// refused by the fence).
+func (rp *replica) release(learner string) {
+	rp.mu.Lock()
+	delete(rp.held, learner)
+	rp.mu.Unlock()
+	rp.expire([]string{learner})
+}
+
+// expire ends this replica's leases of names in the database.
+func (rp *replica) expire(names []string) {
 	if len(names) == 0 {
 		return
 	}
@@ -266,16 +296,15 @@ func (rp *replica) fence(learner string, token int64) func(kvTx) error {
 		if !ok {
 			return errors.New("store: fencing needs the shared store")
 		}
-		var owner string
-		var tok int64
-		err := t.tx.QueryRow(t.ctx, `SELECT owner, token FROM service_leases WHERE learner = $1 FOR SHARE`, learner).Scan(&owner, &tok)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			t.fail(err)
-			return t.err
-		}
-		if owner != rp.id || tok != token {
-			return fmt.Errorf("learner %s: %w (token %d, the lease's %d)", learner, errFenced, token, tok)
-		}
+		// Sent with the writes (pgTx.flush), before them: the share lock
+		// is taken before any row is written, and a refused check undoes
+		// the transaction, at no round trip of its own.
+		t.deferCheck(pgCheck{
+			sql: `SELECT 1 / count(*) FROM (SELECT 1 FROM service_leases
+				WHERE learner = $1 AND owner = $2 AND token = $3 FOR SHARE) AS lease`,
+			args:    []any{learner, rp.id, token},
+			refused: fmt.Errorf("learner %s: %w (its token was %d)", learner, errFenced, token),
+		})
 		return nil
 	}
 }

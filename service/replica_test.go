@@ -541,3 +541,56 @@ func TestReplicasRefuseProjects(t *testing.T) {
 		})
 	}
 }
+
+// TestReplicasSpreadLearners: learners created through one replica are
+// owned by the replica that each one's first request reaches, not all by
+// the creator; a write-only commit of a replica whose lease was taken
+// is refused by the fence, on the one-round-trip path too.
+func TestReplicasSpreadLearners(t *testing.T) {
+	dsn := pgtest.Start(t)
+	a, b := startReplica(t, dsn, 5*time.Second), startReplica(t, dsn, 5*time.Second)
+	defer func() {
+		for _, r := range []*testReplica{a, b} {
+			r.srv.Close()
+			r.hs.Close()
+			r.store.Close()
+		}
+	}()
+	c := &replicaClient{t: t, tok: map[Role]string{}}
+	var err error
+	for _, r := range []Role{RoleIngest, RoleAdmin} {
+		if c.tok[r], err = a.store.CreateToken(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"s0", "s1"} {
+		if code := c.call(a.base, RoleAdmin, "POST", "/v1/learners", `{"name":"`+name+`","dim":2}`, nil, ""); code != http.StatusCreated {
+			t.Fatalf("create %s: %d", name, code)
+		}
+	}
+	a.srv.mu.RLock()
+	stale := a.srv.learners["s1"] // the creator's, under the creation's token
+	a.srv.mu.RUnlock()
+	for i, r := range []*testReplica{a, b} {
+		name := fmt.Sprintf("s%d", i)
+		if code := c.call(r.base, RoleIngest, "POST", "/v1/learners/"+name+"/events", events(3), nil, "k-"+name); code != http.StatusOK {
+			t.Fatalf("events of %s via %s: %d", name, r.base, code)
+		}
+	}
+	for _, tc := range []struct {
+		r       *testReplica
+		learner string
+		owns    bool
+	}{{a, "s0", true}, {b, "s0", false}, {a, "s1", false}, {b, "s1", true}} {
+		if _, ok := tc.r.srv.rep.owned(tc.learner); ok != tc.owns {
+			t.Errorf("%s owns %s: %v, want %v", tc.r.base, tc.learner, ok, tc.owns)
+		}
+	}
+	err = stale.updateWrites(func(tx kvTx) error { return bucket(tx, "s1", subIdem).Put([]byte("late"), []byte("{}")) })
+	if !errors.Is(err, errFenced) {
+		t.Errorf("the creator's late write-only commit: %v, want it refused by the fence", err)
+	}
+	if v, err := readOne(a.store.db, []byte("s1"+subIdem), []byte("late")); err != nil || v != nil {
+		t.Errorf("the refused commit stored %q (%v)", v, err)
+	}
+}

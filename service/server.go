@@ -437,6 +437,12 @@ func (s *Server) addLearner(spec learnerSpec) error {
 	}
 	h.log, h.met = s.log, s.met
 	s.learners[spec.Name] = h
+	if s.rep != nil {
+		// The lease went with the creation only: the replica that the
+		// learner's first request reaches takes it, so that learners
+		// created through one replica spread over all of them.
+		s.rep.release(spec.Name)
+	}
 	s.log.Info("learner created", "learner", spec.Name, "dim", spec.Config.Dim, "budget", spec.Budget, "max_open_requests", spec.MaxOpen)
 	return nil
 }

@@ -111,7 +111,10 @@ down gracefully. Logs are JSON lines on stderr.`,
 127.0.0.1, creates a learner of --dim (the default learner of 'dpal serve
 --learner NAME:DIM' unless --learner-config or --max-open say otherwise),
 and sends --events synthetic events in requests of --batch lines from
---workers clients. Every event counted was durably accepted (committed
+--workers clients. --store postgres://… (an empty database) benches the
+shared store, --replicas N that many replicas on it, --learners N spreads the
+events over N learners (learner j's requests to replica j mod --replicas,
+which takes its lease with its first request). Every event counted was durably accepted (committed
 before the answer). It prints one JSON object: events/s and the p50/p99
 request latency overall and per tenth of the events (last_over_first is the
 last tenth's rate over the first's), the process's RSS (server and clients)
@@ -129,7 +132,8 @@ open label requests at the end; then it deletes the store.`,
 	bf.StringVar(&b.LearnerConfig, "learner-config", "", `the learner's stream settings, as "config" of POST /v1/learners (JSON; default: the defaults)`)
 	bf.IntVar(&b.Spec.MaxOpen, "max-open", 0, "the learner's max_open_requests (0: the default)")
 	bf.StringVar(&b.Spec.Store, "store", "", "a postgres:// URL of an empty database to bench on, instead of a scratch store file")
-	bf.IntVar(&b.Spec.Replicas, "replicas", 1, "replicas serving the postgres:// --store; requests alternate between them")
+	bf.IntVar(&b.Spec.Replicas, "replicas", 1, "replicas serving the postgres:// --store; with one learner requests alternate between them")
+	bf.IntVar(&b.Spec.Learners, "learners", 1, "spread the events over this many learners; learner j's requests go to replica j mod --replicas")
 	serveCmd.AddCommand(token, bench)
 	rootCmd.AddCommand(serveCmd)
 }
