@@ -118,14 +118,11 @@ type crashState struct {
 	until     time.Time // load stops then (zero: when the server dies)
 }
 
-// TestCrash kills a server with SIGKILL at random moments under load, 50
-// times. After each restart: an unacknowledged batch resent with its key
-// is observed at most once, so the events observed equal those
-// acknowledged; every acknowledged label is there; every release has its
-// ledger entry; and the recorded spend never decreases.
-func TestCrash(t *testing.T) {
-	path := testStorePath(t, "crash.db")
-	st, err := OpenStore(path)
+// crashStore prepares the store the crash tests' child servers open:
+// ingest, annotator and officer tokens (returned) and learner "c".
+func crashStore(t *testing.T, store string) map[Role]string {
+	t.Helper()
+	st, err := OpenStore(store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,6 +141,17 @@ func TestCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tok
+}
+
+// TestCrash kills a server with SIGKILL at random moments under load, 50
+// times. After each restart: an unacknowledged batch resent with its key
+// is observed at most once, so the events observed equal those
+// acknowledged; every acknowledged label is there; every release has its
+// ledger entry; and the recorded spend never decreases.
+func TestCrash(t *testing.T) {
+	path := testStorePath(t, "crash.db")
+	tok := crashStore(t, path)
 	s := &crashState{maxSpent: map[string]float64{}, batchSize: 20}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	const kills = 50

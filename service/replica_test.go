@@ -317,25 +317,7 @@ func TestReplicasCrash(t *testing.T) {
 	// This database's sessions wait for the WAL as PostgreSQL's default
 	// does.
 	durable(t, dsn)
-	st, err := OpenStore(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok := map[Role]string{}
-	for _, r := range []Role{RoleIngest, RoleAnnotator, RoleOfficer} {
-		if tok[r], err = st.CreateToken(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srv, err := New(st, Options{Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err == nil {
-		err = srv.ensureLearner([]byte(`{"name":"c","dim":2,"config":{"window":2}}`))
-		srv.Close()
-	}
-	st.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := crashStore(t, dsn)
 	type child struct {
 		cmd  *exec.Cmd
 		base string
