@@ -26,15 +26,25 @@ const childEnv = "DPAL_SERVE_CRASH_CHILD"
 
 func TestMain(m *testing.M) {
 	if path := os.Getenv(childEnv); path != "" {
-		// A short lease: on a shared store, a restarted child waits for
-		// its killed predecessor's lease to expire.
-		err := Run(context.Background(), Config{Store: path, Listen: "127.0.0.1:0", LeaseSeconds: 0.5}, io.Discard,
+		// A short lease by default: on a shared store, a restarted child
+		// waits for its killed predecessor's lease to expire.
+		err := Run(context.Background(), Config{Store: path, Listen: "127.0.0.1:0", LeaseSeconds: crashLease().Seconds()}, io.Discard,
 			slog.New(slog.NewJSONHandler(io.Discard, nil)),
 			func(addr string) { fmt.Printf("ADDR %s\n", addr) })
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	os.Exit(pgtest.Main(m))
+}
+
+// crashLease is the child servers' lease: DPAL_REPLICA_LEASE (a Go
+// duration; the documented run uses the default lease, 10s), else 0.5 s
+// so that the test's many kills fit in a unit test's time.
+func crashLease() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("DPAL_REPLICA_LEASE")); err == nil && d > 0 {
+		return d
+	}
+	return 500 * time.Millisecond
 }
 
 // crashClient talks to one child server.
@@ -47,9 +57,9 @@ type crashClient struct {
 // call sends a request; err is a transport error (the server died). An
 // answer to retry (502 or 503 with Retry-After: on a shared store, while
 // the lease of a killed server's learner expires) is retried, with the
-// same key, for up to 10 s.
+// same key, for up to 10 s more than twice the lease.
 func (c *crashClient) call(role Role, method, path, body string, out any, key string) (int, error) {
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10*time.Second + 2*crashLease())
 	for {
 		code, retry, err := c.callOnce(role, method, path, body, out, key)
 		if !retry || time.Now().After(deadline) {
