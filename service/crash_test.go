@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,12 +30,27 @@ func TestMain(m *testing.M) {
 		// A short lease by default: on a shared store, a restarted child
 		// waits for its killed predecessor's lease to expire.
 		err := Run(context.Background(), Config{Store: path, Listen: "127.0.0.1:0", LeaseSeconds: crashLease().Seconds()}, io.Discard,
-			slog.New(slog.NewJSONHandler(io.Discard, nil)),
+			slog.New(slog.NewJSONHandler(childLog(), nil)),
 			func(addr string) { fmt.Printf("ADDR %s\n", addr) })
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	os.Exit(pgtest.Main(m))
+}
+
+// childLog is where a child server logs: a file per process in the
+// directory DPAL_CRASH_LOG names (to see why a crash test failed), else
+// nowhere.
+func childLog() io.Writer {
+	dir := os.Getenv("DPAL_CRASH_LOG")
+	if dir == "" {
+		return io.Discard
+	}
+	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("child-%d.log", os.Getpid())), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return io.Discard
+	}
+	return f
 }
 
 // crashLease is the child servers' lease: DPAL_REPLICA_LEASE (a Go

@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
@@ -287,6 +292,39 @@ func TestPostgresWriteOnly(t *testing.T) {
 				if err != nil || (v != nil) != want {
 					t.Errorf("key %s: %q %v, want present %v", k, v, err, want)
 				}
+			}
+		})
+	}
+}
+
+// TestPGUnavailable: an unreachable or restarting PostgreSQL is a 503
+// the client retries (with Retry-After), a statement's own error is not.
+func TestPGUnavailable(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, true},
+		{"not yet accepting connections", fmt.Errorf("postgres store: %w", &pgconn.PgError{Code: "57P03"}), true},
+		{"connection failure", &pgconn.PgError{Code: "08006"}, true},
+		{"unique violation", &pgconn.PgError{Code: "23505"}, false},
+		{"connection reset", &net.OpError{Op: "read", Err: syscall.ECONNRESET}, true},
+		{"unexpected EOF", fmt.Errorf("postgres store: %w", io.ErrUnexpectedEOF), true},
+		{"conn closed", pgconn.ErrConnClosed, true},
+		{"no such request", errNoRequest, false},
+		{"other", errors.New("boom"), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := pgUnavailable(c.err); got != c.want {
+				t.Errorf("pgUnavailable(%v) = %v, want %v", c.err, got, c.want)
+			}
+			want := statusOf(c.err)
+			if c.want {
+				want = http.StatusServiceUnavailable
+			}
+			if got := statusOf(storeErr(c.err)); got != want {
+				t.Errorf("status of storeErr(%v) = %d, want %d", c.err, got, want)
 			}
 		})
 	}

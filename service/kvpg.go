@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -91,7 +95,7 @@ func (p *pgKV) get(bucket, key []byte) ([]byte, error) {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("postgres store: %w", err)
+		return nil, storeErr(fmt.Errorf("postgres store: %w", err))
 	case v == nil:
 		return []byte{}, nil // stored empty: present
 	}
@@ -110,29 +114,86 @@ func (p *pgKV) run(write bool, fn func(kvTx) error) error {
 	if !write {
 		opts = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 	}
-	var created [][]byte
-	err := pgx.BeginTxFunc(ctx, p.pool, opts, func(tx pgx.Tx) error {
-		t := &pgTx{ctx: ctx, tx: tx, kv: p, write: write, exists: map[string]bool{}}
-		err := fn(t)
-		// A failed query made a Get or cursor answer nil: its error, not
-		// what fn made of the nil, is the cause.
-		if t.err != nil {
-			return t.err
-		}
-		if err != nil {
-			return err
-		}
-		created = t.created
-		return t.flush()
-	})
+	tx, err := p.begin(ctx, opts)
 	if err != nil {
-		return err
+		return storeErr(err)
 	}
-	for _, b := range created {
+	t := &pgTx{ctx: ctx, tx: tx, kv: p, write: write, exists: map[string]bool{}}
+	err = fn(t)
+	// A failed query made a Get or cursor answer nil: its error, not
+	// what fn made of the nil, is the cause.
+	if t.err != nil {
+		err = t.err
+	}
+	if err == nil {
+		err = t.flush()
+	}
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	if err != nil {
+		_ = tx.Rollback(ctx) // a no-op after a failed commit
+		return storeErr(err)
+	}
+	for _, b := range t.created {
 		p.known.Store(string(b), true)
 	}
 	return nil
 }
+
+// begin begins a transaction, trying again on another connection while
+// the one it got turns out dead (PostgreSQL restarted, and the pool
+// still held connections to the old server; each failure discards one).
+// Nothing of the caller's has run yet, so trying again is safe.
+func (p *pgKV) begin(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
+	for try := 0; ; try++ {
+		tx, err := p.pool.BeginTx(ctx, opts)
+		if err == nil || !pgUnavailable(err) || try == pgBeginTries-1 {
+			return tx, err
+		}
+		time.Sleep(time.Duration(try*try) * 10 * time.Millisecond)
+	}
+}
+
+// pgBeginTries bounds begin's attempts: more than the connections a pool
+// of a small machine holds, few enough to answer within a second when
+// PostgreSQL is down.
+const pgBeginTries = 8
+
+// pgUnavailable reports whether err says PostgreSQL could not be reached
+// or dropped the connection (a restart, a failover, the network), as
+// opposed to a statement's own error.
+func pgUnavailable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// Class 08: connection exception; 57P01-57P03: the server is
+		// shutting down, crashed, or not yet accepting connections.
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// storeErr makes err, if PostgreSQL was unreachable, an answer of 503
+// with Retry-After (errStoreUnavailable) that still carries the cause
+// for the log: the client retries, with its idempotency key, once the
+// database is back; a write whose fate is unknown is then answered from
+// the store. Other errors pass unchanged.
+func storeErr(err error) error {
+	if err == nil || !pgUnavailable(err) {
+		return err
+	}
+	return &unavailableError{cause: err}
+}
+
+// unavailableError is a store error of an unreachable database.
+type unavailableError struct{ cause error }
+
+func (e *unavailableError) Error() string   { return "postgres store unavailable: " + e.cause.Error() }
+func (e *unavailableError) Unwrap() []error { return []error{e.cause, errStoreUnavailable} }
 
 // runWrites is Update for an fn that only writes (Put, Delete, and
 // Bucket of buckets that exist): no transaction is begun; the writes and
@@ -152,7 +213,7 @@ func (p *pgKV) runWrites(fn func(kvTx) error) error {
 	if err != nil {
 		return err
 	}
-	return t.flush()
+	return storeErr(t.flush())
 }
 
 var errWriteOnly = errors.New("store: a query in a write-only transaction")

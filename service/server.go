@@ -194,9 +194,17 @@ func (s *Server) handle(pattern string, h handler, roles ...Role) {
 			}
 		}
 		if err := h(sw, r, c); err != nil {
-			if statusOf(err) == http.StatusInternalServerError {
+			switch statusOf(err) {
+			case http.StatusInternalServerError:
 				s.log.Error("request failed", "route", pattern, "err", err)
 				err = &apiError{status: http.StatusInternalServerError, msg: "internal error (see the server log)"}
+			case http.StatusServiceUnavailable:
+				if errors.Is(err, errStoreUnavailable) {
+					s.log.Warn("request failed; the client may retry", "route", pattern, "err", err)
+				}
+				if sw.Header().Get("Retry-After") == "" {
+					sw.Header().Set("Retry-After", "1")
+				}
 			}
 			writeError(sw, err)
 		}

@@ -38,20 +38,21 @@ func badField(field, format string, args ...any) error {
 
 // The errors with a fixed status.
 var (
-	errExists       = &apiError{status: http.StatusConflict, field: "name", msg: "a learner of this name exists"}
-	errNoLearner    = &apiError{status: http.StatusNotFound, msg: "no such learner"}
-	errNoSearch     = &apiError{status: http.StatusNotFound, msg: "no such search population"}
-	errSearchExists = &apiError{status: http.StatusConflict, field: "name", msg: "a search population of this name exists"}
-	errNoRequest    = &apiError{status: http.StatusNotFound, field: "id", msg: "no label request with this id"}
-	errNoRecord     = &apiError{status: http.StatusNotFound, field: "id", msg: "no such record"}
-	errLabelled     = &apiError{status: http.StatusConflict, field: "id", msg: "the request is already labelled"}
-	errClaimed      = &apiError{status: http.StatusConflict, field: "id", msg: "the request is claimed by another annotator"}
-	errNotClaimed   = &apiError{status: http.StatusConflict, field: "id", msg: "claim the request before labelling it (no live claim of yours holds it; claims last 15 minutes)"}
-	errTooLarge     = &apiError{status: http.StatusRequestEntityTooLarge, msg: "request body too large"}
-	errBodyTimeout  = &apiError{status: http.StatusRequestTimeout, msg: "the body did not arrive within the body deadline"}
-	errInFlight     = &apiError{status: http.StatusConflict, field: "Idempotency-Key", msg: "a batch with this key is being committed; retry for its answer"}
-	errKeyReused    = &apiError{status: http.StatusUnprocessableEntity, field: "Idempotency-Key", msg: "this key was used with a different body: nothing was observed (a retry must send the same body; a new batch needs a new key)"}
-	errBroken       = &apiError{status: http.StatusServiceUnavailable, msg: "the learner stopped after an internal error (see the server log); restart the server to resume it from its last checkpoint"}
+	errExists           = &apiError{status: http.StatusConflict, field: "name", msg: "a learner of this name exists"}
+	errNoLearner        = &apiError{status: http.StatusNotFound, msg: "no such learner"}
+	errNoSearch         = &apiError{status: http.StatusNotFound, msg: "no such search population"}
+	errSearchExists     = &apiError{status: http.StatusConflict, field: "name", msg: "a search population of this name exists"}
+	errNoRequest        = &apiError{status: http.StatusNotFound, field: "id", msg: "no label request with this id"}
+	errNoRecord         = &apiError{status: http.StatusNotFound, field: "id", msg: "no such record"}
+	errLabelled         = &apiError{status: http.StatusConflict, field: "id", msg: "the request is already labelled"}
+	errClaimed          = &apiError{status: http.StatusConflict, field: "id", msg: "the request is claimed by another annotator"}
+	errNotClaimed       = &apiError{status: http.StatusConflict, field: "id", msg: "claim the request before labelling it (no live claim of yours holds it; claims last 15 minutes)"}
+	errTooLarge         = &apiError{status: http.StatusRequestEntityTooLarge, msg: "request body too large"}
+	errBodyTimeout      = &apiError{status: http.StatusRequestTimeout, msg: "the body did not arrive within the body deadline"}
+	errInFlight         = &apiError{status: http.StatusConflict, field: "Idempotency-Key", msg: "a batch with this key is being committed; retry for its answer"}
+	errKeyReused        = &apiError{status: http.StatusUnprocessableEntity, field: "Idempotency-Key", msg: "this key was used with a different body: nothing was observed (a retry must send the same body; a new batch needs a new key)"}
+	errStoreUnavailable = &apiError{status: http.StatusServiceUnavailable, msg: "the store (PostgreSQL) is unreachable; retry"}
+	errBroken           = &apiError{status: http.StatusServiceUnavailable, msg: "the learner stopped after an internal error (see the server log); restart the server to resume it from its last checkpoint"}
 )
 
 // statusOf maps an error to its HTTP status (500 for an unknown error).
