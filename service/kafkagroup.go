@@ -34,15 +34,20 @@ import (
 //
 // Exactly once, when a partition moves: the stored next offset n of a
 // partition only grows, and only with the events below it, in one
-// transaction; the group's committed offset c is at most n, since it is
-// committed after the events; a member reads a partition in order from
-// c or from its own last poll. So every record reaches the owner at
-// least once (a member that fails to deliver a poll does not commit it,
-// and whoever reads the partition next starts at or below it), and a
-// record offered twice — by two members racing on a partition during a
-// rebalance, or resent after a lost answer or to a new owner — finds
-// n above its offset the second time, under the lock that orders the
-// commits, and is dropped.
+// transaction; the owner acknowledges a batch only once the commit
+// that covers its records is durable (a batch whose records were seen
+// but whose commit is under way waits behind it), and a member commits
+// the group's offset c of a partition only after that, so c ≤ n; a
+// member reads a partition in order from c or from its own last poll.
+// So every record reaches the owner at least once (a member that fails
+// to deliver a poll does not commit it, and whoever reads the partition
+// next starts at or below it), and a record offered twice — by two
+// members racing on a partition during a rebalance, or resent after a
+// lost answer or to a new owner — finds n above its offset the second
+// time, under the lock that orders the commits, and is dropped. A
+// commit by an owner that lost the lease is refused by the fence: its
+// sender is answered an error, and resends to the new owner, which
+// restored n from the store.
 
 // kafkaBatch is one poll's records of a topic, as a member sends them to
 // the learner's owner.
@@ -146,7 +151,14 @@ func (h *hosted) ingestKafka(b kafkaBatch) (kafkaAnswer, error) {
 				next[k] = from
 			}
 		}
-		if len(next) == 0 {
+		switch {
+		case len(next) == 0 && h.committing:
+			// The records were seen but their commit is still under way:
+			// the answer waits behind it (an empty commit queued after
+			// it), so that a member never commits the group's offsets
+			// past records that a failed commit then loses.
+			return nil, nil, nil
+		case len(next) == 0:
 			return nil, nil, errNothingNew
 		}
 		// Set before the commit: a failed commit breaks the learner,
