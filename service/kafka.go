@@ -19,13 +19,17 @@ import (
 
 // KafkaConfig makes a learner consume a Kafka topic (franz-go): each
 // record's value is one event line, or several lines (the events body's
-// format).
+// format). Every process started with the same settings — one server,
+// or every replica on a shared store — is a member of the consumer group
+// Group, and Kafka spreads the topic's partitions over the members; the
+// records reach the learner's owner exactly once (ConsumeKafka).
 type KafkaConfig struct {
 	Brokers []string `json:"brokers"`
 	Topic   string   `json:"topic"`
 	// Learner is the learner the events feed; it must exist.
 	Learner string `json:"learner"`
-	// Group is the consumer group (default "dpal-serve-" + Learner).
+	// Group is the consumer group (default "dpal-serve-" + Learner);
+	// replicas feeding one learner must share it.
 	Group string `json:"group,omitempty"`
 	// TLS connects to the brokers over TLS (1.2 at least), verifying them
 	// against the system's roots, or against the PEM certificates of
