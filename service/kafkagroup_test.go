@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -319,5 +320,74 @@ func TestKafkaBatchSplit(t *testing.T) {
 				t.Errorf("records %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestIngestKafkaDrops: the owner ingests only the records at or above
+// each partition's next offset, per partition, and keeps the offsets
+// across a restart.
+func TestIngestKafkaDrops(t *testing.T) {
+	ts := newTestServer(t)
+	ts.createLearner("k")
+	batch := func(p int32, from, to int64) kafkaPartRecs {
+		pr := kafkaPartRecs{Partition: p}
+		for off := from; off < to; off++ {
+			pr.Offsets, pr.Values = append(pr.Offsets, off), append(pr.Values, []byte("0.1,0.2"))
+		}
+		return pr
+	}
+	for i, tc := range []struct {
+		parts             []kafkaPartRecs
+		accepted, skipped int
+		restartBefore     bool
+	}{
+		{[]kafkaPartRecs{batch(0, 0, 10)}, 10, 0, false},
+		{[]kafkaPartRecs{batch(0, 5, 15), batch(1, 0, 3)}, 8, 5, false},
+		{[]kafkaPartRecs{batch(0, 0, 15), batch(1, 2, 3)}, 0, 16, false},
+		{[]kafkaPartRecs{batch(0, 14, 16), batch(1, 0, 4)}, 2, 4, true},
+	} {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			if tc.restartBefore {
+				ts.restart()
+			}
+			h, err := ts.srv.kafkaLearner("k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ans, err := h.ingestKafka(kafkaBatch{Topic: "events", Partitions: tc.parts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ans.Accepted != tc.accepted || ans.Skipped != tc.skipped {
+				t.Errorf("accepted %d, skipped %d; want %d, %d", ans.Accepted, ans.Skipped, tc.accepted, tc.skipped)
+			}
+		})
+	}
+	var b budgetView
+	ts.mustDo(http.StatusOK, RoleOfficer, "GET", "/v1/learners/k/budget", "", &b)
+	if b.Stats.Observed != 20 {
+		t.Errorf("observed %d events, want 20", b.Stats.Observed)
+	}
+	// Members racing: each offers partition 2's records 0…209 in
+	// overlapping batches, all at once; each record is observed once.
+	h, err := ts.srv.kafkaLearner("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Go(func() {
+			for from := int64(0); from < 200; from += 10 {
+				if _, err := h.ingestKafka(kafkaBatch{Topic: "events", Partitions: []kafkaPartRecs{batch(2, from, from+20)}}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	ts.mustDo(http.StatusOK, RoleOfficer, "GET", "/v1/learners/k/budget", "", &b)
+	if b.Stats.Observed != 20+210 {
+		t.Errorf("after the race: observed %d events, want %d", b.Stats.Observed, 20+210)
 	}
 }
