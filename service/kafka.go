@@ -15,19 +15,21 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
-
-	"github.com/dpal-dev/dpal/dp/ledger"
 )
 
 // KafkaConfig makes a learner consume a Kafka topic (franz-go): each
 // record's value is one event line, or several lines (the events body's
-// format).
+// format). Every process started with the same settings — one server,
+// or every replica on a shared store — is a member of the consumer group
+// Group, and Kafka spreads the topic's partitions over the members; the
+// records reach the learner's owner exactly once (ConsumeKafka).
 type KafkaConfig struct {
 	Brokers []string `json:"brokers"`
 	Topic   string   `json:"topic"`
 	// Learner is the learner the events feed; it must exist.
 	Learner string `json:"learner"`
-	// Group is the consumer group (default "dpal-serve-" + Learner).
+	// Group is the consumer group (default "dpal-serve-" + Learner);
+	// replicas feeding one learner must share it.
 	Group string `json:"group,omitempty"`
 	// TLS connects to the brokers over TLS (1.2 at least), verifying them
 	// against the system's roots, or against the PEM certificates of
@@ -42,34 +44,25 @@ type KafkaConfig struct {
 	SASLPassword  string `json:"sasl_password,omitempty"`
 }
 
-// ConsumeKafka feeds kc.Topic to its learner until ctx ends. Exactly once:
-// the next offset of every partition is committed to the store in the
-// same transaction as the events it covers, and records below it are
-// skipped, so a crash between that commit and the group's offset commit
-// replays nothing; the group's offsets (where a restarted consumer starts
-// reading) are committed to Kafka only after the events are durably
-// accepted, so a crash loses nothing.
+// ConsumeKafka feeds kc.Topic to its learner until ctx ends, as one
+// member of the consumer group kc.Group: Kafka assigns it some of the
+// topic's partitions (all of them when it is the only member). Exactly
+// once: each poll's records are ingested by the learner's owner — this
+// process, or with replicas on a shared store the replica that holds the
+// learner's lease, to which they are sent (kafkagroup.go) — which, under
+// the learner's lock, drops the records below each partition's stored
+// next offset and commits the new next offsets in the same transaction
+// as the events. The group's offsets (where a member starts reading a
+// partition) are committed to Kafka only after the owner acknowledged,
+// so a crash, a rebalance or a lost answer replays records at worst,
+// and replayed records are dropped.
 func (s *Server) ConsumeKafka(ctx context.Context, kc KafkaConfig) error {
-	if s.rep != nil && s.learnerExists(kc.Learner) {
-		// With replicas, the consumer runs where the learner is owned;
-		// if the lease is lost, its commits are refused and it stops.
-		tok, owner, err := s.rep.acquire(kc.Learner)
-		if err != nil {
-			return fmt.Errorf("kafka: learner %s: taking its lease: %w", kc.Learner, err)
+	if s.rep != nil {
+		if !s.learnerExists(kc.Learner) {
+			return fmt.Errorf("kafka: no learner %q", kc.Learner)
 		}
-		if owner != "" {
-			return fmt.Errorf("kafka: learner %s is owned by the replica at %s: %w", kc.Learner, owner, errNotOwner)
-		}
-		s.adopt(kc.Learner, tok)
-	}
-	s.mu.RLock()
-	h, ok := s.learners[kc.Learner]
-	s.mu.RUnlock()
-	if !ok {
-		return fmt.Errorf("kafka: no learner %q", kc.Learner)
-	}
-	if err := h.ensure(); err != nil {
-		return fmt.Errorf("kafka: %w", err)
+	} else if _, err := s.kafkaLearner(kc.Learner); err != nil {
+		return err
 	}
 	if kc.Group == "" {
 		kc.Group = "dpal-serve-" + kc.Learner
@@ -78,9 +71,23 @@ func (s *Server) ConsumeKafka(ctx context.Context, kc KafkaConfig) error {
 	if err != nil {
 		return err
 	}
+	var cred string
+	if s.rep != nil {
+		if cred, err = s.store.newPeerCred(s.rep.id); err != nil {
+			return fmt.Errorf("kafka: %w", err)
+		}
+		defer func() {
+			if err := s.store.deletePeerCred(cred); err != nil {
+				s.log.Warn("kafka: deleting the replica credential", "err", err)
+			}
+		}()
+	}
 	cl, err := kgo.NewClient(append(conn, kgo.ConsumerGroup(kc.Group), kgo.ConsumeTopics(kc.Topic),
 		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.FetchMaxWait(200*time.Millisecond),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			s.log.Info("kafka: partitions assigned", "topic", kc.Topic, "partitions", m[kc.Topic])
+		}))...)
 	if err != nil {
 		return fmt.Errorf("kafka: %w", err)
 	}
@@ -95,92 +102,57 @@ func (s *Server) ConsumeKafka(ctx context.Context, kc KafkaConfig) error {
 		fetches.EachError(func(topic string, p int32, err error) {
 			s.log.Warn("kafka: fetch error", "topic", topic, "partition", p, "err", err)
 		})
-		if err := s.consumeFetches(ctx, cl, h, kc, fetches); err != nil {
+		err := s.consumeFetches(ctx, cl, kc, cred, fetches)
+		switch {
+		case ctx.Err() != nil, errors.Is(err, errReplicaStopping):
+			return nil
+		case err != nil:
 			return err
 		}
 		cl.AllowRebalance()
 	}
 }
 
-// errNotOwner is ConsumeKafka's error where another replica owns the
-// learner.
-var errNotOwner = errors.New("another replica owns the learner")
-
 // RunKafka feeds kc.Topic to its learner until ctx ends: ConsumeKafka,
-// and with replicas on a shared store a consumer that follows the
-// learner's lease. Every replica started with the same Kafka settings
-// runs RunKafka; the one that owns the learner consumes (the learner is
-// one process's, so its records go there), the others wait and take over
-// when the owner's lease expires. A consumer whose replica loses the
-// lease is stopped (its late commits are refused by the fencing token,
-// before its group offsets are committed), and the new owner's consumer
-// resumes from the offsets stored with the events: exactly once across
-// the move, as across a crash.
+// kept running on a replica of a shared store. Every replica started
+// with the same Kafka settings runs it, each a member of the group that
+// Kafka spreads the partitions over; each member has the learner's
+// owner ingest its partitions' records (ConsumeKafka). When the lease
+// moves, a member's records go to the new owner; when a member stops,
+// Kafka gives its partitions to the others, which start at the group's
+// committed offsets, at or below the ones stored with the events.
 func (s *Server) RunKafka(ctx context.Context, kc KafkaConfig) error {
 	if s.rep == nil {
 		return s.ConsumeKafka(ctx, kc)
 	}
-	wait := s.rep.ttl / 3
 	for {
-		cctx, cancel := context.WithCancel(ctx)
-		go s.rep.watch(cctx, kc.Learner, cancel)
-		err := s.ConsumeKafka(cctx, kc)
-		cancel()
+		err := s.ConsumeKafka(ctx, kc)
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case err == nil, errors.Is(err, errNotOwner), errors.Is(err, errFenced), errors.Is(err, errBroken), errors.Is(err, errReplicaStopping):
-			// The lease moved (or was never here): wait to own it.
-		case s.learnerExists(kc.Learner):
-			s.log.Warn("kafka: consumer stopped; it restarts when this replica owns the learner", "learner", kc.Learner, "err", err)
-		default:
+		case err == nil:
+			return nil // the replica is stopping
+		case !s.learnerExists(kc.Learner):
 			return err
 		}
+		s.log.Warn("kafka: consumer stopped; it restarts", "learner", kc.Learner, "err", err)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(wait):
+		case <-time.After(s.rep.ttl / 3):
 		}
 	}
 }
 
-// consumeFetches ingests one poll's new records and then commits the
+// consumeFetches has one poll's records ingested, then commits the
 // group's offsets.
-func (s *Server) consumeFetches(ctx context.Context, cl *kgo.Client, h *hosted, kc KafkaConfig, fetches kgo.Fetches) error {
-	var evs []event
-	next := map[int32]int64{}
-	var recs []*kgo.Record
-	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-		from := h.store.kafkaNext(h.name, p.Topic, p.Partition)
-		for _, r := range p.Records {
-			recs = append(recs, r)
-			if r.Offset < from {
-				continue // already accepted before a crash
-			}
-			for _, ev := range parseEvents(r.Value, false, h.meta.Config.Dim) {
-				ev.line = int(r.Offset) // the operator log names the record by offset
-				evs = append(evs, ev)
-			}
-			next[p.Partition] = r.Offset + 1
-		}
-	})
-	if len(next) > 0 {
-		res, err := h.ingest(evs, "", nil, func(tx kvTx) error {
-			b := tx.Bucket(bucketKafka)
-			for p, off := range next {
-				if err := b.Put(kafkaKey(h.name, kc.Topic, p), ledger.Uint64Key(uint64(off))); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("kafka: %w", err)
-		}
-		s.log.Debug("kafka: ingested", "learner", h.name, "answer_bytes", len(res))
-	}
+func (s *Server) consumeFetches(ctx context.Context, cl *kgo.Client, kc KafkaConfig, cred string, fetches kgo.Fetches) error {
+	b, recs := batchOf(kc.Topic, fetches)
 	if len(recs) == 0 {
 		return nil
+	}
+	if err := s.deliver(ctx, kc.Learner, cred, b); err != nil {
+		return fmt.Errorf("kafka: %w", err)
 	}
 	if err := cl.CommitRecords(ctx, recs...); err != nil && !errors.Is(err, context.Canceled) {
 		// The store's offsets keep the events exactly once; the group
@@ -192,16 +164,6 @@ func (s *Server) consumeFetches(ctx context.Context, cl *kgo.Client, h *hosted, 
 
 func kafkaKey(learner, topic string, p int32) []byte {
 	return []byte(learner + "/" + topic + "/" + strconv.Itoa(int(p)))
-}
-
-// kafkaNext is the first offset of partition p not yet accepted (0: none).
-func (s *Store) kafkaNext(learner, topic string, p int32) int64 {
-	var off int64
-	_ = s.db.View(func(tx kvTx) error {
-		off = int64(ledger.KeyUint64(tx.Bucket(bucketKafka).Get(kafkaKey(learner, topic, p))))
-		return nil
-	})
-	return off
 }
 
 // connOpts are the client options that reach kc's brokers: the seed

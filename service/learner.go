@@ -128,6 +128,10 @@ type hosted struct {
 	// changing it makes (replica.go); nil with a store of one process.
 	token int64
 	fence func(kvTx) error
+	// kafkaNext is the next offset of each Kafka partition fed to the
+	// learner (kafkaKey → offset), as committed with its events; nil
+	// until the first records (kafkagroup.go), read and changed under mu.
+	kafkaNext map[string]int64
 }
 
 // setBroken marks the learner broken by err (h.mu held).
@@ -451,6 +455,15 @@ type ingestResult struct {
 // budget runs out mid-batch, the lines before are accepted and the rest
 // rejected as "budget-exhausted".
 func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx kvTx) error) ([]byte, error) {
+	return h.ingestPicked(key, sum, func() ([]event, func(kvTx) error, error) { return evs, extra, nil })
+}
+
+// ingestPicked is ingest of the events and extra writes pick returns,
+// called under h.mu after the idempotency key's checks: a caller that
+// decides which events are new by state the learner's commits change
+// (ingestKafka's offsets) decides under the lock that orders those
+// commits. pick's errNothingNew ends the call with a nil answer.
+func (h *hosted) ingestPicked(key string, sum []byte, pick func() ([]event, func(kvTx) error, error)) ([]byte, error) {
 	// The stored answer is read before h.mu is taken, so that the store
 	// read (a round trip to PostgreSQL) does not hold up the learner's
 	// other calls; a call with the same key that committed meanwhile is
@@ -488,6 +501,14 @@ func (h *hosted) ingest(evs []event, key string, sum []byte, extra func(tx kvTx)
 			h.mu.Unlock()
 			return nil, errInFlight
 		}
+	}
+	evs, extra, err := pick()
+	if err != nil {
+		h.mu.Unlock()
+		if errors.Is(err, errNothingNew) {
+			return nil, nil
+		}
+		return nil, err
 	}
 	res, reqs, refs, masked, err := h.observe(evs)
 	if err != nil {

@@ -203,24 +203,6 @@ func (rp *replica) acquire(learner string) (token int64, owner string, err error
 
 var errReplicaStopping = errors.New("the replica is stopping")
 
-// watch calls lost once this replica no longer holds learner's lease
-// (checked every tenth of the lease time), or when ctx ends.
-func (rp *replica) watch(ctx context.Context, learner string, lost func()) {
-	t := time.NewTicker(rp.ttl / 10)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if _, ok := rp.owned(learner); !ok {
-			lost()
-			return
-		}
-	}
-}
-
 var errRetryLease = &apiError{status: http.StatusServiceUnavailable, msg: "the learner's owner is changing; retry"}
 
 // renewLoop renews the leases held every third of the lease time, and

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/dpal-dev/dpal/dp/ledger"
 	"github.com/dpal-dev/dpal/dp/ledger/pgstore/pgtest"
@@ -222,30 +221,13 @@ func TestReplicasFailover(t *testing.T) {
 }
 
 // TestReplicasKafkaFailover: both replicas run the Kafka consumer of one
-// learner; the owner's consumes. The owner is killed mid-stream (no
-// renewals, no answers, its consumer stopped when its lease runs out):
-// the other replica takes the lease, its consumer joins the group, the
-// partitions move to it, and it resumes from the offsets stored with the
-// events. Every valid event is ingested exactly once.
+// learner, members of one group. The owner is killed mid-stream (no
+// renewals, no answers; its consumer stops once its lease ran out, as
+// the replica is stopping): the other replica takes the lease, the
+// partitions move to its consumer, which resumes from the offsets stored
+// with the events. Every valid event is ingested exactly once.
 func TestReplicasKafkaFailover(t *testing.T) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kc.Close()
-	brokers := kc.ListenAddrs()
-	dsn := pgtest.Start(t)
-	const ttl = time.Second
-	a, b := startReplica(t, dsn, ttl), startReplica(t, dsn, ttl)
-	c := &replicaClient{t: t, tok: map[Role]string{}}
-	for _, r := range []Role{RoleOfficer, RoleAdmin} {
-		if c.tok[r], err = a.store.CreateToken(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if code := c.call(a.base, RoleAdmin, "POST", "/v1/learners", `{"name":"k","dim":2,"config":{"window":1}}`, nil, ""); code != http.StatusCreated {
-		t.Fatalf("create: %d", code)
-	}
+	brokers, a, b, c := kafkaReplicas(t, 2)
 	cfg := KafkaConfig{Brokers: brokers, Topic: "events", Learner: "k"}
 	run := func(r *testReplica) (context.CancelFunc, chan error) {
 		ctx, cancel := context.WithCancel(context.Background())

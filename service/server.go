@@ -292,6 +292,7 @@ func (s *Server) routeAll() {
 	s.handle("POST /v1/tokens", s.createToken, RoleAdmin)
 	s.handle("DELETE /v1/tokens/{id}", s.revokeToken, RoleAdmin)
 	s.routeProjects()
+	s.routePeers()
 }
 
 // createToken makes a token of the role in the body ({"role": "ingest"})
