@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -432,7 +433,8 @@ func (s *Server) routePeers() {
 // consumer deletes it when it stops. Only a process that can write the
 // store can make one, and such a process can make tokens of any role
 // already. A killed consumer leaves its hash behind, which nobody can
-// use (the secret died with the process).
+// use (the secret died with the process) until the next process at its
+// address drops it (dropDeadPeers).
 var bucketPeers = []byte("peers")
 
 // peerPrefix marks peer credentials (for secret scanners).
@@ -450,12 +452,47 @@ func (s *Store) newPeerCred(id string) (string, error) {
 		if err != nil {
 			return err
 		}
-		return putJSON(pb, []byte(hashToken(cred)), map[string]any{"replica": id, "created": time.Now().UTC()})
+		if err := dropDeadPeers(pb, id); err != nil {
+			return err
+		}
+		return putJSON(pb, []byte(hashToken(cred)), peerRecord{Replica: id, Created: time.Now().UTC()})
 	})
 	if err != nil {
 		return "", fmt.Errorf("store %s: making the replica credential: %w", s.path, err)
 	}
 	return cred, nil
+}
+
+// peerRecord is what the store keeps beside a peer credential's hash.
+type peerRecord struct {
+	Replica string    `json:"replica"`
+	Created time.Time `json:"created"`
+}
+
+// dropDeadPeers deletes the credentials of earlier processes at this
+// replica's address (a replica id is its advertised URL, '#' and a
+// random suffix per process): two processes cannot listen at one
+// address, so those are dead ones, killed before they could delete
+// their own. Without it, every kill would leave a row behind for good.
+func dropDeadPeers(pb kvBucket, id string) error {
+	addr, _, ok := strings.Cut(id, "#")
+	if !ok {
+		return nil
+	}
+	var dead [][]byte
+	c := pb.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		var r peerRecord
+		if json.Unmarshal(v, &r) == nil && r.Replica != id && strings.HasPrefix(r.Replica, addr+"#") {
+			dead = append(dead, slices.Clone(k))
+		}
+	}
+	for _, k := range dead {
+		if err := pb.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deletePeerCred deletes cred's hash.

@@ -287,6 +287,17 @@ func TestKafkaPeerEndpoint(t *testing.T) {
 	if r.store.isPeerCred(cred) {
 		t.Error("a deleted credential is still accepted")
 	}
+	// A process at an address, killed with its credential stored: the
+	// next process at that address drops it; another address's stays.
+	dead, _ := r.store.newPeerCred("http://a:1#dead")
+	other, _ := r.store.newPeerCred("http://b:1#live")
+	if _, err := r.store.newPeerCred("http://a:1#next"); err != nil {
+		t.Fatal(err)
+	}
+	if r.store.isPeerCred(dead) || !r.store.isPeerCred(other) {
+		t.Errorf("after a restart at http://a:1: dead credential kept %v, other address's kept %v (want false, true)",
+			r.store.isPeerCred(dead), r.store.isPeerCred(other))
+	}
 }
 
 // TestKafkaBatchSplit: a batch cut to a byte limit keeps every record,
