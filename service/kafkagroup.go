@@ -433,7 +433,7 @@ func (s *Server) routePeers() {
 // consumer deletes it when it stops. Only a process that can write the
 // store can make one, and such a process can make tokens of any role
 // already. A killed consumer leaves its hash behind, which nobody can
-// use (the secret died with the process) until the next process at its
+// use (the secret died with the process); the next process at its
 // address drops it (dropDeadPeers).
 var bucketPeers = []byte("peers")
 
