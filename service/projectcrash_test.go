@@ -173,7 +173,7 @@ func checkProjectStore(t *testing.T, path string, acked map[int]int, kill int) {
 			t.Fatalf("kill %d: acknowledged label %d of record %d is not stored (%v, %v)", kill, c, i, got, ok)
 		}
 	}
-	led, err := st.openProjectLedger("crash", account.Budget{}, m.Config.Conversion)
+	led, err := st.openProjectLedger("crash", account.Budget{}, m.Config.Conversion, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -343,11 +343,14 @@ func (rp *replica) proxy(addr string) (*httputil.ReverseProxy, error) {
 	return p, nil
 }
 
-// routedLearner is the learner a request concerns, "" for none: the
-// learner of a /v1/learners/{name}/… path, of ?learner= on the ledger,
-// of a record id.
-func (s *Server) routedLearner(pattern string, r *http.Request) string {
+// routedLease is the lease key of what a request concerns, "" for none:
+// the learner of a /v1/learners/{name}/… path, of ?learner= on the
+// ledger, of a record id; the project of a /v1/projects/{name}/… path
+// (projectlease.go).
+func (s *Server) routedLease(pattern string, r *http.Request) string {
 	switch {
+	case strings.Contains(pattern, "/v1/projects/{name}"):
+		return projectLease(r.PathValue("name"))
 	case strings.Contains(pattern, "/v1/learners/{name}"):
 		return r.PathValue("name")
 	case pattern == "GET /v1/ledger":
@@ -367,12 +370,12 @@ func (s *Server) routedLearner(pattern string, r *http.Request) string {
 // it), and otherwise forwards it to the owner; it reports whether it
 // answered r.
 func (s *Server) route(w http.ResponseWriter, r *http.Request, pattern string) bool {
-	name := s.routedLearner(pattern, r)
-	if name == "" || !s.learnerExists(name) {
+	name := s.routedLease(pattern, r)
+	if name == "" || !s.leaseExists(name) {
 		return false // the handler answers (404 for a learner no replica has)
 	}
 	if tok, ok := s.rep.owned(name); ok {
-		s.adopt(name, tok)
+		s.adoptLease(name, tok)
 		return false
 	}
 	tok, owner, err := s.rep.acquire(name)
@@ -385,7 +388,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, pattern string) b
 		}
 		return true
 	case owner == "":
-		s.adopt(name, tok)
+		s.adoptLease(name, tok)
 		return false
 	case r.Header.Get(forwardedHeader) != "" || owner == s.rep.addr:
 		w.Header().Set("Retry-After", "1")

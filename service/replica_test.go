@@ -67,7 +67,8 @@ type replicaClient struct {
 	tok map[Role]string
 }
 
-func (c *replicaClient) call(base string, role Role, method, path, body string, out any, key string) int {
+// hdr are more headers, as name, value pairs.
+func (c *replicaClient) call(base string, role Role, method, path, body string, out any, key string, hdr ...string) int {
 	c.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -75,6 +76,9 @@ func (c *replicaClient) call(base string, role Role, method, path, body string, 
 		req.Header.Set("Authorization", "Bearer "+c.tok[role])
 		if key != "" {
 			req.Header.Set("Idempotency-Key", key)
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -494,34 +498,6 @@ func TestReplicasSearchAndListings(t *testing.T) {
 func jsonDecode(resp *http.Response, v any) {
 	b, _ := io.ReadAll(resp.Body)
 	_ = jsonUnmarshal(b, v)
-}
-
-// TestReplicasRefuseProjects: on a shared store the project endpoints
-// answer 501 with the reason, rather than run a project's job unfenced
-// on every replica.
-func TestReplicasRefuseProjects(t *testing.T) {
-	dsn := pgtest.Start(t)
-	a := startReplica(t, dsn, time.Second)
-	defer func() {
-		a.srv.Close()
-		a.hs.Close()
-		a.store.Close()
-	}()
-	tok, err := a.store.CreateToken(RoleAdmin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &replicaClient{t: t, tok: map[Role]string{RoleAdmin: tok}}
-	for _, tc := range []struct{ method, path, body string }{
-		{"POST", "/v1/projects", `{"name":"p"}`},
-		{"GET", "/v1/projects", ""},
-	} {
-		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
-			if code := c.call(a.base, RoleAdmin, tc.method, tc.path, tc.body, nil, ""); code != http.StatusNotImplemented {
-				t.Errorf("got %d, want 501", code)
-			}
-		})
-	}
 }
 
 // TestReplicasSpreadLearners: learners created through one replica are

@@ -121,10 +121,8 @@ func New(store *Store, opts Options) (*Server, error) {
 	if s.searches, err = store.loadSearches(); err != nil {
 		return nil, err
 	}
-	if s.rep == nil { // projects run on a single-process store only (singleProcess)
-		if s.projects, err = newProjectHost(store, s.log); err != nil {
-			return nil, err
-		}
+	if s.projects, err = newProjectHost(store, s.log, s.rep); err != nil {
+		return nil, err
 	}
 	s.routeAll()
 	return s, nil
