@@ -18,7 +18,7 @@ func (s *Server) routeProjects() {
 	s.handle("GET /v1/projects", s.listProjects, read...)
 	s.handle("GET /v1/projects/{name}", s.getProject, read...)
 	s.handle("GET /v1/projects/{name}/plan", s.projectPlan, RoleOfficer)
-	s.handle("POST /v1/projects/{name}/pool", s.uploadPool, RoleIngest)
+	s.handle(poolUploadPattern, s.uploadPool, RoleIngest)
 	s.handle("POST /v1/projects/{name}/start", s.startProject, RoleAdmin)
 	s.handle("POST /v1/projects/{name}/cancel", s.cancelProject, RoleAdmin)
 	s.handle("POST /v1/projects/{name}/close", s.closePhase, RoleAdmin)

@@ -1,6 +1,8 @@
 package service
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"time"
 )
@@ -174,4 +176,34 @@ func (h *projectHost) resumeOrphans() {
 			h.enqueue(m.Name)
 		}
 	}
+}
+
+// poolUploadPattern is the route of a pool upload: a stream that may
+// take longer than the server's read and write timeouts.
+const poolUploadPattern = "POST /v1/projects/{name}/pool"
+
+// streamForward readies a forwarded pool upload as uploadPool readies
+// its own: no write deadline, and the read deadline renewed at every
+// read of the body (a stalled client still times out). The reverse
+// proxy streams the body to the owner as it arrives, never buffering
+// it whole.
+func (s *Server) streamForward(w http.ResponseWriter, r *http.Request, pattern string) {
+	if pattern != poolUploadPattern || r.Body == nil {
+		return
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
+	r.Body = &renewingBody{ReadCloser: r.Body, rc: rc, timeout: s.opts.BodyTimeout}
+}
+
+// renewingBody renews the connection's read deadline before every read.
+type renewingBody struct {
+	io.ReadCloser
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (b *renewingBody) Read(p []byte) (int, error) {
+	_ = b.rc.SetReadDeadline(time.Now().Add(b.timeout))
+	return b.ReadCloser.Read(p)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -19,10 +20,10 @@ import (
 // projectReplicas starts two replicas (lease time ttl) on one throw-away
 // PostgreSQL database and a client with a token of every role; stop
 // closes them (a replica already killed is only closed).
-func projectReplicas(t *testing.T, ttl time.Duration) (a, b *testReplica, c *replicaClient, stop func()) {
+func projectReplicas(t *testing.T, ttl time.Duration, setA ...func(*http.Server)) (a, b *testReplica, c *replicaClient, stop func()) {
 	t.Helper()
 	dsn := pgtest.Start(t)
-	a, b = startReplica(t, dsn, ttl), startReplica(t, dsn, ttl)
+	a, b = startReplica(t, dsn, ttl, setA...), startReplica(t, dsn, ttl)
 	c = &replicaClient{t: t, tok: map[Role]string{}}
 	for _, r := range []Role{RoleIngest, RoleAnnotator, RoleOfficer, RoleAdmin} {
 		tok, err := a.store.CreateToken(r)
@@ -269,4 +270,44 @@ func checkProjectLedger(t *testing.T, st *Store, name string, rels []projectRele
 			t.Errorf("release %d (at %v) has no training charge committed before it", rel.Round, rel.Time)
 		}
 	}
+}
+
+// TestReplicasProjectStreamedUpload: a pool upload that lasts longer
+// than the forwarding replica's read and write timeouts (0.5 s here, as
+// `dpal serve` sets 60 s) is forwarded as a stream, its deadline renewed
+// as the body arrives, as the owner's own handler renews it.
+func TestReplicasProjectStreamedUpload(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	a, b, c, stop := projectReplicas(t, time.Second, func(hs *http.Server) { hs.ReadTimeout, hs.WriteTimeout = timeout, timeout })
+	defer stop()
+	const n, parts = 300, 6
+	records, _ := projectBlobs(n, 5)
+	c.mustCall(http.StatusCreated, b, RoleAdmin, "POST", "/v1/projects", projectBody("p", "poisson", "entropy", n), nil)
+	lines := strings.SplitAfter(records, "\n")
+	pr, pw := io.Pipe()
+	go func() {
+		for k := range parts {
+			time.Sleep(timeout / 2)
+			if _, err := io.WriteString(pw, strings.Join(lines[k*n/parts:(k+1)*n/parts], "")); err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("POST", a.base+"/v1/projects/p/pool", pr)
+	req.Header.Set("Authorization", "Bearer "+c.tok[RoleIngest])
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var up poolUpload
+	jsonDecode(resp, &up)
+	if resp.StatusCode != http.StatusOK || up.Pooled != n || up.State != stateReady {
+		t.Fatalf("upload through the forwarding replica: %d %+v", resp.StatusCode, up)
+	}
+	t.Logf("a %v upload forwarded through a replica with %v timeouts", time.Since(start).Round(time.Millisecond), timeout)
 }

@@ -400,6 +400,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, pattern string) b
 		writeError(w, err)
 		return true
 	}
+	s.streamForward(w, r, pattern)
 	p.ServeHTTP(w, r)
 	return true
 }

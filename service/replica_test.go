@@ -33,7 +33,9 @@ type testReplica struct {
 	base  string
 }
 
-func startReplica(t *testing.T, dsn string, ttl time.Duration) *testReplica {
+// startReplica starts a replica with lease time ttl; set adjusts its
+// http.Server before it serves.
+func startReplica(t *testing.T, dsn string, ttl time.Duration, set ...func(*http.Server)) *testReplica {
 	t.Helper()
 	st, err := OpenStore(dsn)
 	if err != nil {
@@ -49,6 +51,9 @@ func startReplica(t *testing.T, dsn string, ttl time.Duration) *testReplica {
 		t.Fatal(err)
 	}
 	r := &testReplica{store: st, srv: srv, hs: &http.Server{Handler: srv.Handler()}, base: base}
+	for _, f := range set {
+		f(r.hs)
+	}
 	go r.hs.Serve(ln)
 	return r
 }
