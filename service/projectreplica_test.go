@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -310,4 +311,23 @@ func TestReplicasProjectStreamedUpload(t *testing.T) {
 		t.Fatalf("upload through the forwarding replica: %d %+v", resp.StatusCode, up)
 	}
 	t.Logf("a %v upload forwarded through a replica with %v timeouts", time.Since(start).Round(time.Millisecond), timeout)
+
+	// Another process takes B's lease (its token raised): B's next write
+	// is refused by the fence and answered 503 with Retry-After; a retry
+	// reaches the lease's holder.
+	if _, err := b.store.db.(*pgKV).pool.Exec(context.Background(), `UPDATE service_leases SET token = token + 1 WHERE learner = $1`, projectLease("p")); err != nil {
+		t.Fatal(err)
+	}
+	req, _ = http.NewRequest("POST", b.base+"/v1/projects/p/start", nil)
+	req.Header.Set("Authorization", "Bearer "+c.tok[RoleAdmin])
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a write refused by the fence: %d (Retry-After %q), want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	retried := time.Now()
+	c.mustCall(http.StatusAccepted, b, RoleAdmin, "POST", "/v1/projects/p/start", "", nil)
+	t.Logf("the retried write was accepted after %v", time.Since(retried).Round(time.Millisecond))
 }

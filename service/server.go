@@ -192,6 +192,12 @@ func (s *Server) handle(pattern string, h handler, roles ...Role) {
 			}
 		}
 		if err := h(sw, r, c); err != nil {
+			if errors.Is(err, errFenced) {
+				// Another replica took the lease meanwhile: the next try
+				// reaches the new owner.
+				sw.Header().Set("Retry-After", "1")
+				err = errLeaseMoved
+			}
 			if statusOf(err) == http.StatusInternalServerError {
 				s.log.Error("request failed", "route", pattern, "err", err)
 				err = &apiError{status: http.StatusInternalServerError, msg: "internal error (see the server log)"}
@@ -200,6 +206,10 @@ func (s *Server) handle(pattern string, h handler, roles ...Role) {
 		}
 	})
 }
+
+// errLeaseMoved answers a write that the fence refused: another replica
+// took the lease of what it changes.
+var errLeaseMoved = &apiError{status: http.StatusServiceUnavailable, msg: "another replica took over what this request changes; retry"}
 
 type statusWriter struct {
 	http.ResponseWriter
