@@ -88,22 +88,14 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request, _ caller)
 		return err
 	}
 	ph := s.projects
-	if s.rep != nil {
-		// The replica that the creation reaches takes the project's lease
-		// and keeps it: it runs the project's jobs until it stops.
-		tok, owner, err := s.rep.acquire(projectLease(m.Name))
-		if err != nil {
-			return err
-		}
-		if owner != "" {
-			return errProjectExists // another replica holds it: it exists, or is being created
-		}
-		ph.adopt(m.Name, tok)
+	if err := s.leaseNewProject(m.Name); err != nil {
+		return err
 	}
 	ph.mu.Lock()
 	err = s.store.db.Update(withFence(ph.fence(m.Name), func(tx kvTx) error { return createProjectTx(tx, m) }))
 	ph.mu.Unlock()
 	if err != nil {
+		s.unleaseNewProject(m.Name, err)
 		return err
 	}
 	s.log.Info("project created", "project", m.Name, "pool_size", m.Settings.PoolSize, "epsilon", m.Config.Epsilon,

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -51,6 +52,39 @@ func (s *Server) adoptLease(key string, token int64) {
 		return
 	}
 	s.adopt(key, token)
+}
+
+// leaseNewProject takes, on replicas, the lease of project name for its
+// creation: the replica that the creation reaches keeps it and runs the
+// project's jobs. A lease another replica holds means the project exists
+// or is being created there.
+func (s *Server) leaseNewProject(name string) error {
+	if s.rep == nil {
+		return nil
+	}
+	tok, owner, err := s.rep.acquire(projectLease(name))
+	if err != nil {
+		return err
+	}
+	if owner != "" {
+		return errProjectExists
+	}
+	s.projects.adopt(name, tok)
+	return nil
+}
+
+// unleaseNewProject gives up the lease of a project whose creation
+// failed with err, unless the project exists (err is errProjectExists):
+// renewed for nothing, the lease would refuse every other replica's
+// creation of the name.
+func (s *Server) unleaseNewProject(name string, err error) {
+	if s.rep == nil || errors.Is(err, errProjectExists) {
+		return
+	}
+	s.projects.lmu.Lock()
+	delete(s.projects.tokens, name)
+	s.projects.lmu.Unlock()
+	s.rep.release(projectLease(name))
 }
 
 // hosted reports whether this replica took project name's lease since
