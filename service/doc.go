@@ -8,8 +8,8 @@
 //
 // One store (Store) holds everything — a bbolt file for one process, or a
 // PostgreSQL database that replicas share (kv.go, kvpg.go, replica.go:
-// one owner per learner through a fenced lease; docs/serve.md,
-// Deployment): each learner's settings, its
+// one owner per learner, and per pool project (projectlease.go), through
+// a fenced lease; docs/serve.md, Deployment): each learner's settings, its
 // privacy ledger (dp/ledger, one per learner, each with its own budget),
 // a checkpoint of the learner's state without its open requests
 // (stream.Learner.SaveStateWithoutPending), its label requests (with the

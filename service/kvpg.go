@@ -635,7 +635,7 @@ type pgSyncLedger struct{ ledgerStore }
 
 // Sync implements ledger.SyncStore.
 func (s *pgSyncLedger) Sync(seq uint64, fold func(ledger.Entry) error, decide func() (ledger.Entry, bool, error)) error {
-	return s.kv.Update(func(tx kvTx) error {
+	return s.update(func(tx kvTx) error {
 		t, ok := tx.(*pgTx)
 		if !ok {
 			return errors.New("store: the ledger's store cannot lock a row")

@@ -157,14 +157,7 @@ func (h *hosted) update(fn func(kvTx) error) error {
 
 // fenced is fn after the lease's fence, if any.
 func (h *hosted) fenced(fn func(kvTx) error) func(kvTx) error {
-	return func(tx kvTx) error {
-		if h.fence != nil {
-			if err := h.fence(tx); err != nil {
-				return err
-			}
-		}
-		return fn(tx)
-	}
+	return func(tx kvTx) error { return withFence(h.fence, fn)(tx) }
 }
 
 // ensure restores the learner and its ledger if this is its first call

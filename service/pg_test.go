@@ -22,7 +22,8 @@ func testStorePath(t testing.TB, file string) string {
 
 // TestOnPostgres runs the service's tests of what the store keeps —
 // tokens, learners and their checkpoints, requests, labels, releases,
-// idempotency keys, Kafka offsets, ledgers, crashes — again on a
+// idempotency keys, Kafka offsets, ledgers, crashes, pool projects
+// (under their leases, one replica) — again on a
 // PostgreSQL store (a throw-away cluster, pgtest; a new database each).
 func TestOnPostgres(t *testing.T) {
 	pgtest.Start(t) // skips here, once, where PostgreSQL is missing
@@ -52,6 +53,8 @@ func TestOnPostgres(t *testing.T) {
 		{"Search", TestSearch},
 		{"KafkaExactlyOnce", TestKafkaExactlyOnce},
 		{"Crash", TestCrash},
+		{"ProjectFlow", TestProjectFlow},
+		{"ProjectCloseCancelRestart", TestProjectCloseCancelRestart},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

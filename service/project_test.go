@@ -42,17 +42,26 @@ func projectBody(name, selection, acquisition string, n int) string {
 // waitState polls project name until its state is one of want.
 func (ts *testServer) waitState(name string, want ...string) projectView {
 	ts.t.Helper()
+	return waitProjectState(ts.t, name, func() (v projectView) {
+		ts.mustDo(200, RoleOfficer, "GET", "/v1/projects/"+name, "", &v)
+		return v
+	}, want...)
+}
+
+// waitProjectState polls project name by read until its state is one
+// of want, failing the test when it fails or a minute passes.
+func waitProjectState(t *testing.T, name string, read func() projectView, want ...string) projectView {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		var v projectView
-		ts.mustDo(200, RoleOfficer, "GET", "/v1/projects/"+name, "", &v)
+		v := read()
 		for _, w := range want {
 			if v.State == w {
 				return v
 			}
 		}
 		if v.State == stateFailed || time.Now().After(deadline) {
-			ts.t.Fatalf("project %s is %s (%s), want %v", name, v.State, v.Error, want)
+			t.Fatalf("project %s is %s (%s), want %v", name, v.State, v.Error, want)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

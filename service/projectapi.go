@@ -14,42 +14,23 @@ import (
 // routeProjects registers the pool projects' endpoints.
 func (s *Server) routeProjects() {
 	read := []Role{RoleOfficer, RoleAnnotator}
-	handle := func(pattern string, h handler, roles ...Role) { s.handle(pattern, s.singleProcess(h), roles...) }
-	handle("POST /v1/projects", s.createProject, RoleAdmin)
-	handle("GET /v1/projects", s.listProjects, read...)
-	handle("GET /v1/projects/{name}", s.getProject, read...)
-	handle("GET /v1/projects/{name}/plan", s.projectPlan, RoleOfficer)
-	handle("POST /v1/projects/{name}/pool", s.uploadPool, RoleIngest)
-	handle("POST /v1/projects/{name}/start", s.startProject, RoleAdmin)
-	handle("POST /v1/projects/{name}/cancel", s.cancelProject, RoleAdmin)
-	handle("POST /v1/projects/{name}/close", s.closePhase, RoleAdmin)
-	handle("GET /v1/projects/{name}/queue", s.projectQueue, RoleAnnotator)
-	handle("POST /v1/projects/{name}/queue/{index}/claim", s.claimItem, RoleAnnotator)
-	handle("POST /v1/projects/{name}/queue/{index}/label", s.labelItem, RoleAnnotator)
-	handle("POST /v1/projects/{name}/queue/{index}/skip", s.skipItem, RoleAnnotator)
-	handle("GET /v1/projects/{name}/releases", s.projectReleases, RoleOfficer)
-	handle("GET /v1/projects/{name}/model", s.projectModel, RoleOfficer)
-	handle("POST /v1/projects/{name}/predict", s.projectPredict, RoleOfficer)
-	handle("GET /v1/projects/{name}/privacy", s.projectPrivacy, RoleOfficer)
-	handle("GET /v1/projects/{name}/records/{index}/epsilon", s.projectRecordEpsilon, RoleOfficer)
-}
-
-// errProjectsReplicated answers the project endpoints on a shared store.
-var errProjectsReplicated = &apiError{status: http.StatusNotImplemented,
-	msg: "pool projects run on a single-process store (a bbolt file); replicas on a postgres:// store do not host them yet"}
-
-// singleProcess refuses h on a shared (replicated) store. A project's
-// job, queue and model live in one process, and the replicas' leases and
-// fencing cover learners only: two replicas resuming the same project
-// would train it twice and race on its queue. Until projects get a lease
-// of their own, they are refused rather than run unfenced.
-func (s *Server) singleProcess(h handler) handler {
-	return func(w http.ResponseWriter, r *http.Request, c caller) error {
-		if s.rep != nil {
-			return errProjectsReplicated
-		}
-		return h(w, r, c)
-	}
+	s.handle("POST /v1/projects", s.createProject, RoleAdmin)
+	s.handle("GET /v1/projects", s.listProjects, read...)
+	s.handle("GET /v1/projects/{name}", s.getProject, read...)
+	s.handle("GET /v1/projects/{name}/plan", s.projectPlan, RoleOfficer)
+	s.handle(poolUploadPattern, s.uploadPool, RoleIngest)
+	s.handle("POST /v1/projects/{name}/start", s.startProject, RoleAdmin)
+	s.handle("POST /v1/projects/{name}/cancel", s.cancelProject, RoleAdmin)
+	s.handle("POST /v1/projects/{name}/close", s.closePhase, RoleAdmin)
+	s.handle("GET /v1/projects/{name}/queue", s.projectQueue, RoleAnnotator)
+	s.handle("POST /v1/projects/{name}/queue/{index}/claim", s.claimItem, RoleAnnotator)
+	s.handle("POST /v1/projects/{name}/queue/{index}/label", s.labelItem, RoleAnnotator)
+	s.handle("POST /v1/projects/{name}/queue/{index}/skip", s.skipItem, RoleAnnotator)
+	s.handle("GET /v1/projects/{name}/releases", s.projectReleases, RoleOfficer)
+	s.handle("GET /v1/projects/{name}/model", s.projectModel, RoleOfficer)
+	s.handle("POST /v1/projects/{name}/predict", s.projectPredict, RoleOfficer)
+	s.handle("GET /v1/projects/{name}/privacy", s.projectPrivacy, RoleOfficer)
+	s.handle("GET /v1/projects/{name}/records/{index}/epsilon", s.projectRecordEpsilon, RoleOfficer)
 }
 
 // projectView is a project's state as the officer and the annotators
@@ -107,10 +88,14 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request, _ caller)
 		return err
 	}
 	ph := s.projects
+	if err := s.leaseNewProject(m.Name); err != nil {
+		return err
+	}
 	ph.mu.Lock()
-	err = s.store.db.Update(func(tx kvTx) error { return createProjectTx(tx, m) })
+	err = s.store.db.Update(withFence(ph.fence(m.Name), func(tx kvTx) error { return createProjectTx(tx, m) }))
 	ph.mu.Unlock()
 	if err != nil {
+		s.unleaseNewProject(m.Name, err)
 		return err
 	}
 	s.log.Info("project created", "project", m.Name, "pool_size", m.Settings.PoolSize, "epsilon", m.Config.Epsilon,
@@ -227,7 +212,7 @@ func (s *Server) cancelProject(w http.ResponseWriter, r *http.Request, _ caller)
 func (s *Server) closePhase(w http.ResponseWriter, r *http.Request, _ caller) error {
 	ph := s.projects
 	ph.mu.Lock()
-	m, err := ph.endPhase(r.PathValue("name"), true)
+	m, err := ph.endPhase(r.PathValue("name"), true, ph.fence(r.PathValue("name")))
 	ph.mu.Unlock()
 	if err != nil {
 		return err

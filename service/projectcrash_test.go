@@ -75,8 +75,11 @@ func TestProjectCrash(t *testing.T) {
 		}
 		done = projectLoad(c, acked, classes, deadline)
 	}
+	// A label committed just before a kill is stored though its answer
+	// never arrived: at most one such label per kill, none acknowledged
+	// and lost.
 	var v projectView
-	if code, err := c.call(RoleOfficer, "GET", "/v1/projects/crash", "", &v, ""); err != nil || code != 200 || v.Round != 3 || v.Labels != len(acked) {
+	if code, err := c.call(RoleOfficer, "GET", "/v1/projects/crash", "", &v, ""); err != nil || code != 200 || v.Round != 3 || v.Labels < len(acked) || v.Labels > len(acked)+kills {
 		t.Fatalf("final: %d %v %+v, %d labels acknowledged", code, err, v, len(acked))
 	}
 	t.Logf("%d kills; %d labels acknowledged, all kept", kills, len(acked))
@@ -173,7 +176,7 @@ func checkProjectStore(t *testing.T, path string, acked map[int]int, kill int) {
 			t.Fatalf("kill %d: acknowledged label %d of record %d is not stored (%v, %v)", kill, c, i, got, ok)
 		}
 	}
-	led, err := st.openProjectLedger("crash", account.Budget{}, m.Config.Conversion)
+	led, err := st.openProjectLedger("crash", account.Budget{}, m.Config.Conversion, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,15 +23,22 @@ import (
 // running job's progress and cancel, the opened ledgers and the last
 // loaded model per project. mu serialises every state change of every
 // project (labels, closes, job commits): each is one short transaction.
+// With replicas (rep set), this replica hosts the projects whose leases
+// it holds (projectlease.go): every write is fenced by the lease's token.
 type projectHost struct {
 	store *Store
 	log   *slog.Logger
 	jobs  chan string
+	rep   *replica
 
 	mu      sync.Mutex
 	leds    map[string]*ledger.Ledger
 	running map[string]*projectRun
 	nets    map[string]loadedNet
+
+	lmu    sync.Mutex       // guards tokens and queued, apart from mu: update's callers hold mu
+	tokens map[string]int64 // project → the lease token it is hosted under here
+	queued map[string]bool  // projects whose job is queued, not yet running
 }
 
 // projectRun is a running job: its cancel and progress.
@@ -41,6 +48,11 @@ type projectRun struct {
 	steps   atomic.Int64
 	total   int
 	started time.Time
+	// fence is the check of the job's writes, taken when it started (its
+	// lease's token then); lost is set once the lease ran out here: the
+	// job stops without storing anything, the next owner resumes it.
+	fence func(kvTx) error
+	lost  atomic.Bool
 }
 
 // loadedNet is a project's last loaded release.
@@ -54,16 +66,22 @@ type loadedNet struct {
 const projectWorkers = 1
 
 // newProjectHost starts the worker and queues the jobs of every project
-// a restart interrupted: each resumes from its last finished phase.
-func newProjectHost(store *Store, log *slog.Logger) (*projectHost, error) {
-	h := &projectHost{store: store, log: log, jobs: make(chan string, 1024), leds: map[string]*ledger.Ledger{},
-		running: map[string]*projectRun{}, nets: map[string]loadedNet{}}
+// a restart interrupted: each resumes from its last finished phase. With
+// replicas (rep), a job is resumed by the replica that takes its
+// project's lease (resumeLoop).
+func newProjectHost(store *Store, log *slog.Logger, rep *replica) (*projectHost, error) {
+	h := &projectHost{store: store, log: log, jobs: make(chan string, 1024), rep: rep, leds: map[string]*ledger.Ledger{},
+		running: map[string]*projectRun{}, nets: map[string]loadedNet{}, tokens: map[string]int64{}, queued: map[string]bool{}}
 	metas, err := viewOf(store.db, listProjectsTx)
 	if err != nil {
 		return nil, err
 	}
 	for range projectWorkers {
 		go h.work()
+	}
+	if rep != nil {
+		go h.resumeLoop()
+		return h, nil
 	}
 	for _, m := range metas {
 		if m.State == stateStarting || m.State == stateTraining {
@@ -76,6 +94,9 @@ func newProjectHost(store *Store, log *slog.Logger) (*projectHost, error) {
 
 // enqueue queues project name's next job.
 func (h *projectHost) enqueue(name string) {
+	h.lmu.Lock()
+	h.queued[name] = true
+	h.lmu.Unlock()
 	select {
 	case h.jobs <- name:
 	default:
@@ -97,10 +118,16 @@ func (h *projectHost) meta(name string) (projectMeta, error) {
 }
 
 // update reads project name, lets fn change it inside the same
-// transaction, and writes it back (h.mu held by the caller).
+// transaction, and writes it back (h.mu held by the caller), under the
+// project's lease as this replica holds it now.
 func (h *projectHost) update(name string, fn func(tx kvTx, m *projectMeta) error) (projectMeta, error) {
+	return h.updateFenced(h.fence(name), name, fn)
+}
+
+// updateFenced is update checking fence (a job's, taken when it started).
+func (h *projectHost) updateFenced(fence func(kvTx) error, name string, fn func(tx kvTx, m *projectMeta) error) (projectMeta, error) {
 	var m projectMeta
-	err := h.store.db.Update(func(tx kvTx) error {
+	err := h.store.db.Update(withFence(fence, func(tx kvTx) error {
 		var err error
 		if m, err = getProjectTx(tx, name); err != nil {
 			return err
@@ -109,19 +136,20 @@ func (h *projectHost) update(name string, fn func(tx kvTx, m *projectMeta) error
 			return err
 		}
 		return putProjectTx(tx, m)
-	})
+	}))
 	return m, err
 }
 
-// ledger returns project m's ledger, opened once: ε per record is the
-// target, δ and the RDP conversion the plan's.
+// ledger returns project m's ledger, opened once (again when the lease
+// changes hands): ε per record is the target, δ and the RDP conversion
+// the plan's; its charges are fenced by the project's lease.
 func (h *projectHost) ledger(m projectMeta) (*ledger.Ledger, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if led, ok := h.leds[m.Name]; ok {
 		return led, nil
 	}
-	led, err := h.store.openProjectLedger(m.Name, account.Budget{Epsilon: m.Config.Epsilon, Delta: m.Config.Delta}, m.Config.Conversion)
+	led, err := h.store.openProjectLedger(m.Name, account.Budget{Epsilon: m.Config.Epsilon, Delta: m.Config.Delta}, m.Config.Conversion, h.fence(m.Name))
 	if err != nil {
 		return nil, fmt.Errorf("project %s: %w", m.Name, err)
 	}
@@ -133,13 +161,23 @@ func (h *projectHost) ledger(m projectMeta) (*ledger.Ledger, error) {
 // draw) or the next training round. A failure is stored in the project
 // (state failed, start retries); a cancel leaves it paused.
 func (h *projectHost) runJob(name string) {
+	h.lmu.Lock()
+	delete(h.queued, name)
+	h.lmu.Unlock()
+	fence, owned := h.jobFence(name)
+	if !owned {
+		return // another replica holds the project: its job runs there
+	}
 	m, err := h.meta(name)
 	if err != nil || (m.State != stateStarting && m.State != stateTraining) {
 		return // cancelled, or closed meanwhile
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	run := &projectRun{cancel: cancel, round: m.Round + 1, started: time.Now()}
+	run := &projectRun{cancel: cancel, round: m.Round + 1, started: time.Now(), fence: fence}
+	if h.rep != nil {
+		go h.rep.watch(ctx, projectLease(name), func() { run.lost.Store(true); cancel() })
+	}
 	if m.State == stateTraining {
 		for _, ph := range m.Plan.Phases {
 			if ph.Round == run.round {
@@ -156,11 +194,15 @@ func (h *projectHost) runJob(name string) {
 		h.mu.Unlock()
 	}()
 	if m.State == stateStarting {
-		err = h.start(m)
+		err = h.start(m, fence)
 	} else {
 		err = h.train(ctx, m, run)
 	}
 	if err == nil {
+		return
+	}
+	if run.lost.Load() || errors.Is(err, errFenced) {
+		h.log.Warn("project job stopped: this replica no longer holds the project's lease; its owner resumes the job", "project", name, "err", err)
 		return
 	}
 	state := stateFailed
@@ -170,7 +212,7 @@ func (h *projectHost) runJob(name string) {
 	h.log.Warn("project job stopped", "project", name, "state", state, "err", err)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	_, uerr := h.update(name, func(_ kvTx, pm *projectMeta) error {
+	_, uerr := h.updateFenced(fence, name, func(_ kvTx, pm *projectMeta) error {
 		if pm.State == stateStarting || pm.State == stateTraining {
 			pm.Resume, pm.State, pm.Error = pm.State, state, err.Error()
 		}
@@ -221,7 +263,7 @@ func (h *projectHost) stepper(m projectMeta, net *nn.Net, progress func()) (*poo
 // start commits the run's charge (Poisson selection: every record's loss
 // for the whole run, before anything is drawn; once, though a crash may
 // run start again) and draws the initial set into the queue.
-func (h *projectHost) start(m projectMeta) error {
+func (h *projectHost) start(m projectMeta, fence func(kvTx) error) error {
 	st, _, err := h.stepper(m, nil, nil)
 	if err != nil {
 		return err
@@ -235,7 +277,7 @@ func (h *projectHost) start(m projectMeta) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	m, err = h.update(m.Name, func(tx kvTx, pm *projectMeta) error {
+	m, err = h.updateFenced(fence, m.Name, func(tx kvTx, pm *projectMeta) error {
 		if pm.State != stateStarting {
 			return errState(*pm, stateStarting)
 		}
@@ -246,16 +288,16 @@ func (h *projectHost) start(m projectMeta) error {
 		return err
 	}
 	h.log.Info("project started", "project", m.Name, "initial", len(idx))
-	return h.phaseIfEmpty(m, len(idx))
+	return h.phaseIfEmpty(m, len(idx), fence)
 }
 
 // phaseIfEmpty ends a labelling phase whose queue is empty (nobody was
 // selected) at once (h.mu held).
-func (h *projectHost) phaseIfEmpty(m projectMeta, queued int) error {
+func (h *projectHost) phaseIfEmpty(m projectMeta, queued int, fence func(kvTx) error) error {
 	if queued > 0 || m.State != stateLabelling {
 		return nil
 	}
-	_, err := h.endPhase(m.Name, false)
+	_, err := h.endPhase(m.Name, false, fence)
 	return err
 }
 
@@ -296,7 +338,7 @@ func (h *projectHost) train(ctx context.Context, m projectMeta, run *projectRun)
 		Seconds: time.Since(run.started).Seconds()}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	m, err = h.update(m.Name, func(tx kvTx, pm *projectMeta) error {
+	m, err = h.updateFenced(run.fence, m.Name, func(tx kvTx, pm *projectMeta) error {
 		if pm.State != stateTraining || pm.Round != round-1 {
 			return errState(*pm, stateTraining)
 		}
@@ -316,7 +358,7 @@ func (h *projectHost) train(ctx context.Context, m projectMeta, run *projectRun)
 	}
 	h.nets[m.Name] = loadedNet{round: round, net: st.Net()}
 	h.log.Info("project round released", "project", m.Name, "round", round, "labelled", rd.Labelled, "selected", len(chosen))
-	return h.phaseIfEmpty(m, len(chosen))
+	return h.phaseIfEmpty(m, len(chosen), run.fence)
 }
 
 // releaseFile is round's model in the file format `dpal train --out`
@@ -369,9 +411,9 @@ func (h *projectHost) model(name string, round int) (*nn.Net, int, error) {
 // endPhase closes the labelling phase of project name (h.mu held): the
 // labelled records become the phase's group, the open ones are dropped
 // (close) — or, without close, the call is refused while any is open —
-// and the next round's job is queued.
-func (h *projectHost) endPhase(name string, close bool) (projectMeta, error) {
-	m, err := h.update(name, func(tx kvTx, pm *projectMeta) error {
+// and the next round's job is queued; its write checks fence.
+func (h *projectHost) endPhase(name string, close bool, fence func(kvTx) error) (projectMeta, error) {
+	m, err := h.updateFenced(fence, name, func(tx kvTx, pm *projectMeta) error {
 		_, err := endPhaseTx(tx, pm, close)
 		return err
 	})

@@ -308,6 +308,7 @@ func modelTx(tx kvTx, name string, round int) ([]byte, int, error) {
 
 // openProjectLedger opens project name's ledger: a new one with budget
 // (ε per record, the plan's δ) and conversion, an existing one as stored.
-func (s *Store) openProjectLedger(name string, budget account.Budget, conv account.Conversion) (*ledger.Ledger, error) {
-	return ledger.Open(s.ledgerStore(projectPrefix(name)), budget, ledger.WithConversion(conv))
+// Its writes check fence (the project's lease; nil in one process).
+func (s *Store) openProjectLedger(name string, budget account.Budget, conv account.Conversion, fence func(kvTx) error) (*ledger.Ledger, error) {
+	return ledger.Open(s.fencedLedgerStore(projectPrefix(name), fence), budget, ledger.WithConversion(conv))
 }

@@ -203,6 +203,25 @@ func (rp *replica) acquire(learner string) (token int64, owner string, err error
 
 var errReplicaStopping = errors.New("the replica is stopping")
 
+// watch calls lost once this replica no longer holds the lease of key (a
+// learner's name or a project's key; checked every tenth of the lease
+// time), or when ctx ends.
+func (rp *replica) watch(ctx context.Context, key string, lost func()) {
+	t := time.NewTicker(rp.ttl / 10)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, ok := rp.owned(key); !ok {
+			lost()
+			return
+		}
+	}
+}
+
 var errRetryLease = &apiError{status: http.StatusServiceUnavailable, msg: "the learner's owner is changing; retry"}
 
 // renewLoop renews the leases held every third of the lease time, and
@@ -325,11 +344,14 @@ func (rp *replica) proxy(addr string) (*httputil.ReverseProxy, error) {
 	return p, nil
 }
 
-// routedLearner is the learner a request concerns, "" for none: the
-// learner of a /v1/learners/{name}/… path, of ?learner= on the ledger,
-// of a record id.
-func (s *Server) routedLearner(pattern string, r *http.Request) string {
+// routedLease is the lease key of what a request concerns, "" for none:
+// the learner of a /v1/learners/{name}/… path, of ?learner= on the
+// ledger, of a record id; the project of a /v1/projects/{name}/… path
+// (projectlease.go).
+func (s *Server) routedLease(pattern string, r *http.Request) string {
 	switch {
+	case strings.Contains(pattern, "/v1/projects/{name}"):
+		return projectLease(r.PathValue("name"))
 	case strings.Contains(pattern, "/v1/learners/{name}"):
 		return r.PathValue("name")
 	case pattern == "GET /v1/ledger":
@@ -349,12 +371,12 @@ func (s *Server) routedLearner(pattern string, r *http.Request) string {
 // it), and otherwise forwards it to the owner; it reports whether it
 // answered r.
 func (s *Server) route(w http.ResponseWriter, r *http.Request, pattern string) bool {
-	name := s.routedLearner(pattern, r)
-	if name == "" || !s.learnerExists(name) {
+	name := s.routedLease(pattern, r)
+	if name == "" || !s.leaseExists(name) {
 		return false // the handler answers (404 for a learner no replica has)
 	}
 	if tok, ok := s.rep.owned(name); ok {
-		s.adopt(name, tok)
+		s.adoptLease(name, tok)
 		return false
 	}
 	tok, owner, err := s.rep.acquire(name)
@@ -367,7 +389,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, pattern string) b
 		}
 		return true
 	case owner == "":
-		s.adopt(name, tok)
+		s.adoptLease(name, tok)
 		return false
 	case r.Header.Get(forwardedHeader) != "" || owner == s.rep.addr:
 		w.Header().Set("Retry-After", "1")
@@ -379,6 +401,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, pattern string) b
 		writeError(w, err)
 		return true
 	}
+	s.streamForward(w, r, pattern)
 	p.ServeHTTP(w, r)
 	return true
 }

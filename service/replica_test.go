@@ -32,7 +32,9 @@ type testReplica struct {
 	base  string
 }
 
-func startReplica(t *testing.T, dsn string, ttl time.Duration) *testReplica {
+// startReplica starts a replica with lease time ttl; set adjusts its
+// http.Server before it serves.
+func startReplica(t *testing.T, dsn string, ttl time.Duration, set ...func(*http.Server)) *testReplica {
 	t.Helper()
 	st, err := OpenStore(dsn)
 	if err != nil {
@@ -48,6 +50,9 @@ func startReplica(t *testing.T, dsn string, ttl time.Duration) *testReplica {
 		t.Fatal(err)
 	}
 	r := &testReplica{store: st, srv: srv, hs: &http.Server{Handler: srv.Handler()}, base: base}
+	for _, f := range set {
+		f(r.hs)
+	}
 	go r.hs.Serve(ln)
 	return r
 }
@@ -66,7 +71,8 @@ type replicaClient struct {
 	tok map[Role]string
 }
 
-func (c *replicaClient) call(base string, role Role, method, path, body string, out any, key string) int {
+// hdr are more headers, as name, value pairs.
+func (c *replicaClient) call(base string, role Role, method, path, body string, out any, key string, hdr ...string) int {
 	c.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -74,6 +80,9 @@ func (c *replicaClient) call(base string, role Role, method, path, body string, 
 		req.Header.Set("Authorization", "Bearer "+c.tok[role])
 		if key != "" {
 			req.Header.Set("Idempotency-Key", key)
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -477,34 +486,6 @@ func TestReplicasSearchAndListings(t *testing.T) {
 func jsonDecode(resp *http.Response, v any) {
 	b, _ := io.ReadAll(resp.Body)
 	_ = jsonUnmarshal(b, v)
-}
-
-// TestReplicasRefuseProjects: on a shared store the project endpoints
-// answer 501 with the reason, rather than run a project's job unfenced
-// on every replica.
-func TestReplicasRefuseProjects(t *testing.T) {
-	dsn := pgtest.Start(t)
-	a := startReplica(t, dsn, time.Second)
-	defer func() {
-		a.srv.Close()
-		a.hs.Close()
-		a.store.Close()
-	}()
-	tok, err := a.store.CreateToken(RoleAdmin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &replicaClient{t: t, tok: map[Role]string{RoleAdmin: tok}}
-	for _, tc := range []struct{ method, path, body string }{
-		{"POST", "/v1/projects", `{"name":"p"}`},
-		{"GET", "/v1/projects", ""},
-	} {
-		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
-			if code := c.call(a.base, RoleAdmin, tc.method, tc.path, tc.body, nil, ""); code != http.StatusNotImplemented {
-				t.Errorf("got %d, want 501", code)
-			}
-		})
-	}
 }
 
 // TestReplicasSpreadLearners: learners created through one replica are

@@ -121,10 +121,8 @@ func New(store *Store, opts Options) (*Server, error) {
 	if s.searches, err = store.loadSearches(); err != nil {
 		return nil, err
 	}
-	if s.rep == nil { // projects run on a single-process store only (singleProcess)
-		if s.projects, err = newProjectHost(store, s.log); err != nil {
-			return nil, err
-		}
+	if s.projects, err = newProjectHost(store, s.log, s.rep); err != nil {
+		return nil, err
 	}
 	s.routeAll()
 	return s, nil
@@ -194,6 +192,11 @@ func (s *Server) handle(pattern string, h handler, roles ...Role) {
 			}
 		}
 		if err := h(sw, r, c); err != nil {
+			if errors.Is(err, errFenced) {
+				// Another replica took the lease meanwhile: the next try
+				// reaches the new owner.
+				err = errLeaseMoved
+			}
 			switch statusOf(err) {
 			case http.StatusInternalServerError:
 				s.log.Error("request failed", "route", pattern, "err", err)
@@ -210,6 +213,10 @@ func (s *Server) handle(pattern string, h handler, roles ...Role) {
 		}
 	})
 }
+
+// errLeaseMoved answers a write that the fence refused: another replica
+// took the lease of what it changes.
+var errLeaseMoved = &apiError{status: http.StatusServiceUnavailable, msg: "another replica took over what this request changes; retry"}
 
 type statusWriter struct {
 	http.ResponseWriter

@@ -189,11 +189,19 @@ func getJSON(b kvBucket, k []byte, v any) (bool, error) {
 type ledgerStore struct {
 	kv   kvDB
 	name string
+	// fence, if set, is checked in every transaction that writes the
+	// ledger (a project's lease, replica.go): a stale owner's charge is
+	// refused before it could pay for a release.
+	fence func(kvTx) error
 }
 
 // ledgerStore is the ledger.Store of learner name.
-func (s *Store) ledgerStore(name string) ledger.Store {
-	ls := ledgerStore{kv: s.db, name: name}
+func (s *Store) ledgerStore(name string) ledger.Store { return s.fencedLedgerStore(name, nil) }
+
+// fencedLedgerStore is the ledger.Store named name whose writes check
+// fence (nil: none).
+func (s *Store) fencedLedgerStore(name string, fence func(kvTx) error) ledger.Store {
+	ls := ledgerStore{kv: s.db, name: name, fence: fence}
 	if s.shared {
 		return &pgSyncLedger{ls}
 	}
@@ -214,7 +222,7 @@ func (s *ledgerStore) Meta() (ledger.Meta, bool, error) {
 
 // Init implements ledger.Store.
 func (s *ledgerStore) Init(m ledger.Meta) error {
-	return s.kv.Update(func(tx kvTx) error {
+	return s.update(func(tx kvTx) error {
 		return s.wrap(ledger.InitMeta(bucket(tx, s.name, subLedgerMeta), m))
 	})
 }
@@ -222,11 +230,30 @@ func (s *ledgerStore) Init(m ledger.Meta) error {
 // Append implements ledger.Store: one fsync'd transaction, refusing an
 // entry that does not follow the last one.
 func (s *ledgerStore) Append(e ledger.Entry) error {
-	return s.kv.Update(func(tx kvTx) error {
+	return s.update(func(tx kvTx) error {
 		b := bucket(tx, s.name, subLedgerLog)
 		last, _ := b.Cursor().Last()
 		return s.wrap(ledger.AppendEntry(b, ledger.KeyUint64(last), e))
 	})
+}
+
+// update runs fn in a write transaction, after the fence if any.
+func (s *ledgerStore) update(fn func(kvTx) error) error {
+	return s.kv.Update(withFence(s.fence, fn))
+}
+
+// withFence is fn after the lease's fence, if any (replica.go): the
+// check every transaction that changes what a lease covers makes.
+func withFence(fence, fn func(kvTx) error) func(kvTx) error {
+	if fence == nil {
+		return fn
+	}
+	return func(tx kvTx) error {
+		if err := fence(tx); err != nil {
+			return err
+		}
+		return fn(tx)
+	}
 }
 
 // Scan implements ledger.Store.
