@@ -148,7 +148,7 @@ func (n *Net) syncRange(lo, hi int) { f32.Convert(n.p32[lo:hi], n.params[lo:hi])
 // in n.inSq, and the float32 parameters refreshed) through every layer.
 func (n *Net) run(train bool, r *rng.Rand) matrix {
 	if d, ok := n.layers[0].(*dense); ok {
-		d.xSq = n.inSq
+		d.xSq, d.sparseIn = n.inSq, true
 	}
 	z := n.x
 	for _, l := range n.layers {
