@@ -79,7 +79,20 @@ type dense struct {
 	// their transpose for the weight gradient.
 	sparseIn, sparse bool
 	xs, xt           f32.CSR
+	// loaded is what the Net's load found about this pass's input, when it
+	// built xs itself (loadSparse): then x is not filled in.
+	loaded loadedInput
 }
+
+// loadedInput is what a Net's load pass found about its batch for the
+// first layer's products.
+type loadedInput int
+
+const (
+	notLoaded    loadedInput = iota // the layer looks at x itself
+	loadedSparse                    // xs holds the batch, x does not
+	loadedDense                     // too dense for the sparse products
+)
 
 // sparseShare is the largest share of nonzero inputs at which the first
 // layer takes the sparse products: each nonzero costs the sparse kernel
@@ -91,8 +104,9 @@ var sparseShare = 0.5 // a variable only for TestSparseRouteSameBits
 // layer takes sparse input, the products can run sparse, and x has at most
 // sparseShare nonzeros.
 func (d *dense) loadSparse(x matrix) {
-	d.sparse = false
-	if !d.sparseIn || !f32.CanSparse(d.out) {
+	loaded := d.loaded
+	d.sparse, d.loaded = loaded == loadedSparse, notLoaded
+	if loaded != notLoaded || !d.sparseIn || !f32.CanSparse(d.out) {
 		return
 	}
 	limit := int(sparseShare * float64(x.r*x.c))

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -464,9 +465,12 @@ func TestSparseRouteSameBits(t *testing.T) {
 		t.Skip("no sparse products on this route")
 	}
 	defer func(old float64) { sparseShare = old }(sparseShare)
-	for _, act := range []string{ReLU, Tanh} {
-		t.Run(act, func(t *testing.T) {
-			s := Spec{Arch: MLP, Inputs: 300, Classes: 3, Hidden: []int{128}, Activation: act}
+	for _, c := range []struct {
+		act    string
+		inputs int // 320: load builds the sparse rows; 300: the layer does
+	}{{ReLU, 320}, {Tanh, 320}, {ReLU, 300}} {
+		t.Run(fmt.Sprintf("%s-%d", c.act, c.inputs), func(t *testing.T) {
+			s := Spec{Arch: MLP, Inputs: c.inputs, Classes: 3, Hidden: []int{128}, Activation: c.act}
 			r := rng.Seeded(7)
 			n, _ := New(s, r)
 			rows, labels := testBatch(r, s, 300)

@@ -82,14 +82,15 @@ func sparseRow(n int, idx []int32, val []float32, b []float32, ldb int, c []floa
 //go:noescape
 func sparse64(k int, idx *int32, val *float32, b *float32, ldb int, c *float32)
 
-// compress16 writes the nonzero entries of row[0:n] (n > 0 a multiple of
+// compressSq writes the nonzero entries of row[0:n] (n > 0 a multiple of
 // 16) and their columns to val and idx, which must have room for n+16,
-// and returns their number. It needs AVX-512F.
+// and returns their number and Σ row[i]² as copyAVX2 sums it (the same
+// bits), prefetching the n floats at next on the way. It needs AVX-512F.
 //
 //go:noescape
-func compress16(row *float32, n int, idx *int32, val *float32) int
+func compressSq(row *float32, n int, idx *int32, val *float32, next *float32) (k int, sq float64)
 
-// appendNonzeros is AppendRow's SIMD route: compress16 where the CPU has
+// appendNonzeros is AppendRow's SIMD route: compressSq where the CPU has
 // AVX-512F, for rows of at least 16 floats (the last len mod 16 by
 // appendNonzerosGo), else appendNonzerosGo.
 func appendNonzeros(a *CSR, row []float32) {
@@ -98,9 +99,34 @@ func appendNonzeros(a *CSR, row []float32) {
 		appendNonzerosGo(a, row, 0)
 		return
 	}
-	at := len(a.Idx)
-	a.Idx, a.Val = slices.Grow(a.Idx, n+16)[:at+n+16], slices.Grow(a.Val, n+16)[:at+n+16]
-	k := compress16(&row[0], n, &a.Idx[at], &a.Val[at])
-	a.Idx, a.Val = a.Idx[:at+k], a.Val[:at+k]
+	compressInto(a, row[:n], row)
 	appendNonzerosGo(a, row, n)
+}
+
+// compressInto appends the nonzeros of row (len a multiple of 16) to a
+// with compressSq, prefetching next (as long as row), and returns row's
+// squared norm.
+func compressInto(a *CSR, row, next []float32) float64 {
+	n, at := len(row), len(a.Idx)
+	a.Idx, a.Val = slices.Grow(a.Idx, n+16)[:at+n+16], slices.Grow(a.Val, n+16)[:at+n+16]
+	next = next[:n]
+	k, sq := compressSq(&row[0], n, &a.Idx[at], &a.Val[at], &next[0])
+	a.Idx, a.Val = a.Idx[:at+k], a.Val[:at+k]
+	return sq
+}
+
+// AppendRowSq is AppendRow that also returns Copy(dst, row)'s squared norm
+// (the same bits), reading the row once and copying it nowhere: the input
+// of a layer that only needs its nonzeros and norm. It prefetches next, a
+// row of the same length to be read soon (rows scattered in memory wait on
+// cache misses otherwise). It reports false, and appends nothing, where it
+// cannot give Copy's bits in one pass (without AVX-512F, or for a row
+// whose length is not a positive multiple of 16).
+func (a *CSR) AppendRowSq(row, next []float32) (float64, bool) {
+	if simdCopy == nil || !hasAVX512 || len(row) == 0 || len(row)%16 != 0 || len(next) < len(row) {
+		return 0, false
+	}
+	sq := compressInto(a, row, next)
+	a.Ptr = append(a.Ptr, len(a.Idx))
+	return sq, true
 }

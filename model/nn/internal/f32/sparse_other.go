@@ -13,3 +13,6 @@ func SparseGemm(int, int, *CSR, []float32, int, float32, []float32, int) {
 
 // appendNonzeros is appendNonzerosGo from column 0.
 func appendNonzeros(a *CSR, row []float32) { appendNonzerosGo(a, row, 0) }
+
+// AppendRowSq is not available without the SIMD route: it reports false.
+func (a *CSR) AppendRowSq(_, _ []float32) (float64, bool) { return 0, false }

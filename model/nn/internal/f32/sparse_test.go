@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -166,5 +167,33 @@ func TestAppendRowRoutes(t *testing.T) {
 				t.Fatalf("n=%d entry %d: (%d, %v), want (%d, %v)", n, i, got.Idx[i], got.Val[i], want.Idx[i], want.Val[i])
 			}
 		}
+	}
+}
+
+// TestAppendRowSq checks AppendRowSq against AppendRow and Copy's norm.
+func TestAppendRowSq(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{16, 784, 800} {
+		row := sparseMatrix(r, 1, n, n, 0.2)
+		var got, want CSR
+		got.Reset()
+		want.Reset()
+		sq, ok := got.AppendRowSq(row, row)
+		if !ok {
+			t.Skip("no AVX-512F")
+		}
+		want.AppendRow(row, n)
+		wantSq := Copy(make([]float32, n), row)
+		if math.Float64bits(sq) != math.Float64bits(wantSq) {
+			t.Fatalf("n=%d: norm %v, Copy gives %v", n, sq, wantSq)
+		}
+		if !slices.Equal(got.Idx, want.Idx) || !slices.Equal(got.Val, want.Val) || !slices.Equal(got.Ptr, want.Ptr) {
+			t.Fatalf("n=%d: entries differ from AppendRow's", n)
+		}
+	}
+	var s CSR
+	s.Reset()
+	if _, ok := s.AppendRowSq(make([]float32, 17), make([]float32, 17)); ok || s.Rows() != 0 {
+		t.Fatal("a row of 17 taken")
 	}
 }
