@@ -495,7 +495,7 @@ func TestSparseRouteSameBits(t *testing.T) {
 				return append([]float32(nil), g...), p
 			}
 			dg, dp := run(0)
-			sg, sp := run(0.5)
+			sg, sp := run(0.4)
 			if !n.layers[0].(*dense).sparse {
 				t.Fatal("the sparse route was not taken")
 			}
