@@ -51,29 +51,34 @@ func appendNonzerosGo(a *CSR, row []float32, lo int) {
 }
 
 // Transpose sets t to the k×m transpose of a (which is m×k), each of its
-// rows in ascending order of a's rows, reusing t's storage.
+// rows in ascending order of a's rows, reusing t's storage: a counting
+// sort of a's entries by column.
 func (a *CSR) Transpose(k int, t *CSR) {
 	nnz := len(a.Idx)
 	t.Ptr = growInts(t.Ptr, k+1)
-	clear(t.Ptr)
-	for _, j := range a.Idx {
-		t.Ptr[j+1]++
+	ptr := t.Ptr[:k+1]
+	clear(ptr)
+	cols := a.Idx[:nnz]
+	for _, j := range cols {
+		ptr[j+1]++
 	}
 	for j := range k {
-		t.Ptr[j+1] += t.Ptr[j]
+		ptr[j+1] += ptr[j]
 	}
 	t.Idx, t.Val = growInt32s(t.Idx, nnz), grow(t.Val, nnz)
-	// t.Ptr[j] is the next free slot of row j while a's rows are dealt out
+	idx, val, vals := t.Idx[:nnz], t.Val[:nnz], a.Val[:nnz]
+	// ptr[j] is the next free slot of row j while a's rows are dealt out
 	// in order, which leaves it at row j's end, the start of row j+1.
 	for i := range a.Rows() {
-		for p := a.Ptr[i]; p < a.Ptr[i+1]; p++ {
-			q := t.Ptr[a.Idx[p]]
-			t.Idx[q], t.Val[q] = int32(i), a.Val[p]
-			t.Ptr[a.Idx[p]]++
+		lo, hi := a.Ptr[i], a.Ptr[i+1]
+		for p, j := range cols[lo:hi] {
+			q := ptr[j]
+			ptr[j] = q + 1
+			idx[q], val[q] = int32(i), vals[lo+p]
 		}
 	}
-	copy(t.Ptr[1:], t.Ptr[:k])
-	t.Ptr[0] = 0
+	copy(ptr[1:], ptr[:k])
+	ptr[0] = 0
 }
 
 // grow returns s resized to n, reallocated if it is too short (contents

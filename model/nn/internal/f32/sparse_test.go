@@ -135,6 +135,11 @@ func BenchmarkSparseGemm(b *testing.B) {
 		}
 		b.ReportMetric(dense*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
 	})
+	b.Run("transpose", func(b *testing.B) {
+		for b.Loop() {
+			xs.Transpose(784, &xt)
+		}
+	})
 	b.Run("csr", func(b *testing.B) {
 		for b.Loop() {
 			xs.Reset()
