@@ -97,8 +97,8 @@ const (
 // sparseShare is the largest share of nonzero inputs at which the first
 // layer takes the sparse products. Each nonzero costs the sparse kernel
 // about twice what an entry costs the dense one (MNIST's batch, 19 %
-// nonzero: 0.36–0.46 ms against 1.0–1.1 ms for the forward product, 28 Nov
-// 2026), and the weight gradient also pays a transpose, so the break-even
+// nonzero: 0.42–0.56 ms against 1.0–1.1 ms for the forward product, 28
+// Nov 2026), and the weight gradient also pays a transpose, so the break-even
 // is a little under half; Fashion-MNIST (50 % nonzero) stays dense.
 var sparseShare = 0.4 // a variable only for TestSparseRouteSameBits
 
