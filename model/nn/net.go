@@ -120,6 +120,9 @@ func load[T float32 | float64](n *Net, rows [][]T, conv func([]float32, []T) flo
 	n.x = n.x.resize(len(rows), n.spec.Inputs)
 	n.inSq = resizeFloats(n.inSq, len(rows))
 	rowTasks, syncTasks := (len(rows)+loadRows-1)/loadRows, 0
+	if x32, ok := any(rows).([][]float32); ok && n.loadSparse(x32) {
+		rowTasks = 0 // the first layer reads its input from its nonzeros
+	}
 	if sync {
 		syncTasks = (len(n.params) + syncParams - 1) / syncParams
 	}
@@ -135,6 +138,37 @@ func load[T float32 | float64](n *Net, rows [][]T, conv func([]float32, []T) flo
 	})
 }
 
+// loadSparse puts float32 rows straight into the first layer's sparse
+// input (f32.CSR.AppendRowSq: one pass over the scattered records, no
+// dense copy, the same squared norms as the copy's) with their squared
+// norms in n.inSq, and reports whether it did: not when the first layer
+// cannot take sparse products, the batch has more than sparseShare
+// nonzeros (then the layer is told so), or AppendRowSq cannot give the
+// copy's norms; then load copies the rows as usual. It runs on one core
+// (the sparse rows are appended in order), prefetching two rows ahead.
+func (n *Net) loadSparse(rows [][]float32) bool {
+	d, ok := n.layers[0].(*dense)
+	if !ok || !f32.CanSparse(d.out) {
+		return false
+	}
+	d.loaded = notLoaded
+	limit := int(sparseShare * float64(len(rows)*n.spec.Inputs))
+	d.xs.Reset()
+	for i, x := range rows {
+		sq, ok := d.xs.AppendRowSq(x, rows[min(i+2, len(rows)-1)])
+		if !ok {
+			return false
+		}
+		if len(d.xs.Idx) > limit {
+			d.loaded = loadedDense
+			return false
+		}
+		n.inSq[i] = sq
+	}
+	d.loaded = loadedSparse
+	return true
+}
+
 // sync refreshes the float32 copy of the parameters that the products
 // read, which an optimiser may have changed since the last pass.
 func (n *Net) sync() {
@@ -148,7 +182,7 @@ func (n *Net) syncRange(lo, hi int) { f32.Convert(n.p32[lo:hi], n.params[lo:hi])
 // in n.inSq, and the float32 parameters refreshed) through every layer.
 func (n *Net) run(train bool, r *rng.Rand) matrix {
 	if d, ok := n.layers[0].(*dense); ok {
-		d.xSq = n.inSq
+		d.xSq, d.sparseIn = n.inSq, true
 	}
 	z := n.x
 	for _, l := range n.layers {

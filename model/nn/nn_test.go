@@ -2,6 +2,7 @@ package nn
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -450,6 +451,65 @@ func TestClassify32SameAsClassify(t *testing.T) {
 			a32, err32 := n.Accuracy32(Rows32(rows), labels)
 			if a64 != a32 || err64 != nil || err32 != nil {
 				t.Errorf("Accuracy32 %v (%v), Accuracy %v (%v)", a32, err32, a64, err64)
+			}
+		})
+	}
+}
+
+// TestSparseRouteSameBits checks that the first layer's sparse products
+// (taken for inputs mostly zero, on the SIMD route) give the dense
+// products' clipped sums and predictions bit for bit, over a batch of two
+// chunks and either activation.
+func TestSparseRouteSameBits(t *testing.T) {
+	if !f32.CanSparse(64) {
+		t.Skip("no sparse products on this route")
+	}
+	defer func(old float64) { sparseShare = old }(sparseShare)
+	for _, c := range []struct {
+		act    string
+		inputs int // 320: load builds the sparse rows; 300: the layer does
+	}{{ReLU, 320}, {Tanh, 320}, {ReLU, 300}} {
+		t.Run(fmt.Sprintf("%s-%d", c.act, c.inputs), func(t *testing.T) {
+			s := Spec{Arch: MLP, Inputs: c.inputs, Classes: 3, Hidden: []int{128}, Activation: c.act}
+			r := rng.Seeded(7)
+			n, _ := New(s, r)
+			rows, labels := testBatch(r, s, 300)
+			for _, x := range rows {
+				for j := range x {
+					if j%5 != 0 || j > 250 { // 17 % nonzero, whole zero blocks past 256
+						x[j] = 0
+					}
+				}
+			}
+			x32 := Rows32(rows)
+			run := func(share float64) ([]float32, [][]float64) {
+				sparseShare = share
+				g, err := n.ClippedGrad32(x32, labels, 0.5, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := n.Predict(rows)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return append([]float32(nil), g...), p
+			}
+			dg, dp := run(0)
+			sg, sp := run(0.4)
+			if !n.layers[0].(*dense).sparse {
+				t.Fatal("the sparse route was not taken")
+			}
+			for k := range dg {
+				if math.Float32bits(sg[k]) != math.Float32bits(dg[k]) {
+					t.Fatalf("parameter %d: %v sparse, %v dense", k, sg[k], dg[k])
+				}
+			}
+			for i := range dp {
+				for c := range dp[i] {
+					if sp[i][c] != dp[i][c] {
+						t.Fatalf("row %d class %d: %v sparse, %v dense", i, c, sp[i][c], dp[i][c])
+					}
+				}
 			}
 		})
 	}

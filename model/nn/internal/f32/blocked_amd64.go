@@ -159,13 +159,6 @@ type buffers struct{ a, b, edge []float32 }
 
 var pool = sync.Pool{New: func() any { return new(buffers) }}
 
-func grow(s []float32, n int) []float32 {
-	if cap(s) < n {
-		return make([]float32, n)
-	}
-	return s[:n]
-}
-
 func roundUp(x, unit int) int { return (x + unit - 1) / unit * unit }
 
 // serial adds α·op(A)·op(B) to C on the calling goroutine, with the

@@ -278,3 +278,83 @@ store64:
 	ADDROW64(Z28, Z29, Z30, Z31)
 	VZEROUPPER
 	RET
+
+DATA iota<>+0(SB)/4, $0
+DATA iota<>+4(SB)/4, $1
+DATA iota<>+8(SB)/4, $2
+DATA iota<>+12(SB)/4, $3
+DATA iota<>+16(SB)/4, $4
+DATA iota<>+20(SB)/4, $5
+DATA iota<>+24(SB)/4, $6
+DATA iota<>+28(SB)/4, $7
+DATA iota<>+32(SB)/4, $8
+DATA iota<>+36(SB)/4, $9
+DATA iota<>+40(SB)/4, $10
+DATA iota<>+44(SB)/4, $11
+DATA iota<>+48(SB)/4, $12
+DATA iota<>+52(SB)/4, $13
+DATA iota<>+56(SB)/4, $14
+DATA iota<>+60(SB)/4, $15
+GLOBL iota<>(SB), RODATA|NOPTR, $64
+
+// func compressSq(row *float32, n int, idx *int32, val *float32, next *float32) (k int, sq float64)
+//
+// Per 16 floats: the squared norm's FMAs exactly as copyAVX2 does them
+// (so the same bits), then K1 marks the nonzeros (compare not-equal to
+// zero, NaN included); VCOMPRESSPS and VPCOMPRESSD pack them and their
+// columns (Z7 = i … i+15) to the front of Z10 and Z11, whose full 64 bytes
+// are stored at the next free entry (the register forms: the memory forms
+// are slow on some CPUs), and k moves on by the popcount. Each step also
+// prefetches the next 64 bytes from next: a row read later, whose cache
+// misses then overlap this one's work.
+TEXT ·compressSq(SB), NOSPLIT, $0-56
+	MOVQ         row+0(FP), SI
+	MOVQ         n+8(FP), CX
+	MOVQ         idx+16(FP), DI
+	MOVQ         val+24(FP), R8
+	MOVQ         next+32(FP), R10
+	XORQ         R9, R9
+	VXORPD       Y2, Y2, Y2
+	VXORPD       Y3, Y3, Y3
+	VMOVDQU32    iota<>(SB), Z7
+	MOVL         $16, AX
+	VPBROADCASTD AX, Z8
+	VPXORD       Z9, Z9, Z9
+
+cloop:
+	PREFETCHT0   (R10)
+	VMOVUPS      (SI), Y0
+	VMOVUPS      32(SI), Y1
+	VCVTPS2PD    X0, Y4
+	VEXTRACTF128 $1, Y0, X12
+	VCVTPS2PD    X12, Y5
+	VFMADD231PD  Y4, Y4, Y2
+	VFMADD231PD  Y5, Y5, Y3
+	VCVTPS2PD    X1, Y4
+	VEXTRACTF128 $1, Y1, X12
+	VCVTPS2PD    X12, Y5
+	VFMADD231PD  Y4, Y4, Y2
+	VFMADD231PD  Y5, Y5, Y3
+	VMOVUPS      (SI), Z6
+	VCMPPS       $4, Z9, Z6, K1
+	KMOVW        K1, AX
+	TESTL        AX, AX
+	JZ           cnext
+	VCOMPRESSPS  Z6, K1, Z10
+	VPCOMPRESSD  Z7, K1, Z11
+	VMOVUPS      Z10, (R8)(R9*4)
+	VMOVDQU32    Z11, (DI)(R9*4)
+	POPCNTL      AX, AX
+	ADDQ         AX, R9
+
+cnext:
+	VPADDD Z8, Z7, Z7
+	ADDQ   $64, R10
+	ADDQ   $64, SI
+	SUBQ   $16, CX
+	JNZ    cloop
+	SUMSQ
+	MOVQ   R9, k+40(FP)
+	VMOVSD X2, sq+48(FP)
+	VZEROUPPER
+	RET
