@@ -29,8 +29,8 @@ import (
 // tenth of the lease time, over kept-alive connections). Every
 // transaction that changes a learner checks, in the same transaction and
 // under a share lock of the lease row, that the lease still carries the
-// token this replica took: once another replica has taken it, a stale owner's late
-// commit is refused, and the stale owner drops the learner.
+// token this replica took: once another replica has taken it, a stale
+// owner's late commit is refused, and the stale owner drops the learner.
 //
 // Why a proxy, not 307: a redirect to another host makes common clients
 // (Go's net/http, curl without --location-trusted) drop the
@@ -316,9 +316,9 @@ var errFenced = errors.New("another replica owns the learner now: this replica's
 
 // knownOwner is the owner a lease lookup named for a learner, trusted
 // until a local deadline: a stream of forwarded requests costs one
-// lookup per tenth of the lease time, not one each (a lookup is a write
-// to the lease row, under a lock that the owner's commits share: two
-// round trips and a WAL flush of PostgreSQL's per request).
+// lookup per tenth of the lease time, not one each (a lookup locks the
+// lease row, waiting for the owner's commits that share-lock it, flushes
+// PostgreSQL's WAL at its end and takes two round trips).
 type knownOwner struct {
 	addr  string
 	until time.Time
@@ -328,8 +328,14 @@ type knownOwner struct {
 // to, if that was less than a tenth of the lease time ago. Routing only:
 // the owner serves a forwarded request only while it holds the lease
 // (route), and every commit is fenced, so a stale entry costs a retry,
-// never a double spend.
+// never a double spend. A stopping replica forwards nothing new (acquire
+// answers it).
 func (rp *replica) ownerOf(learner string) (string, bool) {
+	select {
+	case <-rp.stop:
+		return "", false
+	default:
+	}
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	o, ok := rp.owners[learner]
