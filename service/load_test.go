@@ -104,3 +104,23 @@ func BenchmarkIngestSingle(b *testing.B) {
 	b.ReportMetric(res.EventsPerSec, "events/s")
 	b.ReportMetric(res.P99ms, "p99-ms")
 }
+
+// BenchmarkIngestSingleReplicas is BenchmarkIngestSingle through two
+// replicas on the PostgreSQL database $DPAL_BENCH_STORE (an empty one)
+// with one learner: the requests alternate between the replicas, so
+// half are forwarded to the learner's owner.
+//
+//	DPAL_BENCH_STORE=postgres://… go test -run - -bench IngestSingleReplicas -cpuprofile cpu.out ./service/
+func BenchmarkIngestSingleReplicas(b *testing.B) {
+	dsn := os.Getenv("DPAL_BENCH_STORE")
+	if dsn == "" {
+		b.Skip("set DPAL_BENCH_STORE to an empty PostgreSQL database's postgres:// URL")
+	}
+	res, err := SelfLoad(context.Background(), b.TempDir(), LoadSpec{Dim: 16, Events: b.N, Batch: 1, Workers: 16, Seed: 1,
+		Store: dsn, Replicas: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(res.EventsPerSec, "events/s")
+	b.ReportMetric(res.P99ms, "p99-ms")
+}

@@ -25,11 +25,12 @@ import (
 // Any replica accepts any request: the owner serves it; another replica
 // takes the lease if it is free or expired (restoring the learner from
 // its last committed checkpoint), else forwards the request to the
-// owner's advertised URL as a reverse proxy. Every transaction that
-// changes a learner checks, in the same transaction and under a share
-// lock of the lease row, that the lease still carries the token this
-// replica took: once another replica has taken it, a stale owner's late
-// commit is refused, and the stale owner drops the learner.
+// owner's advertised URL as a reverse proxy (remembering the owner for a
+// tenth of the lease time, over kept-alive connections). Every
+// transaction that changes a learner checks, in the same transaction and
+// under a share lock of the lease row, that the lease still carries the
+// token this replica took: once another replica has taken it, a stale
+// owner's late commit is refused, and the stale owner drops the learner.
 //
 // Why a proxy, not 307: a redirect to another host makes common clients
 // (Go's net/http, curl without --location-trusted) drop the
@@ -57,6 +58,7 @@ type replica struct {
 	mu      sync.Mutex
 	held    map[string]heldLease // learner → the lease this replica holds
 	proxies map[string]*httputil.ReverseProxy
+	owners  map[string]knownOwner // learner → the owner requests were last forwarded to
 	stop    chan struct{}
 	stopped sync.Once
 	done    chan struct{}
@@ -87,7 +89,7 @@ func newReplica(kv *pgKV, advertise string, ttl time.Duration, log *slog.Logger)
 		return nil, err
 	}
 	rp := &replica{id: advertise + "#" + hex.EncodeToString(b[:]), addr: advertise, ttl: ttl, kv: kv, log: log,
-		held: map[string]heldLease{}, proxies: map[string]*httputil.ReverseProxy{},
+		held: map[string]heldLease{}, proxies: map[string]*httputil.ReverseProxy{}, owners: map[string]knownOwner{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go rp.renewLoop()
 	return rp, nil
@@ -313,6 +315,77 @@ func (rp *replica) fence(learner string, token int64) func(kvTx) error {
 // errFenced refuses a stale owner's commit.
 var errFenced = errors.New("another replica owns the learner now: this replica's commit is refused")
 
+// knownOwner is the owner a lease lookup named for a learner, trusted
+// until a local deadline: a stream of forwarded requests costs one
+// lookup per tenth of the lease time, not one each (a lookup locks the
+// lease row, waiting for the owner's commits that share-lock it, flushes
+// PostgreSQL's WAL at its end and takes two round trips).
+type knownOwner struct {
+	addr  string
+	until time.Time
+}
+
+// ownerOf returns the owner of learner that requests were last forwarded
+// to, if that was less than a tenth of the lease time ago. Routing only:
+// the owner serves a forwarded request only while it holds the lease
+// (route), and every commit is fenced, so a stale entry costs a retry,
+// never a double spend. A stopping replica forwards nothing new (acquire
+// answers it).
+func (rp *replica) ownerOf(learner string) (string, bool) {
+	select {
+	case <-rp.stop:
+		return "", false
+	default:
+	}
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	o, ok := rp.owners[learner]
+	if !ok || time.Now().After(o.until) {
+		return "", false
+	}
+	return o.addr, true
+}
+
+// forwarded remembers that a lease lookup named addr the owner of learner.
+func (rp *replica) forwarded(learner, addr string) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	rp.owners[learner] = knownOwner{addr: addr, until: time.Now().Add(rp.ttl / 10)}
+}
+
+// forgetOwner drops every learner's owner at addr: it did not answer, or
+// answered that it does not own a learner (any more); the next request
+// looks the lease up.
+func (rp *replica) forgetOwner(addr string) {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	for l, o := range rp.owners {
+		if o.addr == addr {
+			delete(rp.owners, l)
+		}
+	}
+}
+
+// proxyIdleConns is how many idle connections a replica keeps to each
+// other replica: net/http's default of 2 makes all but two of the
+// concurrent forwarded requests dial a connection and close it after one
+// request.
+const proxyIdleConns = 64
+
+// proxyBuffers are the buffers the proxies copy answers through (without
+// a pool, httputil.ReverseProxy allocates 32 KiB per request).
+var proxyBuffers = &bufferPool{sync.Pool{New: func() any { return new([32 << 10]byte) }}}
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte { return b.p.Get().(*[32 << 10]byte)[:] }
+
+func (b *bufferPool) Put(v []byte) {
+	if len(v) == 32<<10 {
+		b.p.Put((*[32 << 10]byte)(v))
+	}
+}
+
 // proxy forwards r to the owner at addr.
 func (rp *replica) proxy(addr string) (*httputil.ReverseProxy, error) {
 	rp.mu.Lock()
@@ -328,13 +401,23 @@ func (rp *replica) proxy(addr string) (*httputil.ReverseProxy, error) {
 	// dialling it well within a lease time, not the default 30 s.
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: min(rp.ttl/2, 5*time.Second), KeepAlive: 30 * time.Second}).DialContext
+	tr.MaxIdleConnsPerHost = proxyIdleConns
+	tr.MaxIdleConns = max(tr.MaxIdleConns, proxyIdleConns)
 	p := &httputil.ReverseProxy{
-		Transport: tr,
+		Transport:  tr,
+		BufferPool: proxyBuffers,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Header.Set(forwardedHeader, rp.addr)
 		},
+		ModifyResponse: func(resp *http.Response) error {
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				rp.forgetOwner(addr) // not (or no longer) the owner
+			}
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			rp.forgetOwner(addr)
 			rp.log.Warn("forwarding to the learner's owner failed", "owner", addr, "err", err)
 			w.Header().Set("Retry-After", "1")
 			writeError(w, &apiError{status: http.StatusBadGateway, msg: "the learner's owner " + addr + " did not answer; retry (another replica takes over when its lease expires)"})
@@ -379,6 +462,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, pattern string) b
 		s.adoptLease(name, tok)
 		return false
 	}
+	if owner, ok := s.rep.ownerOf(name); ok && r.Header.Get(forwardedHeader) == "" {
+		return s.forward(w, r, owner)
+	}
 	tok, owner, err := s.rep.acquire(name)
 	switch {
 	case err != nil:
@@ -396,7 +482,13 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, pattern string) b
 		writeError(w, &apiError{status: http.StatusServiceUnavailable, msg: "this replica does not own the learner (its owner is " + owner + "); retry"})
 		return true
 	}
-	p, err := s.rep.proxy(owner)
+	s.rep.forwarded(name, owner)
+	return s.forward(w, r, owner)
+}
+
+// forward has the owner at addr answer r; it reports that r was answered.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, addr string) bool {
+	p, err := s.rep.proxy(addr)
 	if err != nil {
 		writeError(w, err)
 		return true

@@ -540,3 +540,68 @@ func TestReplicasSpreadLearners(t *testing.T) {
 		t.Errorf("the refused commit stored %q (%v)", v, err)
 	}
 }
+
+// TestReplicasForwardCache: a replica that forwarded a request remembers
+// the owner for a tenth of the lease time (no lease lookup per forwarded
+// request), forgets it when the owner does not answer, and then takes
+// over within the lease time.
+func TestReplicasForwardCache(t *testing.T) {
+	dsn := pgtest.Start(t)
+	const ttl = time.Second
+	a, b := startReplica(t, dsn, ttl), startReplica(t, dsn, ttl)
+	defer func() {
+		b.srv.Close()
+		b.hs.Close()
+		b.store.Close()
+		a.store.Close()
+	}()
+	c := &replicaClient{t: t, tok: map[Role]string{}}
+	var err error
+	for _, r := range []Role{RoleIngest, RoleAdmin} {
+		if c.tok[r], err = a.store.CreateToken(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code := c.call(a.base, RoleAdmin, "POST", "/v1/learners", `{"name":"k","dim":2}`, nil, ""); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	for i, r := range []*testReplica{a, b, b} {
+		if code := c.call(r.base, RoleIngest, "POST", "/v1/learners/k/events", events(3), nil, fmt.Sprintf("f%d", i)); code != http.StatusOK {
+			t.Fatalf("batch %d via %s: %d", i, r.base, code)
+		}
+	}
+	known := func() (knownOwner, bool) { // whatever its deadline: the machine may be slow
+		b.srv.rep.mu.Lock()
+		defer b.srv.rep.mu.Unlock()
+		o, ok := b.srv.rep.owners["k"]
+		return o, ok
+	}
+	if o, ok := known(); !ok || o.addr != a.base {
+		t.Fatalf("after forwarding, b knows the owner as %q (%v), want %s", o.addr, ok, a.base)
+	}
+	killed := time.Now()
+	a.kill()
+	req, _ := http.NewRequest("POST", b.base+"/v1/learners/k/events", strings.NewReader(events(3)))
+	req.Header.Set("Authorization", "Bearer "+c.tok[RoleIngest])
+	req.Header.Set("Idempotency-Key", "f3")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("forwarding to the dead owner: %d, want 502 with Retry-After", resp.StatusCode)
+	}
+	if o, ok := known(); ok {
+		t.Errorf("b still forwards to %s, which did not answer", o.addr)
+	}
+	if code := c.call(b.base, RoleIngest, "POST", "/v1/learners/k/events", events(3), nil, "f3"); code != http.StatusOK {
+		t.Fatalf("after the owner died: %d", code)
+	}
+	if took := time.Since(killed); took > ttl+2*time.Second {
+		t.Errorf("takeover took %v, lease time %v", took, ttl)
+	}
+	if _, ok := b.srv.rep.owned("k"); !ok {
+		t.Error("b does not own the learner after the takeover")
+	}
+}
