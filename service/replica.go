@@ -224,7 +224,7 @@ func (rp *replica) watch(ctx context.Context, key string, lost func()) {
 	}
 }
 
-var errRetryLease = &apiError{status: http.StatusServiceUnavailable, msg: "the learner's owner is changing; retry"}
+var errRetryLease = &apiError{status: http.StatusServiceUnavailable, msg: "the owner of the learner or project is changing; retry"}
 
 // renewLoop renews the leases held every third of the lease time, and
 // drops those another replica took.
@@ -418,9 +418,9 @@ func (rp *replica) proxy(addr string) (*httputil.ReverseProxy, error) {
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			rp.forgetOwner(addr)
-			rp.log.Warn("forwarding to the learner's owner failed", "owner", addr, "err", err)
+			rp.log.Warn("forwarding to the owner failed", "owner", addr, "err", err)
 			w.Header().Set("Retry-After", "1")
-			writeError(w, &apiError{status: http.StatusBadGateway, msg: "the learner's owner " + addr + " did not answer; retry (another replica takes over when its lease expires)"})
+			writeError(w, &apiError{status: http.StatusBadGateway, msg: "the owner " + addr + " of the learner or project did not answer; retry (another replica takes over when its lease expires)"})
 		},
 	}
 	rp.proxies[addr] = p
@@ -463,15 +463,15 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, pattern string) b
 		return false
 	}
 	if owner, ok := s.rep.ownerOf(name); ok && r.Header.Get(forwardedHeader) == "" {
-		return s.forward(w, r, owner)
+		return s.forward(w, r, pattern, owner)
 	}
 	tok, owner, err := s.rep.acquire(name)
 	switch {
 	case err != nil:
 		w.Header().Set("Retry-After", "1")
-		writeError(w, cmpOr(asAPIError(err), &apiError{status: http.StatusServiceUnavailable, msg: "taking the learner's lease failed; retry"}))
+		writeError(w, cmpOr(asAPIError(err), &apiError{status: http.StatusServiceUnavailable, msg: "taking the lease of the learner or project failed; retry"}))
 		if !errors.As(err, new(*apiError)) {
-			s.log.Error("taking a lease failed", "learner", name, "err", err)
+			s.log.Error("taking a lease failed", "lease", name, "err", err)
 		}
 		return true
 	case owner == "":
@@ -479,15 +479,16 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, pattern string) b
 		return false
 	case r.Header.Get(forwardedHeader) != "" || owner == s.rep.addr:
 		w.Header().Set("Retry-After", "1")
-		writeError(w, &apiError{status: http.StatusServiceUnavailable, msg: "this replica does not own the learner (its owner is " + owner + "); retry"})
+		writeError(w, &apiError{status: http.StatusServiceUnavailable, msg: "this replica does not own the learner or project (its owner is " + owner + "); retry"})
 		return true
 	}
 	s.rep.forwarded(name, owner)
-	return s.forward(w, r, owner)
+	return s.forward(w, r, pattern, owner)
 }
 
-// forward has the owner at addr answer r; it reports that r was answered.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, addr string) bool {
+// forward has the owner at addr answer r (of route pattern); it reports
+// that r was answered.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, pattern, addr string) bool {
 	p, err := s.rep.proxy(addr)
 	if err != nil {
 		writeError(w, err)
