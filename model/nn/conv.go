@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/model/nn/internal/f32"
 )
 
 // shape is an image's height, width and channels; an example's features
@@ -213,11 +214,11 @@ func (m *maxPool) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 						// selects compile to conditional moves: a branch
 						// here mispredicts on half the pixels.
 						for c, v := range src {
-							ky, kv, ac := orderKey(y[c]), orderKey(v), a[c]
+							ky, kv, ac := f32.OrderKey(y[c]), f32.OrderKey(v), a[c]
 							if kv > ky {
 								ky, ac = kv, int32(s+c)
 							}
-							y[c], a[c] = keyFloat(ky), ac
+							y[c], a[c] = f32.KeyFloat(ky), ac
 						}
 					}
 				}
@@ -244,37 +245,12 @@ func (m *maxPool) forward2(x matrix, od int) {
 		for i := lo; i < hi; i++ {
 			xi, yi, ai := x.row(i), m.y.row(i), m.arg[i*od:(i+1)*od]
 			for iy := range m.in.h {
-				src := xi[iy*w*ch : (iy+1)*w*ch]
-				k, a := hk[iy*rowLen:(iy+1)*rowLen], ha[iy*rowLen:(iy+1)*rowLen]
-				for j := range k {
-					kl, kr, al := orderKey(src[j]), orderKey(src[j+ch]), int32(iy*w*ch+j)
-					if kr > kl {
-						kl, al = kr, al+int32(ch)
-					}
-					k[j], a[j] = kl, al
-				}
+				f32.MaxPairs(hk[iy*rowLen:(iy+1)*rowLen], ha[iy*rowLen:(iy+1)*rowLen],
+					xi[iy*w*ch:(iy+1)*w*ch], ch, int32(iy*w*ch))
 			}
-			for j := range od {
-				ku, au := hk[j], ha[j]
-				if kd := hk[j+rowLen]; kd > ku {
-					ku, au = kd, ha[j+rowLen]
-				}
-				yi[j], ai[j] = keyFloat(ku), au
-			}
+			f32.MaxKeyPairs(yi, ai, hk, ha, rowLen)
 		}
 	})
-}
-
-// orderKey maps a float32's bits to an int32 with the same order (for
-// non-NaN values; −0 sorts below +0).
-func orderKey(v float32) int32 {
-	b := int32(math.Float32bits(v))
-	return b ^ (b >> 31 & 0x7fffffff)
-}
-
-// keyFloat inverts orderKey.
-func keyFloat(k int32) float32 {
-	return math.Float32frombits(uint32(k ^ (k >> 31 & 0x7fffffff)))
 }
 
 func (m *maxPool) backward(g matrix, needIn bool) matrix {

@@ -1,0 +1,18 @@
+//go:build !purego
+
+package f32
+
+import "golang.org/x/sys/cpu"
+
+// poolSIMD turns on MaxPairs's and MaxKeyPairs's assembly loops.
+var poolSIMD = cpu.X86.HasAVX2
+
+// maxPairsAVX2 is MaxPairs for n values (n a positive multiple of 8).
+//
+//go:noescape
+func maxPairsAVX2(k, a *int32, src *float32, n, d, base int)
+
+// maxKeyPairsAVX2 is MaxKeyPairs for n values (n a positive multiple of 8).
+//
+//go:noescape
+func maxKeyPairsAVX2(y *float32, arg, k, a *int32, n, d int)

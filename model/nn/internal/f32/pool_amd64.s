@@ -1,0 +1,103 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// poolMask: the bits OrderKey flips in a negative float
+DATA poolMask<>+0(SB)/4, $0x7fffffff
+GLOBL poolMask<>(SB), RODATA|NOPTR, $4
+
+// poolEight: the step of the index lanes
+DATA poolEight<>+0(SB)/4, $8
+GLOBL poolEight<>(SB), RODATA|NOPTR, $4
+
+// poolIota: 0…7, the lanes' offsets
+DATA poolIota<>+0(SB)/4, $0
+DATA poolIota<>+4(SB)/4, $1
+DATA poolIota<>+8(SB)/4, $2
+DATA poolIota<>+12(SB)/4, $3
+DATA poolIota<>+16(SB)/4, $4
+DATA poolIota<>+20(SB)/4, $5
+DATA poolIota<>+24(SB)/4, $6
+DATA poolIota<>+28(SB)/4, $7
+GLOBL poolIota<>(SB), RODATA|NOPTR, $32
+
+// func maxPairsAVX2(k, a *int32, src *float32, n, d, base int)
+//
+// Eight lanes of maxPairsGo per step: each float's key is
+// b ^ ((b >> 31) & 0x7fffffff) (VPSRAD, VPAND, VPXOR), the larger key is
+// VPMAXSD's, and the index takes the right pixel's only where its key is
+// strictly greater (VPCMPGTD, VPBLENDVB), as the Go loop's branch does.
+TEXT ·maxPairsAVX2(SB), NOSPLIT, $0-48
+	MOVQ k+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ src+16(FP), DX
+	MOVQ n+24(FP), CX
+	MOVQ d+32(FP), R8
+	MOVQ base+40(FP), AX
+	LEAQ (DX)(R8*4), R9 // src + d
+	VPBROADCASTD poolMask<>(SB), Y15
+	VPBROADCASTD poolEight<>(SB), Y12
+	MOVQ R8, X13
+	VPBROADCASTD X13, Y13 // d in every lane
+	MOVQ AX, X14
+	VPBROADCASTD X14, Y14
+	VPADDD poolIota<>(SB), Y14, Y14 // base + j + lane
+	XORQ BX, BX
+
+pairs:
+	VMOVDQU (DX)(BX*4), Y0
+	VMOVDQU (R9)(BX*4), Y1
+	VPSRAD $31, Y0, Y2
+	VPAND Y15, Y2, Y2
+	VPXOR Y0, Y2, Y0 // left keys
+	VPSRAD $31, Y1, Y3
+	VPAND Y15, Y3, Y3
+	VPXOR Y1, Y3, Y1 // right keys
+	VPCMPGTD Y0, Y1, Y4 // right > left
+	VPMAXSD Y0, Y1, Y5
+	VPADDD Y13, Y14, Y6 // right indices
+	VPBLENDVB Y4, Y6, Y14, Y7
+	VMOVDQU Y5, (DI)(BX*4)
+	VMOVDQU Y7, (SI)(BX*4)
+	VPADDD Y12, Y14, Y14
+	ADDQ $8, BX
+	CMPQ BX, CX
+	JB pairs
+	VZEROUPPER
+	RET
+
+// func maxKeyPairsAVX2(y *float32, arg, k, a *int32, n, d int)
+//
+// Eight lanes of maxKeyPairsGo per step: VPMAXSD of the two keys, the
+// lower one's index only where its key is strictly greater, and the key
+// turned back into a float (the same flip as the key's).
+TEXT ·maxKeyPairsAVX2(SB), NOSPLIT, $0-48
+	MOVQ y+0(FP), DI
+	MOVQ arg+8(FP), SI
+	MOVQ k+16(FP), DX
+	MOVQ a+24(FP), R10
+	MOVQ n+32(FP), CX
+	MOVQ d+40(FP), R8
+	LEAQ (DX)(R8*4), R9   // k + d
+	LEAQ (R10)(R8*4), R11 // a + d
+	VPBROADCASTD poolMask<>(SB), Y15
+	XORQ BX, BX
+
+keys:
+	VMOVDQU (DX)(BX*4), Y0
+	VMOVDQU (R9)(BX*4), Y1
+	VPCMPGTD Y0, Y1, Y2 // lower > upper
+	VPMAXSD Y0, Y1, Y3
+	VMOVDQU (R10)(BX*4), Y4
+	VMOVDQU (R11)(BX*4), Y5
+	VPBLENDVB Y2, Y5, Y4, Y6
+	VPSRAD $31, Y3, Y7
+	VPAND Y15, Y7, Y7
+	VPXOR Y3, Y7, Y3
+	VMOVDQU Y3, (DI)(BX*4)
+	VMOVDQU Y6, (SI)(BX*4)
+	ADDQ $8, BX
+	CMPQ BX, CX
+	JB keys
+	VZEROUPPER
+	RET

@@ -1,0 +1,14 @@
+//go:build !amd64 || purego
+
+package f32
+
+// poolSIMD is false: there are no assembly loops here.
+const poolSIMD = false
+
+func maxPairsAVX2(k, a *int32, src *float32, n, d, base int) {
+	panic("f32: no maxPairsAVX2 on this build")
+}
+
+func maxKeyPairsAVX2(y *float32, arg, k, a *int32, n, d int) {
+	panic("f32: no maxKeyPairsAVX2 on this build")
+}
