@@ -29,13 +29,47 @@ type conv struct {
 	u, z, g, gu, gin    matrix
 	scale, per          matrix
 	batch               int
+	// copies are unfold's runs in its order, and gaps the runs of U's
+	// block for one example that no copy covers (taps in the padding):
+	// the same for every example, so computed once.
+	copies, gaps []span
 }
+
+// span is a run of n floats: at dst in an example's block of U (row·taps
+// + col) and, for a copy, at src in its features.
+type span struct{ dst, src, n int }
 
 func newConv(in shape, k, stride, pad, out int) *conv {
 	c := &conv{in: in, k: k, stride: stride, pad: pad, out: out}
 	c.oh = (in.h+2*pad-k)/stride + 1
 	c.ow = (in.w+2*pad-k)/stride + 1
+	c.plan()
 	return c
+}
+
+// plan lists unfold's runs as spans and the gaps between them, so that
+// forward writes each entry of U once (no clearing before the copies) and
+// neither pass walks the window geometry per example.
+func (c *conv) plan() {
+	t := c.taps()
+	covered := make([]bool, c.positions()*t)
+	c.unfold(func(row, col, src, n int) {
+		c.copies = append(c.copies, span{row*t + col, src, n})
+		for j := range n {
+			covered[row*t+col+j] = true
+		}
+	})
+	for j := 0; j < len(covered); {
+		if covered[j] {
+			j++
+			continue
+		}
+		lo := j
+		for j < len(covered) && !covered[j] {
+			j++
+		}
+		c.gaps = append(c.gaps, span{dst: lo, n: j - lo})
+	}
 }
 
 func (c *conv) outShape() shape { return shape{c.oh, c.ow, c.out} }
@@ -87,12 +121,12 @@ func (c *conv) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 	parallel(x.r, func(i int) {
 		xi := x.row(i)
 		ui := c.u.d[i*p*t : (i+1)*p*t]
-		if c.pad > 0 {
-			clear(ui) // taps outside the image stay zero
+		for _, g := range c.gaps {
+			clear(ui[g.dst : g.dst+g.n]) // taps outside the image
 		}
-		c.unfold(func(row, col, src, n int) {
-			copy(ui[row*t+col:row*t+col+n], xi[src:src+n])
-		})
+		for _, s := range c.copies {
+			copy(ui[s.dst:s.dst+s.n], xi[s.src:s.src+s.n])
+		}
 	})
 	c.z = c.z.resize(x.r, p*c.out)
 	zv := matrix{x.r * p, c.out, c.z.d}
@@ -116,12 +150,12 @@ func (c *conv) backward(g matrix, needIn bool) matrix {
 		gi := c.gin.row(i)
 		clear(gi)
 		ui := c.gu.d[i*p*t : (i+1)*p*t]
-		c.unfold(func(row, col, src, n int) {
-			dst := gi[src : src+n]
-			for j, v := range ui[row*t+col : row*t+col+n] {
+		for _, s := range c.copies { // in unfold's order: the same sums
+			dst := gi[s.src : s.src+s.n]
+			for j, v := range ui[s.dst : s.dst+s.n] {
 				dst[j] += v
 			}
-		})
+		}
 	})
 	return c.gin
 }
