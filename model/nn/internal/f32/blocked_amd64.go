@@ -170,13 +170,21 @@ func serial(nr int, transA, transB bool, m, n, k int, alpha float32, a []float32
 		nb := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
 			kb := min(kc, k-pc)
-			buf.b = grow(buf.b, kb*roundUp(nb, nr))
-			packB(nr, transB, kb, nb, b, ldb, pc, jc, buf.b)
+			var pb []float32
+			if !transB && nb == nr && ldb == nr {
+				// B is one panel's width and dense: its rows are the
+				// packed panel already (the CNN's 16-channel products).
+				pb = b[pc*ldb : (pc+kb)*ldb]
+			} else {
+				buf.b = grow(buf.b, kb*roundUp(nb, nr))
+				packB(nr, transB, kb, nb, b, ldb, pc, jc, buf.b)
+				pb = buf.b
+			}
 			for ic := 0; ic < m; ic += mc {
 				mb := min(mc, m-ic)
 				blk := buf.block(transA, mb, kb, alpha, a, lda, ic, pc)
 				blk.c, blk.ldc = c[ic*ldc+jc:], ldc
-				blk.run(nr, mb, nb, buf.b)
+				blk.run(nr, mb, nb, pb)
 			}
 		}
 	}
