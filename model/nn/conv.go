@@ -29,14 +29,13 @@ type conv struct {
 	u, z, g, gu, gin    matrix
 	scale, per          matrix
 	batch               int
-	// copies are unfold's runs in its order, and gaps the runs of U's
-	// block for one example that no copy covers (taps in the padding):
-	// the same for every example, so computed once.
-	copies, gaps []span
+	// copies are unfold's runs in its order: the same for every example,
+	// so listed once.
+	copies []span
 }
 
 // span is a run of n floats: at dst in an example's block of U (row·taps
-// + col) and, for a copy, at src in its features.
+// + col) and at src in its features.
 type span struct{ dst, src, n int }
 
 func newConv(in shape, k, stride, pad, out int) *conv {
@@ -47,29 +46,11 @@ func newConv(in shape, k, stride, pad, out int) *conv {
 	return c
 }
 
-// plan lists unfold's runs as spans and the gaps between them, so that
-// forward writes each entry of U once (no clearing before the copies) and
-// neither pass walks the window geometry per example.
+// plan lists unfold's runs as spans, so that neither pass walks the
+// window geometry per example.
 func (c *conv) plan() {
 	t := c.taps()
-	covered := make([]bool, c.positions()*t)
-	c.unfold(func(row, col, src, n int) {
-		c.copies = append(c.copies, span{row*t + col, src, n})
-		for j := range n {
-			covered[row*t+col+j] = true
-		}
-	})
-	for j := 0; j < len(covered); {
-		if covered[j] {
-			j++
-			continue
-		}
-		lo := j
-		for j < len(covered) && !covered[j] {
-			j++
-		}
-		c.gaps = append(c.gaps, span{dst: lo, n: j - lo})
-	}
+	c.unfold(func(row, col, src, n int) { c.copies = append(c.copies, span{row*t + col, src, n}) })
 }
 
 func (c *conv) outShape() shape { return shape{c.oh, c.ow, c.out} }
@@ -117,13 +98,13 @@ func (c *conv) unfold(visit func(row, col, src, n int)) {
 func (c *conv) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 	c.batch = x.r
 	p, t := c.positions(), c.taps()
+	// U's taps in the padding are never written: every example's block
+	// has them at the same offsets whatever the batch size, and only the
+	// copies below write U, so they stay zero from the allocation.
 	c.u = c.u.resize(x.r*p, t)
 	parallel(x.r, func(i int) {
 		xi := x.row(i)
 		ui := c.u.d[i*p*t : (i+1)*p*t]
-		for _, g := range c.gaps {
-			clear(ui[g.dst : g.dst+g.n]) // taps outside the image
-		}
 		for _, s := range c.copies {
 			copy(ui[s.dst:s.dst+s.n], xi[s.src:s.src+s.n])
 		}

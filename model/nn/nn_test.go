@@ -522,3 +522,32 @@ func TestSparseRouteSameBits(t *testing.T) {
 		})
 	}
 }
+
+// TestConvUnfoldReuse checks that U, whose padding taps forward never
+// writes, is what a fresh layer builds after batches of other sizes and
+// data (shrinking and growing the buffer).
+func TestConvUnfoldReuse(t *testing.T) {
+	r := rng.Seeded(4)
+	in := shape{9, 8, 3}
+	batch := func(n int) matrix {
+		x := matrix{n, in.size(), make([]float32, n*in.size())}
+		for i := range x.d {
+			x.d[i] = float32(r.NormFloat64())
+		}
+		return x
+	}
+	reused := newConv(in, 4, 2, 3, 5)
+	for _, n := range []int{4, 2, 6, 1} {
+		x := batch(n)
+		fresh := newConv(in, 4, 2, 3, 5)
+		for _, c := range []*conv{reused, fresh} {
+			c.wt.rows, c.wt.cols = c.taps(), c.out
+			p := make([]float64, c.numParams())
+			c.bind(p, make([]float32, len(p)), make([]float32, len(p)))
+			c.forward(x, true, nil)
+		}
+		if !slices.Equal(reused.u.d, fresh.u.d) {
+			t.Fatalf("batch of %d: U differs from a fresh layer's", n)
+		}
+	}
+}
