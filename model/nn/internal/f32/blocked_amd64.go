@@ -251,12 +251,17 @@ func packA(trans bool, mb, kb int, a []float32, lda, ic, pc int, alpha float32, 
 		h := min(mr, mb-ip)
 		panel := dst[ip*kb : (ip+mr)*kb]
 		if trans {
+			// One clear for a short panel's padding, not one call per
+			// column: the CNN's per-example products pack a 4-row edge
+			// panel of each example's U (taps mod 6 = 4).
+			if h < mr {
+				clear(panel)
+			}
 			for p := range kb {
-				d := panel[p*mr : (p+1)*mr]
+				d := panel[p*mr:][:h]
 				for i, v := range a[(pc+p)*lda+ic+ip:][:h] {
 					d[i] = alpha * v
 				}
-				clear(d[h:])
 			}
 			continue
 		}
