@@ -41,5 +41,7 @@
 // vertical pair of those), on order-preserving integer keys (OrderKey) so
 // that the maximum and its argument's index come from integer compares and
 // blends, eight lanes per AVX2 instruction; the Go loops they fall back
-// to define them, ties and signed zeros included.
+// to define them, ties and signed zeros included. AddColSums (the bias
+// gradients' column sums) adds eight columns per AVX2 instruction, each
+// column still summed down the rows in order.
 package f32

@@ -16,3 +16,9 @@ func maxPairsAVX2(k, a *int32, src *float32, n, d, base int)
 //
 //go:noescape
 func maxKeyPairsAVX2(y *float32, arg, k, a *int32, n, d int)
+
+// addColSumsAVX2 is AddColSums for the first n columns (n a positive
+// multiple of 8, rows > 0).
+//
+//go:noescape
+func addColSumsAVX2(acc, m *float32, rows, cols, n int)

@@ -101,3 +101,56 @@ keys:
 	JB keys
 	VZEROUPPER
 	RET
+
+// func addColSumsAVX2(acc, m *float32, rows, cols, n int)
+//
+// Sixteen columns at a time (two accumulators, so two add chains in
+// flight), then eight: each column's sum runs down the rows in order.
+TEXT ·addColSumsAVX2(SB), NOSPLIT, $0-40
+	MOVQ acc+0(FP), DI
+	MOVQ m+8(FP), SI
+	MOVQ rows+16(FP), CX
+	MOVQ cols+24(FP), R8
+	MOVQ n+32(FP), R9
+	SHLQ $2, R8 // a row's bytes
+	XORQ BX, BX // the column
+
+sixteen:
+	LEAQ 16(BX), AX
+	CMPQ AX, R9
+	JA eight
+	VMOVUPS (DI)(BX*4), Y0
+	VMOVUPS 32(DI)(BX*4), Y1
+	LEAQ (SI)(BX*4), R10
+	MOVQ CX, R11
+
+rows16:
+	VADDPS (R10), Y0, Y0
+	VADDPS 32(R10), Y1, Y1
+	ADDQ R8, R10
+	DECQ R11
+	JNZ rows16
+	VMOVUPS Y0, (DI)(BX*4)
+	VMOVUPS Y1, 32(DI)(BX*4)
+	MOVQ AX, BX
+	JMP sixteen
+
+eight:
+	CMPQ BX, R9
+	JAE done
+	VMOVUPS (DI)(BX*4), Y0
+	LEAQ (SI)(BX*4), R10
+	MOVQ CX, R11
+
+rows8:
+	VADDPS (R10), Y0, Y0
+	ADDQ R8, R10
+	DECQ R11
+	JNZ rows8
+	VMOVUPS Y0, (DI)(BX*4)
+	ADDQ $8, BX
+	JMP eight
+
+done:
+	VZEROUPPER
+	RET

@@ -12,3 +12,7 @@ func maxPairsAVX2(k, a *int32, src *float32, n, d, base int) {
 func maxKeyPairsAVX2(y *float32, arg, k, a *int32, n, d int) {
 	panic("f32: no maxKeyPairsAVX2 on this build")
 }
+
+func addColSumsAVX2(acc, m *float32, rows, cols, n int) {
+	panic("f32: no addColSumsAVX2 on this build")
+}
