@@ -29,14 +29,11 @@ type conv struct {
 	u, z, g, gu, gin    matrix
 	scale, per          matrix
 	batch               int
-	// copies are unfold's runs in its order: the same for every example,
-	// so listed once.
-	copies []span
+	// copies are unfold's runs in its order, each from an example's
+	// features (Src) to its block of U (Dst = row·taps + col): the same
+	// for every example, so listed once.
+	copies f32.Spans
 }
-
-// span is a run of n floats: at dst in an example's block of U (row·taps
-// + col) and at src in its features.
-type span struct{ dst, src, n int }
 
 func newConv(in shape, k, stride, pad, out int) *conv {
 	c := &conv{in: in, k: k, stride: stride, pad: pad, out: out}
@@ -46,11 +43,13 @@ func newConv(in shape, k, stride, pad, out int) *conv {
 	return c
 }
 
-// plan lists unfold's runs as spans, so that neither pass walks the
-// window geometry per example.
+// plan lists unfold's runs, so that neither pass walks the window
+// geometry per example.
 func (c *conv) plan() {
 	t := c.taps()
-	c.unfold(func(row, col, src, n int) { c.copies = append(c.copies, span{row*t + col, src, n}) })
+	var runs []f32.Span
+	c.unfold(func(row, col, src, n int) { runs = append(runs, f32.Span{Dst: row*t + col, Src: src, N: n}) })
+	c.copies = f32.NewSpans(runs)
 }
 
 func (c *conv) outShape() shape { return shape{c.oh, c.ow, c.out} }
@@ -103,11 +102,7 @@ func (c *conv) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 	// copies below write U, so they stay zero from the allocation.
 	c.u = c.u.resize(x.r*p, t)
 	parallel(x.r, func(i int) {
-		xi := x.row(i)
-		ui := c.u.d[i*p*t : (i+1)*p*t]
-		for _, s := range c.copies {
-			copy(ui[s.dst:s.dst+s.n], xi[s.src:s.src+s.n])
-		}
+		c.copies.Gather(c.u.d[i*p*t:(i+1)*p*t], x.row(i))
 	})
 	c.z = c.z.resize(x.r, p*c.out)
 	zv := matrix{x.r * p, c.out, c.z.d}
@@ -131,9 +126,9 @@ func (c *conv) backward(g matrix, needIn bool) matrix {
 		gi := c.gin.row(i)
 		clear(gi)
 		ui := c.gu.d[i*p*t : (i+1)*p*t]
-		for _, s := range c.copies { // in unfold's order: the same sums
-			dst := gi[s.src : s.src+s.n]
-			for j, v := range ui[s.dst : s.dst+s.n] {
+		for _, s := range c.copies.Runs() { // in unfold's order: the same sums
+			dst := gi[s.Src : s.Src+s.N]
+			for j, v := range ui[s.Dst : s.Dst+s.N] {
 				dst[j] += v
 			}
 		}

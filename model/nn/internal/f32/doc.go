@@ -43,5 +43,7 @@
 // blends, eight lanes per AVX2 instruction; the Go loops they fall back
 // to define them, ties and signed zeros included. AddColSums (the bias
 // gradients' column sums) adds eight columns per AVX2 instruction, each
-// column still summed down the rows in order.
+// column still summed down the rows in order. Spans.Gather does a
+// convolution's im2col copies (a fixed list of short runs) in one
+// assembly loop instead of a copy call per run.
 package f32

@@ -22,3 +22,8 @@ func maxKeyPairsAVX2(y *float32, arg, k, a *int32, n, d int)
 //
 //go:noescape
 func addColSumsAVX2(acc, m *float32, rows, cols, n int)
+
+// gatherAVX2 is Gather for n > 0 runs, whose extents the caller checked.
+//
+//go:noescape
+func gatherAVX2(dst, src *float32, runs *Span, n int)

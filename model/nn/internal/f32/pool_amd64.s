@@ -154,3 +154,47 @@ rows8:
 done:
 	VZEROUPPER
 	RET
+
+// func gatherAVX2(dst, src *float32, runs *Span, n int)
+//
+// Each Span is three int64s (Dst, Src, N): eight floats per VMOVUPS pair,
+// then one at a time.
+TEXT ·gatherAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ runs+16(FP), R8
+	MOVQ n+24(FP), CX
+
+run:
+	MOVQ 0(R8), AX
+	MOVQ 8(R8), BX
+	MOVQ 16(R8), DX
+	LEAQ (DI)(AX*4), R9
+	LEAQ (SI)(BX*4), R10
+
+eights:
+	CMPQ DX, $8
+	JB ones
+	VMOVUPS (R10), Y0
+	VMOVUPS Y0, (R9)
+	ADDQ $32, R9
+	ADDQ $32, R10
+	SUBQ $8, DX
+	JMP eights
+
+ones:
+	TESTQ DX, DX
+	JZ next
+	MOVL (R10), AX
+	MOVL AX, (R9)
+	ADDQ $4, R9
+	ADDQ $4, R10
+	DECQ DX
+	JMP ones
+
+next:
+	ADDQ $24, R8
+	DECQ CX
+	JNZ run
+	VZEROUPPER
+	RET

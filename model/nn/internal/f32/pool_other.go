@@ -16,3 +16,7 @@ func maxKeyPairsAVX2(y *float32, arg, k, a *int32, n, d int) {
 func addColSumsAVX2(acc, m *float32, rows, cols, n int) {
 	panic("f32: no addColSumsAVX2 on this build")
 }
+
+func gatherAVX2(dst, src *float32, runs *Span, n int) {
+	panic("f32: no gatherAVX2 on this build")
+}
