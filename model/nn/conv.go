@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/dpal-dev/dpal/dp/rng"
+	"github.com/dpal-dev/dpal/model/nn/internal/f32"
 )
 
 // shape is an image's height, width and channels; an example's features
@@ -28,13 +29,27 @@ type conv struct {
 	u, z, g, gu, gin    matrix
 	scale, per          matrix
 	batch               int
+	// copies are unfold's runs in its order, each from an example's
+	// features (Src) to its block of U (Dst = row·taps + col): the same
+	// for every example, so listed once.
+	copies f32.Spans
 }
 
 func newConv(in shape, k, stride, pad, out int) *conv {
 	c := &conv{in: in, k: k, stride: stride, pad: pad, out: out}
 	c.oh = (in.h+2*pad-k)/stride + 1
 	c.ow = (in.w+2*pad-k)/stride + 1
+	c.plan()
 	return c
+}
+
+// plan lists unfold's runs, so that neither pass walks the window
+// geometry per example.
+func (c *conv) plan() {
+	t := c.taps()
+	var runs []f32.Span
+	c.unfold(func(row, col, src, n int) { runs = append(runs, f32.Span{Dst: row*t + col, Src: src, N: n}) })
+	c.copies = f32.NewSpans(runs)
 }
 
 func (c *conv) outShape() shape { return shape{c.oh, c.ow, c.out} }
@@ -82,16 +97,12 @@ func (c *conv) unfold(visit func(row, col, src, n int)) {
 func (c *conv) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 	c.batch = x.r
 	p, t := c.positions(), c.taps()
+	// U's taps in the padding are never written: every example's block
+	// has them at the same offsets whatever the batch size, and only the
+	// copies below write U, so they stay zero from the allocation.
 	c.u = c.u.resize(x.r*p, t)
 	parallel(x.r, func(i int) {
-		xi := x.row(i)
-		ui := c.u.d[i*p*t : (i+1)*p*t]
-		if c.pad > 0 {
-			clear(ui) // taps outside the image stay zero
-		}
-		c.unfold(func(row, col, src, n int) {
-			copy(ui[row*t+col:row*t+col+n], xi[src:src+n])
-		})
+		c.copies.Gather(c.u.d[i*p*t:(i+1)*p*t], x.row(i))
 	})
 	c.z = c.z.resize(x.r, p*c.out)
 	zv := matrix{x.r * p, c.out, c.z.d}
@@ -115,12 +126,12 @@ func (c *conv) backward(g matrix, needIn bool) matrix {
 		gi := c.gin.row(i)
 		clear(gi)
 		ui := c.gu.d[i*p*t : (i+1)*p*t]
-		c.unfold(func(row, col, src, n int) {
-			dst := gi[src : src+n]
-			for j, v := range ui[row*t+col : row*t+col+n] {
+		for _, s := range c.copies.Runs() { // in unfold's order: the same sums
+			dst := gi[s.Src : s.Src+s.N]
+			for j, v := range ui[s.Dst : s.Dst+s.N] {
 				dst[j] += v
 			}
-		})
+		}
 	})
 	return c.gin
 }
@@ -213,11 +224,11 @@ func (m *maxPool) forward(x matrix, _ bool, _ *rng.Rand) matrix {
 						// selects compile to conditional moves: a branch
 						// here mispredicts on half the pixels.
 						for c, v := range src {
-							ky, kv, ac := orderKey(y[c]), orderKey(v), a[c]
+							ky, kv, ac := f32.OrderKey(y[c]), f32.OrderKey(v), a[c]
 							if kv > ky {
 								ky, ac = kv, int32(s+c)
 							}
-							y[c], a[c] = keyFloat(ky), ac
+							y[c], a[c] = f32.KeyFloat(ky), ac
 						}
 					}
 				}
@@ -244,37 +255,12 @@ func (m *maxPool) forward2(x matrix, od int) {
 		for i := lo; i < hi; i++ {
 			xi, yi, ai := x.row(i), m.y.row(i), m.arg[i*od:(i+1)*od]
 			for iy := range m.in.h {
-				src := xi[iy*w*ch : (iy+1)*w*ch]
-				k, a := hk[iy*rowLen:(iy+1)*rowLen], ha[iy*rowLen:(iy+1)*rowLen]
-				for j := range k {
-					kl, kr, al := orderKey(src[j]), orderKey(src[j+ch]), int32(iy*w*ch+j)
-					if kr > kl {
-						kl, al = kr, al+int32(ch)
-					}
-					k[j], a[j] = kl, al
-				}
+				f32.MaxPairs(hk[iy*rowLen:(iy+1)*rowLen], ha[iy*rowLen:(iy+1)*rowLen],
+					xi[iy*w*ch:(iy+1)*w*ch], ch, int32(iy*w*ch))
 			}
-			for j := range od {
-				ku, au := hk[j], ha[j]
-				if kd := hk[j+rowLen]; kd > ku {
-					ku, au = kd, ha[j+rowLen]
-				}
-				yi[j], ai[j] = keyFloat(ku), au
-			}
+			f32.MaxKeyPairs(yi, ai, hk, ha, rowLen)
 		}
 	})
-}
-
-// orderKey maps a float32's bits to an int32 with the same order (for
-// non-NaN values; −0 sorts below +0).
-func orderKey(v float32) int32 {
-	b := int32(math.Float32bits(v))
-	return b ^ (b >> 31 & 0x7fffffff)
-}
-
-// keyFloat inverts orderKey.
-func keyFloat(k int32) float32 {
-	return math.Float32frombits(uint32(k ^ (k >> 31 & 0x7fffffff)))
 }
 
 func (m *maxPool) backward(g matrix, needIn bool) matrix {

@@ -55,15 +55,9 @@ func scaleRows(dst, g matrix, c []float64, per int) {
 	}
 }
 
-// addColSums adds the column sums of m to acc.
-func addColSums(acc []float32, m matrix) {
-	acc = acc[:m.c]
-	for i := range m.r {
-		for j, v := range m.row(i) {
-			acc[j] += v
-		}
-	}
-}
+// addColSums adds the column sums of m to acc (f32.AddColSums: in row
+// order, eight columns per AVX2 instruction).
+func addColSums(acc []float32, m matrix) { f32.AddColSums(acc, m.d, m.r, m.c) }
 
 // dense is a fully connected layer z = x·W + b, W in×out.
 type dense struct {

@@ -379,18 +379,23 @@ func TestClippedGradChunks(t *testing.T) {
 
 // TestMaxPoolFirstMaximum checks the pooling's values and arguments
 // against a direct scan of each window (its first maximum in row-major
-// order, by orderKey), on values with many ties, signed zeros and NaNs:
-// the 2×2 stride-1 pool (forward2) and a general one.
+// order, by f32.OrderKey), on values with many ties, signed zeros and
+// NaNs, or on random normal values: the 2×2 stride-1 pool (forward2, with
+// the CNN's shapes too) and a general one.
 func TestMaxPoolFirstMaximum(t *testing.T) {
 	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 2, float32(math.NaN()), float32(math.Inf(-1))}
 	for _, c := range []struct {
 		name         string
 		in           shape
 		size, stride int
+		normal       bool
 	}{
-		{"2x2-stride1", shape{7, 6, 3}, 2, 1},
-		{"2x2-stride1-wide", shape{14, 14, 16}, 2, 1},
-		{"3x3-stride2", shape{9, 7, 2}, 3, 2},
+		{"2x2-stride1", shape{7, 6, 3}, 2, 1, false},
+		{"2x2-stride1-wide", shape{14, 14, 16}, 2, 1, false},
+		{"2x2-stride1-wide-normal", shape{14, 14, 16}, 2, 1, true},
+		{"2x2-stride1-cnn2", shape{5, 5, 32}, 2, 1, false},
+		{"2x2-stride1-cnn2-normal", shape{5, 5, 32}, 2, 1, true},
+		{"3x3-stride2", shape{9, 7, 2}, 3, 2, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := rng.Seeded(9)
@@ -398,6 +403,9 @@ func TestMaxPoolFirstMaximum(t *testing.T) {
 			x := matrix{5, c.in.size(), make([]float32, 5*c.in.size())}
 			for i := range x.d {
 				x.d[i] = vals[r.IntN(len(vals))]
+				if c.normal {
+					x.d[i] = float32(r.NormFloat64())
+				}
 			}
 			y := m.forward(x, true, nil)
 			ch := c.in.c
@@ -409,7 +417,7 @@ func TestMaxPoolFirstMaximum(t *testing.T) {
 							for ky := range c.size {
 								for kx := range c.size {
 									s := ((oy*c.stride+ky)*c.in.w+ox*c.stride+kx)*ch + k
-									if best < 0 || orderKey(x.row(i)[s]) > orderKey(x.row(i)[best]) {
+									if best < 0 || f32.OrderKey(x.row(i)[s]) > f32.OrderKey(x.row(i)[best]) {
 										best = s
 									}
 								}
@@ -512,5 +520,34 @@ func TestSparseRouteSameBits(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConvUnfoldReuse checks that U, whose padding taps forward never
+// writes, is what a fresh layer builds after batches of other sizes and
+// data (shrinking and growing the buffer).
+func TestConvUnfoldReuse(t *testing.T) {
+	r := rng.Seeded(4)
+	in := shape{9, 8, 3}
+	batch := func(n int) matrix {
+		x := matrix{n, in.size(), make([]float32, n*in.size())}
+		for i := range x.d {
+			x.d[i] = float32(r.NormFloat64())
+		}
+		return x
+	}
+	reused := newConv(in, 4, 2, 3, 5)
+	for _, n := range []int{4, 2, 6, 1} {
+		x := batch(n)
+		fresh := newConv(in, 4, 2, 3, 5)
+		for _, c := range []*conv{reused, fresh} {
+			c.wt.rows, c.wt.cols = c.taps(), c.out
+			p := make([]float64, c.numParams())
+			c.bind(p, make([]float32, len(p)), make([]float32, len(p)))
+			c.forward(x, true, nil)
+		}
+		if !slices.Equal(reused.u.d, fresh.u.d) {
+			t.Fatalf("batch of %d: U differs from a fresh layer's", n)
+		}
 	}
 }

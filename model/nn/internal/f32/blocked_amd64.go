@@ -170,13 +170,21 @@ func serial(nr int, transA, transB bool, m, n, k int, alpha float32, a []float32
 		nb := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
 			kb := min(kc, k-pc)
-			buf.b = grow(buf.b, kb*roundUp(nb, nr))
-			packB(nr, transB, kb, nb, b, ldb, pc, jc, buf.b)
+			var pb []float32
+			if !transB && nb == nr && ldb == nr {
+				// B is one panel's width and dense: its rows are the
+				// packed panel already (the CNN's 16-channel products).
+				pb = b[pc*ldb : (pc+kb)*ldb]
+			} else {
+				buf.b = grow(buf.b, kb*roundUp(nb, nr))
+				packB(nr, transB, kb, nb, b, ldb, pc, jc, buf.b)
+				pb = buf.b
+			}
 			for ic := 0; ic < m; ic += mc {
 				mb := min(mc, m-ic)
 				blk := buf.block(transA, mb, kb, alpha, a, lda, ic, pc)
 				blk.c, blk.ldc = c[ic*ldc+jc:], ldc
-				blk.run(nr, mb, nb, buf.b)
+				blk.run(nr, mb, nb, pb)
 			}
 		}
 	}
@@ -243,12 +251,17 @@ func packA(trans bool, mb, kb int, a []float32, lda, ic, pc int, alpha float32, 
 		h := min(mr, mb-ip)
 		panel := dst[ip*kb : (ip+mr)*kb]
 		if trans {
+			// One clear for a short panel's padding, not one call per
+			// column: the CNN's per-example products pack a 4-row edge
+			// panel of each example's U (taps mod 6 = 4).
+			if h < mr {
+				clear(panel)
+			}
 			for p := range kb {
-				d := panel[p*mr : (p+1)*mr]
+				d := panel[p*mr:][:h]
 				for i, v := range a[(pc+p)*lda+ic+ip:][:h] {
 					d[i] = alpha * v
 				}
-				clear(d[h:])
 			}
 			continue
 		}

@@ -35,4 +35,15 @@
 // sum: a zero of A would only add exact zeros, so the result is the dense
 // product's bit for bit. CSR.AppendRowSq builds the rows straight from the
 // records with AVX-512's VCOMPRESSPS, with Copy's squared norm on the way.
+//
+// MaxPairs and MaxKeyPairs are the two passes of the CNN's 2×2 stride-1
+// max pooling (the larger of each horizontal pair of pixels, then of each
+// vertical pair of those), on order-preserving integer keys (OrderKey) so
+// that the maximum and its argument's index come from integer compares and
+// blends, eight lanes per AVX2 instruction; the Go loops they fall back
+// to define them, ties and signed zeros included. AddColSums (the bias
+// gradients' column sums) adds eight columns per AVX2 instruction, each
+// column still summed down the rows in order. Spans.Gather does a
+// convolution's im2col copies (a fixed list of short runs) in one
+// assembly loop instead of a copy call per run.
 package f32
