@@ -104,6 +104,21 @@ func (c *replicaClient) call(base string, role Role, method, path, body string, 
 	}
 }
 
+// startPair starts two replicas with lease ttl on a new database, for a
+// test that kills a (its server stops without cleanup): b is stopped,
+// and both stores closed, when the test ends.
+func startPair(t *testing.T, ttl time.Duration) (a, b *testReplica) {
+	dsn := pgtest.Start(t)
+	a, b = startReplica(t, dsn, ttl), startReplica(t, dsn, ttl)
+	t.Cleanup(func() {
+		b.srv.Close()
+		b.hs.Close()
+		b.store.Close()
+		a.store.Close()
+	})
+	return a, b
+}
+
 // TestReplicasFailover: two replicas on one PostgreSQL database. Events
 // and labels sent to either reach the learner's one owner (the other
 // forwards them); budget and ledger read alike on both. The owner is
@@ -113,15 +128,8 @@ func (c *replicaClient) call(base string, role Role, method, path, body string, 
 // end every acknowledged event is observed exactly once, no event id is
 // acknowledged twice, and the spend stays within the budget.
 func TestReplicasFailover(t *testing.T) {
-	dsn := pgtest.Start(t)
 	const ttl = time.Second
-	a, b := startReplica(t, dsn, ttl), startReplica(t, dsn, ttl)
-	defer func() {
-		b.srv.Close()
-		b.hs.Close()
-		b.store.Close()
-		a.store.Close()
-	}()
+	a, b := startPair(t, ttl)
 	c := &replicaClient{t: t, tok: map[Role]string{}}
 	for _, r := range []Role{RoleIngest, RoleAnnotator, RoleOfficer, RoleAdmin} {
 		tok, err := a.store.CreateToken(r)
@@ -546,15 +554,8 @@ func TestReplicasSpreadLearners(t *testing.T) {
 // request), forgets it when the owner does not answer, and then takes
 // over within the lease time.
 func TestReplicasForwardCache(t *testing.T) {
-	dsn := pgtest.Start(t)
 	const ttl = time.Second
-	a, b := startReplica(t, dsn, ttl), startReplica(t, dsn, ttl)
-	defer func() {
-		b.srv.Close()
-		b.hs.Close()
-		b.store.Close()
-		a.store.Close()
-	}()
+	a, b := startPair(t, ttl)
 	c := &replicaClient{t: t, tok: map[Role]string{}}
 	var err error
 	for _, r := range []Role{RoleIngest, RoleAdmin} {
