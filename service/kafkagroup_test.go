@@ -196,17 +196,9 @@ func TestReplicasKafkaGroup(t *testing.T) {
 	owner.store.Close()
 }
 
-// stop stops the replica gracefully: its leases released, its server
-// and store closed.
-func (r *testReplica) stop() {
-	r.srv.Close()
-	r.hs.Close()
-	r.store.Close()
-}
-
 // kafkaReplicas starts a kfake cluster with a topic "events" of
 // partitions partitions, and two replicas (1 s leases) on a throw-away
-// PostgreSQL database with a learner k; c holds officer and admin tokens.
+// PostgreSQL database with a learner k (replicaPair).
 func kafkaReplicas(t *testing.T, partitions int32) (brokers []string, a, b *testReplica, c *replicaClient) {
 	t.Helper()
 	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "events"))
@@ -214,15 +206,7 @@ func kafkaReplicas(t *testing.T, partitions int32) (brokers []string, a, b *test
 		t.Fatal(err)
 	}
 	t.Cleanup(kc.Close)
-	dsn := pgtest.Start(t)
-	const ttl = time.Second
-	a, b = startReplica(t, dsn, ttl), startReplica(t, dsn, ttl)
-	c = &replicaClient{t: t, tok: map[Role]string{}}
-	for _, r := range []Role{RoleOfficer, RoleAdmin} {
-		if c.tok[r], err = a.store.CreateToken(r); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b, c = replicaPair(t, time.Second)
 	if code := c.call(a.base, RoleAdmin, "POST", "/v1/learners", `{"name":"k","dim":2,"config":{"window":1}}`, nil, ""); code != http.StatusCreated {
 		t.Fatalf("create: %d", code)
 	}

@@ -15,32 +15,7 @@ import (
 	"github.com/dpal-dev/dpal/active/pool"
 	"github.com/dpal-dev/dpal/dp/account"
 	"github.com/dpal-dev/dpal/dp/ledger"
-	"github.com/dpal-dev/dpal/dp/ledger/pgstore/pgtest"
 )
-
-// projectReplicas starts two replicas (lease time ttl) on one throw-away
-// PostgreSQL database and a client with a token of every role; stop
-// closes them (a replica already killed is only closed).
-func projectReplicas(t *testing.T, ttl time.Duration, setA ...func(*http.Server)) (a, b *testReplica, c *replicaClient, stop func()) {
-	t.Helper()
-	dsn := pgtest.Start(t)
-	a, b = startReplica(t, dsn, ttl, setA...), startReplica(t, dsn, ttl)
-	c = &replicaClient{t: t, tok: map[Role]string{}}
-	for _, r := range []Role{RoleIngest, RoleAnnotator, RoleOfficer, RoleAdmin} {
-		tok, err := a.store.CreateToken(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.tok[r] = tok
-	}
-	return a, b, c, func() {
-		for _, r := range []*testReplica{a, b} {
-			r.srv.Close()
-			r.hs.Close()
-			r.store.Close()
-		}
-	}
-}
 
 // mustCall is call, failing the test on any status but want.
 func (c *replicaClient) mustCall(want int, r *testReplica, role Role, method, path, body string, out any, hdr ...string) {
@@ -107,8 +82,7 @@ func (c *replicaClient) uploadProject(name, pool string, a, b *testReplica) {
 // report, a record's ε) read alike through both, A never hosts the
 // project, and no record's ε exceeds the budget.
 func TestReplicasProjects(t *testing.T) {
-	a, b, c, stop := projectReplicas(t, time.Second)
-	defer stop()
+	a, b, c := replicaPair(t, time.Second)
 	const n = 300
 	pool, classes := projectBlobs(n, 3)
 	c.mustCall(http.StatusCreated, b, RoleAdmin, "POST", "/v1/projects", projectBody("p", "poisson", "entropy", n), nil)
@@ -154,8 +128,7 @@ func TestReplicasProjects(t *testing.T) {
 // and no record's ε exceeds the budget.
 func TestReplicasProjectFailover(t *testing.T) {
 	const ttl = 500 * time.Millisecond
-	a, b, c, stop := projectReplicas(t, ttl)
-	defer stop()
+	a, b, c := replicaPair(t, ttl)
 	const n = 300
 	records, classes := projectBlobs(n, 4)
 	c.mustCall(http.StatusCreated, a, RoleAdmin, "POST", "/v1/projects", strings.NewReplacer(`"epochs":4`, `"epochs":40000`, `"queries":[30,30]`, `"queries":[5,5]`).Replace(projectBody("p", "topk", "random", n)), nil)
@@ -279,8 +252,7 @@ func checkProjectLedger(t *testing.T, st *Store, name string, rels []projectRele
 // as the body arrives, as the owner's own handler renews it.
 func TestReplicasProjectStreamedUpload(t *testing.T) {
 	const timeout = 500 * time.Millisecond
-	a, b, c, stop := projectReplicas(t, time.Second, func(hs *http.Server) { hs.ReadTimeout, hs.WriteTimeout = timeout, timeout })
-	defer stop()
+	a, b, c := replicaPair(t, time.Second, func(hs *http.Server) { hs.ReadTimeout, hs.WriteTimeout = timeout, timeout })
 	const n, parts = 300, 6
 	records, _ := projectBlobs(n, 5)
 	c.mustCall(http.StatusCreated, b, RoleAdmin, "POST", "/v1/projects", projectBody("p", "poisson", "entropy", n), nil)

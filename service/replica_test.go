@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ import (
 
 // testReplica is one replica on a shared store, serving on loopback.
 type testReplica struct {
+	once  sync.Once // stop's
 	store *Store
 	srv   *Server
 	hs    *http.Server
@@ -104,19 +106,34 @@ func (c *replicaClient) call(base string, role Role, method, path, body string, 
 	}
 }
 
-// startPair starts two replicas with lease ttl on a new database, for a
-// test that kills a (its server stops without cleanup): b is stopped,
-// and both stores closed, when the test ends.
-func startPair(t *testing.T, ttl time.Duration) (a, b *testReplica) {
+// replicaPair starts two replicas (lease time ttl; setA adjusts a's
+// http.Server) on a new throw-away PostgreSQL database, and a client
+// holding a token of every role; both replicas are stopped when the test
+// ends (one killed by then is only closed).
+func replicaPair(t *testing.T, ttl time.Duration, setA ...func(*http.Server)) (a, b *testReplica, c *replicaClient) {
+	t.Helper()
 	dsn := pgtest.Start(t)
-	a, b = startReplica(t, dsn, ttl), startReplica(t, dsn, ttl)
-	t.Cleanup(func() {
-		b.srv.Close()
-		b.hs.Close()
-		b.store.Close()
-		a.store.Close()
+	a, b = startReplica(t, dsn, ttl, setA...), startReplica(t, dsn, ttl)
+	t.Cleanup(func() { a.stop(); b.stop() })
+	c = &replicaClient{t: t, tok: map[Role]string{}}
+	for _, r := range []Role{RoleIngest, RoleAnnotator, RoleOfficer, RoleAdmin} {
+		tok, err := a.store.CreateToken(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.tok[r] = tok
+	}
+	return a, b, c
+}
+
+// stop stops the replica gracefully (once): its leases released, its
+// server and store closed.
+func (r *testReplica) stop() {
+	r.once.Do(func() {
+		r.srv.Close()
+		r.hs.Close()
+		r.store.Close()
 	})
-	return a, b
 }
 
 // TestReplicasFailover: two replicas on one PostgreSQL database. Events
@@ -129,15 +146,7 @@ func startPair(t *testing.T, ttl time.Duration) (a, b *testReplica) {
 // acknowledged twice, and the spend stays within the budget.
 func TestReplicasFailover(t *testing.T) {
 	const ttl = time.Second
-	a, b := startPair(t, ttl)
-	c := &replicaClient{t: t, tok: map[Role]string{}}
-	for _, r := range []Role{RoleIngest, RoleAnnotator, RoleOfficer, RoleAdmin} {
-		tok, err := a.store.CreateToken(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.tok[r] = tok
-	}
+	a, b, c := replicaPair(t, ttl)
 	if code := c.call(a.base, RoleAdmin, "POST", "/v1/learners", `{"name":"k","dim":2,"config":{"window":1}}`, nil, ""); code != http.StatusCreated {
 		t.Fatalf("create: %d", code)
 	}
@@ -413,22 +422,7 @@ func durable(t *testing.T, dsn string) {
 // runs from both replicas concurrently get distinct numbers, and the
 // population's spend stays within its budget.
 func TestReplicasSearchAndListings(t *testing.T) {
-	dsn := pgtest.Start(t)
-	a, b := startReplica(t, dsn, time.Second), startReplica(t, dsn, time.Second)
-	defer func() {
-		for _, r := range []*testReplica{a, b} {
-			r.srv.Close()
-			r.hs.Close()
-			r.store.Close()
-		}
-	}()
-	c := &replicaClient{t: t, tok: map[Role]string{}}
-	var err error
-	for _, r := range []Role{RoleIngest, RoleOfficer, RoleAdmin} {
-		if c.tok[r], err = a.store.CreateToken(r); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b, c := replicaPair(t, time.Second)
 	c.call(a.base, RoleAdmin, "POST", "/v1/learners", `{"name":"k","dim":2}`, nil, "")
 	if code := c.call(a.base, RoleAdmin, "POST", "/v1/searches",
 		`{"name":"hosts","oracle":"noisy-max","params":{"t_low":1,"t_high":10,"epsilon":0.5},"halting":{"posterior":0.99},"budget":6}`, nil, ""); code != http.StatusCreated {
@@ -501,22 +495,7 @@ func jsonDecode(resp *http.Response, v any) {
 // the creator; a write-only commit of a replica whose lease was taken
 // is refused by the fence, on the one-round-trip path too.
 func TestReplicasSpreadLearners(t *testing.T) {
-	dsn := pgtest.Start(t)
-	a, b := startReplica(t, dsn, 5*time.Second), startReplica(t, dsn, 5*time.Second)
-	defer func() {
-		for _, r := range []*testReplica{a, b} {
-			r.srv.Close()
-			r.hs.Close()
-			r.store.Close()
-		}
-	}()
-	c := &replicaClient{t: t, tok: map[Role]string{}}
-	var err error
-	for _, r := range []Role{RoleIngest, RoleAdmin} {
-		if c.tok[r], err = a.store.CreateToken(r); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b, c := replicaPair(t, 5*time.Second)
 	for _, name := range []string{"s0", "s1"} {
 		if code := c.call(a.base, RoleAdmin, "POST", "/v1/learners", `{"name":"`+name+`","dim":2}`, nil, ""); code != http.StatusCreated {
 			t.Fatalf("create %s: %d", name, code)
@@ -540,7 +519,7 @@ func TestReplicasSpreadLearners(t *testing.T) {
 			t.Errorf("%s owns %s: %v, want %v", tc.r.base, tc.learner, ok, tc.owns)
 		}
 	}
-	err = stale.updateWrites(func(tx kvTx) error { return bucket(tx, "s1", subIdem).Put([]byte("late"), []byte("{}")) })
+	err := stale.updateWrites(func(tx kvTx) error { return bucket(tx, "s1", subIdem).Put([]byte("late"), []byte("{}")) })
 	if !errors.Is(err, errFenced) {
 		t.Errorf("the creator's late write-only commit: %v, want it refused by the fence", err)
 	}
@@ -555,14 +534,7 @@ func TestReplicasSpreadLearners(t *testing.T) {
 // over within the lease time.
 func TestReplicasForwardCache(t *testing.T) {
 	const ttl = time.Second
-	a, b := startPair(t, ttl)
-	c := &replicaClient{t: t, tok: map[Role]string{}}
-	var err error
-	for _, r := range []Role{RoleIngest, RoleAdmin} {
-		if c.tok[r], err = a.store.CreateToken(r); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b, c := replicaPair(t, ttl)
 	if code := c.call(a.base, RoleAdmin, "POST", "/v1/learners", `{"name":"k","dim":2}`, nil, ""); code != http.StatusCreated {
 		t.Fatalf("create: %d", code)
 	}
