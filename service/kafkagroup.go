@@ -245,7 +245,7 @@ func (s *Server) deliver(ctx context.Context, learner, cred string, b kafkaBatch
 // deliverOnce ingests b here if this replica owns the learner (taking
 // its lease if free), else sends it to the owner.
 func (s *Server) deliverOnce(ctx context.Context, learner, cred string, b kafkaBatch) error {
-	owner, err := s.ownHere(learner)
+	owner, err := s.locate(learner, false)
 	if err != nil {
 		return err
 	}
@@ -261,20 +261,6 @@ func (s *Server) deliverOnce(ctx context.Context, learner, cred string, b kafkaB
 		s.log.Info("kafka: records ingested already were dropped", "learner", learner, "records", ans.Skipped)
 	}
 	return err
-}
-
-// ownHere makes this replica serve learner if it owns its lease or can
-// take it (adopting it); otherwise it returns the owner's address.
-func (s *Server) ownHere(learner string) (owner string, err error) {
-	if tok, ok := s.rep.owned(learner); ok {
-		s.adopt(learner, tok)
-		return "", nil
-	}
-	tok, owner, err := s.rep.acquire(learner)
-	if err == nil && owner == "" {
-		s.adopt(learner, tok)
-	}
-	return owner, err
 }
 
 // kafkaLearner is the hosted learner name, restored.
@@ -374,7 +360,7 @@ func (s *Server) servePeerKafka(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, &apiError{status: http.StatusServiceUnavailable, msg: msg})
 	}
-	owner, err := s.ownHere(name)
+	owner, err := s.locate(name, false)
 	switch {
 	case err != nil:
 		retry("taking the learner's lease failed; retry")

@@ -449,23 +449,17 @@ func (s *Server) routedLease(pattern string, r *http.Request) string {
 	return ""
 }
 
-// route serves r here when this replica owns its learner (taking a free
-// or expired lease, and restoring the learner when the lease is new to
-// it), and otherwise forwards it to the owner; it reports whether it
-// answered r.
+// route serves r here when this replica owns its learner or project
+// (taking a free or expired lease, and restoring what it covers when the
+// lease is new to it), and otherwise forwards it to the owner; it
+// reports whether it answered r.
 func (s *Server) route(w http.ResponseWriter, r *http.Request, pattern string) bool {
 	name := s.routedLease(pattern, r)
 	if name == "" || !s.leaseExists(name) {
 		return false // the handler answers (404 for a learner no replica has)
 	}
-	if tok, ok := s.rep.owned(name); ok {
-		s.adoptLease(name, tok)
-		return false
-	}
-	if owner, ok := s.rep.ownerOf(name); ok && r.Header.Get(forwardedHeader) == "" {
-		return s.forward(w, r, pattern, owner)
-	}
-	tok, owner, err := s.rep.acquire(name)
+	forwarded := r.Header.Get(forwardedHeader) != ""
+	owner, err := s.locate(name, !forwarded)
 	switch {
 	case err != nil:
 		w.Header().Set("Retry-After", "1")
@@ -475,15 +469,40 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, pattern string) b
 		}
 		return true
 	case owner == "":
-		s.adoptLease(name, tok)
 		return false
-	case r.Header.Get(forwardedHeader) != "" || owner == s.rep.addr:
+	case forwarded || owner == s.rep.addr:
 		w.Header().Set("Retry-After", "1")
 		writeError(w, &apiError{status: http.StatusServiceUnavailable, msg: "this replica does not own the learner or project (its owner is " + owner + "); retry"})
 		return true
 	}
-	s.rep.forwarded(name, owner)
 	return s.forward(w, r, pattern, owner)
+}
+
+// locate says where lease name is served: "" here (its lease held, or
+// free or expired and taken now; what it covers is adopted), else the
+// owner's address. With cached, an owner remembered from an earlier
+// call answers without asking the database, and an owner the database
+// names (another replica) is remembered for a tenth of the lease time
+// (rp.forwarded; a hit does not extend it).
+func (s *Server) locate(name string, cached bool) (owner string, err error) {
+	if tok, ok := s.rep.owned(name); ok {
+		s.adoptLease(name, tok)
+		return "", nil
+	}
+	if cached {
+		if owner, ok := s.rep.ownerOf(name); ok {
+			return owner, nil
+		}
+	}
+	tok, owner, err := s.rep.acquire(name)
+	switch {
+	case err != nil:
+	case owner == "":
+		s.adoptLease(name, tok)
+	case cached && owner != s.rep.addr:
+		s.rep.forwarded(name, owner)
+	}
+	return owner, err
 }
 
 // forward has the owner at addr answer r (of route pattern); it reports
